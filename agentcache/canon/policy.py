@@ -1,0 +1,47 @@
+"""What canonicalization may change. The defaults never change a request's meaning; opt-ins say what they trade."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agentcache.errors import PolicyError
+
+#: orjson refuses deeper nesting; keep a margin for the containers agentcache itself adds.
+HARD_MAX_DEPTH = 250
+
+
+@dataclass(frozen=True)
+class CanonicalPolicy:
+    """Switches for :func:`agentcache.canonicalize`.
+
+    Every switch that is on by default is meaning-preserving (see docs/canonicalization.md for why each is safe).
+    ``strip_trailing_whitespace`` and ``relocate_volatile`` are off by default: the first edits prose, the second
+    changes the request's layout.
+    """
+
+    sort_tools: bool = True
+    """Sort ``tools`` / ``functions`` by name. Tools carrying ``cache_control`` keep their index."""
+    sort_unordered_arrays: bool = True
+    """Sort the JSON-Schema arrays whose order carries no meaning (``required``, array-valued ``type``, ...)."""
+    canonical_tool_arguments: bool = True
+    """Re-serialize tool-call ``arguments`` strings canonically when they parse as JSON."""
+    normalize_newlines: bool = True
+    """CRLF and lone CR become LF in prose (message text, system prompt, descriptions)."""
+    normalize_unicode: bool = True
+    """Prose is put in Unicode NFC."""
+    strip_trailing_whitespace: bool = False
+    """Remove spaces and tabs at the end of each prose line."""
+    relocate_volatile: bool = False
+    """Move system-prompt lines holding timestamps, dates, UUIDs, ids into a trailing message."""
+    volatile_role: str = "system"
+    """Role of that trailing message in OpenAI-style bodies (Anthropic bodies always use ``user``)."""
+    max_depth: int = 128
+    """Deepest nesting accepted; deeper input raises NestingTooDeepError instead of exhausting the stack."""
+    max_body_bytes: int = 32 * 1024 * 1024
+    """Largest body accepted, measured as its compact JSON size."""
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_depth <= HARD_MAX_DEPTH:
+            raise PolicyError(f"max_depth must be between 1 and {HARD_MAX_DEPTH}, got {self.max_depth}")
+        if self.max_body_bytes < 1:
+            raise PolicyError(f"max_body_bytes must be positive, got {self.max_body_bytes}")

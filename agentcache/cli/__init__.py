@@ -1,0 +1,38 @@
+"""The ``agentcache`` command. Each subcommand lives in its own module with ``register`` and ``run``.
+
+Exit codes, as linters use them: 0 success, 1 findings (commands that report findings), 2 usage or input error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from agentcache import __version__
+from agentcache.cli import canon
+from agentcache.errors import AgentCacheError
+
+COMMANDS = (canon,)
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agentcache", description="Make LLM agents hit the server's prefix (KV) cache."
+    )
+    parser.add_argument("--version", action="version", version=f"agentcache {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in COMMANDS:
+        command.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.run(args)
+    except AgentCacheError as exc:
+        print(f"agentcache {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return code

@@ -1,0 +1,65 @@
+"""``agentcache canon FILE|-``: print the canonical JSON of one request body."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from agentcache.canon import CanonicalPolicy, canonical_json, canonicalize
+from agentcache.errors import InputError
+
+
+def register(commands: Any) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "canon", help="print the canonical JSON of a request body", description=__doc__
+    )
+    parser.add_argument("file", help="a JSON request body (OpenAI chat completions or Anthropic Messages), or -")
+    parser.add_argument(
+        "--relocate-volatile",
+        action="store_true",
+        help="move system-prompt lines holding timestamps/ids into a trailing message (changes layout)",
+    )
+    parser.add_argument(
+        "--strip-trailing-whitespace", action="store_true", help="remove spaces at the end of prose lines"
+    )
+    parser.add_argument("--keep-tool-order", action="store_true", help="do not sort tools by name")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    policy = CanonicalPolicy(
+        sort_tools=not args.keep_tool_order,
+        strip_trailing_whitespace=args.strip_trailing_whitespace,
+        relocate_volatile=args.relocate_volatile,
+    )
+    request = load_json(args.file)
+    sys.stdout.buffer.write(canonical_json(canonicalize(request, policy)) + b"\n")
+    return 0
+
+
+def load_json(name: str) -> Any:
+    """Parse a JSON file (``-`` is stdin), refusing repeated keys: which copy wins is up to the parser."""
+    try:
+        data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {name}: {exc.strerror}") from None
+    try:
+        return json.loads(data.decode("utf-8"), object_pairs_hook=_unique_keys)
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{name} is not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{name}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
+    except RecursionError:
+        raise InputError(f"{name}: nesting too deep to parse") from None
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for key, item in pairs:
+        if key in value:
+            raise InputError(f"key {key!r} appears twice in one object; keep one")
+        value[key] = item
+    return value

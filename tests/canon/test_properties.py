@@ -1,0 +1,193 @@
+"""The canonicalizer's guarantees, each checked on >= 500 generated requests."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import unicodedata
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentcache import canonical_json, canonicalize
+from tests.canon.strategies import requests, shuffled
+
+CASES = settings(max_examples=500, deadline=None)
+
+
+def prose(text: str) -> str:
+    return unicodedata.normalize("NFC", text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def schema_meaning(schema: Any) -> Any:
+    """A schema up to the documented reorderings: set-like arrays sorted, prose normalized."""
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "properties":
+            out[key] = {name: schema_meaning(item) for name, item in value.items()}
+        elif key in ("items", "additionalProperties") and isinstance(value, dict):
+            out[key] = schema_meaning(value)
+        elif key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+            out[key] = [schema_meaning(item) for item in value]
+        elif key in ("required", "type") and isinstance(value, list):
+            out[key] = sorted(value)
+        elif key in ("description", "title"):
+            out[key] = prose(value)
+        else:
+            out[key] = value
+    return out
+
+
+def tool_meaning(tool: dict[str, Any]) -> Any:
+    out = dict(tool)
+    if "function" in out:
+        function = dict(out["function"])
+        function["description"] = prose(function["description"])
+        function["parameters"] = schema_meaning(function["parameters"])
+        out["function"] = function
+    else:
+        out["description"] = prose(out["description"])
+        out["input_schema"] = schema_meaning(out["input_schema"])
+    return out
+
+
+def tools_meaning(tools: list[dict[str, Any]]) -> list[Any]:
+    """Tools as segments closed by cache_control breakpoints: the set of tools in each, then the marked tool."""
+    segments: list[Any] = []
+    current: dict[str, Any] = {}
+    for tool in tools:
+        name = tool.get("function", tool).get("name")
+        if "cache_control" in tool:
+            segments.append((current, tool_meaning(tool)))
+            current = {}
+        else:
+            current[name] = tool_meaning(tool)
+    segments.append((current, None))
+    return segments
+
+
+def block_meaning(block: Any) -> Any:
+    if not isinstance(block, dict):
+        return block
+    if block.get("type") == "text":
+        return {**block, "text": prose(block["text"])}
+    if block.get("type") == "tool_result":
+        return {**block, "content": content_meaning(block["content"])}
+    return block  # thinking blocks stay byte for byte (they are signed); others are data
+
+
+def content_meaning(content: Any) -> Any:
+    if isinstance(content, str):
+        return prose(content)
+    if isinstance(content, list):
+        return [block_meaning(block) for block in content]
+    return content
+
+
+def arguments_meaning(text: str) -> Any:
+    try:
+        return ("json", json.loads(text))
+    except ValueError:
+        return ("text", text)
+
+
+def message_meaning(message: dict[str, Any]) -> Any:
+    out = dict(message)
+    if "content" in out:
+        out["content"] = content_meaning(out["content"])
+    if "tool_calls" in out:
+        out["tool_calls"] = [
+            {**call, "function": {**call["function"], "arguments": arguments_meaning(call["function"]["arguments"])}}
+            for call in out["tool_calls"]
+        ]
+    return out
+
+
+def meaning(request: dict[str, Any]) -> Any:
+    """What a request means under the reorderings and normalizations docs/canonicalization.md lists."""
+    out = dict(request)
+    out["messages"] = [message_meaning(message) for message in request["messages"]]
+    if "tools" in out:
+        out["tools"] = tools_meaning(out["tools"])
+    if "system" in out:
+        out["system"] = content_meaning(out["system"])
+    if "response_format" in out:
+        schema = out["response_format"]["json_schema"]["schema"]
+        out["response_format"] = {
+            **out["response_format"],
+            "json_schema": {"name": "out", "schema": schema_meaning(schema)},
+        }
+    return out
+
+
+@CASES
+@given(requests)
+def test_fixed_point(request: dict[str, Any]) -> None:
+    once = canonicalize(request)
+    assert canonical_json(canonicalize(once)) == canonical_json(once)
+
+
+@CASES
+@given(requests)
+def test_meaning_preserved(request: dict[str, Any]) -> None:
+    out = json.loads(canonical_json(canonicalize(request)))
+    assert meaning(out) == meaning(json.loads(json.dumps(request)))
+
+
+@CASES
+@given(requests, st.randoms(use_true_random=False))
+def test_tool_and_key_order_do_not_matter(request: dict[str, Any], rng: random.Random) -> None:
+    variant = shuffled(request, rng)
+    tools = variant.get("tools", [])
+    if not any("cache_control" in tool for tool in tools):
+        rng.shuffle(tools)
+    assert canonical_json(canonicalize(variant)) == canonical_json(canonicalize(request))
+
+
+WORKER = """
+import sys, json
+from agentcache import canonical_json, canonicalize
+for line in sys.stdin:
+    sys.stdout.write(canonical_json(canonicalize(json.loads(line))).hex() + "\\n")
+    sys.stdout.flush()
+"""
+
+
+@pytest.fixture(scope="module")
+def workers() -> Iterator[list[subprocess.Popen[str]]]:
+    """Two interpreters with different hash seeds, canonicalizing what they are sent."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        )
+        for seed in ("1", "4242")
+    ]
+    yield procs
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(timeout=30)
+
+
+@CASES
+@given(requests)
+def test_same_bytes_in_every_process(workers: list[subprocess.Popen[str]], request: dict[str, Any]) -> None:
+    here = canonical_json(canonicalize(request)).hex()
+    line = json.dumps(request) + "\n"
+    for proc in workers:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(line)
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == here

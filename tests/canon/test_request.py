@@ -1,0 +1,246 @@
+"""Each documented canonicalization rule on a request built to exercise it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from agentcache import CanonicalPolicy, canonical_json, canonicalize
+from agentcache.errors import DuplicateToolError
+
+
+def tool(name: str, parameters: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": name, "description": f"{name} tool"}
+    if parameters is not None:
+        function["parameters"] = parameters
+    return {"type": "function", "function": function, **extra}
+
+
+def request(**fields: Any) -> dict[str, Any]:
+    return {"model": "m", "messages": [{"role": "user", "content": "hi"}], **fields}
+
+
+def test_tools_sorted_by_name() -> None:
+    out = canonicalize(request(tools=[tool("zeta"), tool("alpha"), tool("mid")]))
+    assert [t["function"]["name"] for t in out["tools"]] == ["alpha", "mid", "zeta"]
+
+
+def test_tools_keep_order_when_policy_says_so() -> None:
+    out = canonicalize(request(tools=[tool("zeta"), tool("alpha")]), CanonicalPolicy(sort_tools=False))
+    assert [t["function"]["name"] for t in out["tools"]] == ["zeta", "alpha"]
+
+
+def test_duplicate_tool_names_are_an_error_naming_both() -> None:
+    with pytest.raises(DuplicateToolError, match=r"\$\.tools\[2\].*\$\.tools\[0\]"):
+        canonicalize(request(tools=[tool("a"), tool("b"), tool("a")]))
+
+
+def test_anthropic_cache_control_tool_keeps_its_index() -> None:
+    tools = [
+        {"name": "d", "input_schema": {"type": "object"}},
+        {"name": "c", "input_schema": {"type": "object"}},
+        {"name": "b", "input_schema": {"type": "object"}, "cache_control": {"type": "ephemeral"}},
+        {"name": "a", "input_schema": {"type": "object"}},
+    ]
+    out = canonicalize({"model": "claude", "max_tokens": 5, "system": "s", "tools": tools, "messages": []})
+    assert [t["name"] for t in out["tools"]] == ["c", "d", "b", "a"]
+    assert out["tools"][2]["cache_control"] == {"type": "ephemeral"}
+
+
+def test_nameless_builtin_tools_sort_deterministically() -> None:
+    first = canonicalize(request(tools=[{"type": "web_search"}, tool("a"), {"type": "file_search"}]))
+    second = canonicalize(request(tools=[{"type": "file_search"}, {"type": "web_search"}, tool("a")]))
+    assert canonical_json(first) == canonical_json(second)
+    assert first["tools"][0]["function"]["name"] == "a"
+
+
+def test_schema_keys_sorted_and_set_like_arrays_sorted() -> None:
+    params = {"type": "object", "required": ["b", "a"], "properties": {"b": {"type": ["string", "null"]}, "a": {}}}
+    out = canonicalize(request(tools=[tool("t", params)]))["tools"][0]["function"]["parameters"]
+    assert list(out) == ["properties", "required", "type"]
+    assert list(out["properties"]) == ["a", "b"]
+    assert out["required"] == ["a", "b"]
+    assert out["properties"]["b"]["type"] == ["null", "string"]
+
+
+@pytest.mark.parametrize("keyword", ["enum", "anyOf", "oneOf", "allOf", "prefixItems", "examples", "items"])
+def test_ordered_keywords_keep_their_order(keyword: str) -> None:
+    values: list[Any] = [{"type": "string"}, {"type": "integer"}] if keyword != "enum" else ["z", "a"]
+    if keyword == "examples":
+        values = ["z", "a"]
+    out = canonicalize(request(tools=[tool("t", {keyword: values})]))
+    assert out["tools"][0]["function"]["parameters"][keyword] == values
+
+
+def test_keyword_names_as_property_names_or_data_are_not_interpreted() -> None:
+    params = {
+        "type": "object",
+        "properties": {"required": {"type": "string", "description": "a\r\nb"}},
+        "default": {"required": ["z", "a"], "description": "x\r\ny"},
+    }
+    out = canonicalize(request(tools=[tool("t", params)]))["tools"][0]["function"]["parameters"]
+    assert out["properties"]["required"]["description"] == "a\nb"
+    assert out["default"] == {"description": "x\r\ny", "required": ["z", "a"]}
+
+
+def test_dependencies_array_form_is_a_set() -> None:
+    params = {
+        "dependentRequired": {"card": ["zip", "cvv"]},
+        "dependencies": {"a": ["y", "x"], "b": {"required": ["q", "p"]}},
+    }
+    out = canonicalize(request(tools=[tool("t", params)]))["tools"][0]["function"]["parameters"]
+    assert out["dependentRequired"] == {"card": ["cvv", "zip"]}
+    assert out["dependencies"] == {"a": ["x", "y"], "b": {"required": ["p", "q"]}}
+
+
+def test_enum_values_are_never_normalized() -> None:
+    params = {"type": "string", "enum": ["e\u0301", "a\r\nb"]}
+    out = canonicalize(request(tools=[tool("t", params)]))
+    assert out["tools"][0]["function"]["parameters"]["enum"] == ["e\u0301", "a\r\nb"]
+
+
+def test_prose_line_endings_and_nfc() -> None:
+    out = canonicalize(request(messages=[{"role": "user", "content": "caf\u0065\u0301\r\nline\rend"}]))
+    assert out["messages"][0]["content"] == "caf\u00e9\nline\nend"
+
+
+def test_trailing_whitespace_only_when_asked() -> None:
+    body = request(messages=[{"role": "user", "content": "a  \nb\t"}])
+    assert canonicalize(body)["messages"][0]["content"] == "a  \nb\t"
+    stripped = canonicalize(body, CanonicalPolicy(strip_trailing_whitespace=True))
+    assert stripped["messages"][0]["content"] == "a\nb"
+
+
+def test_tool_call_arguments_reserialized_when_json() -> None:
+    call = {"id": "1", "type": "function", "function": {"name": "f", "arguments": '{ "b": 1, "a": [1, 2.5] }'}}
+    out = canonicalize(request(messages=[{"role": "assistant", "content": None, "tool_calls": [call]}]))
+    assert out["messages"][0]["tool_calls"][0]["function"]["arguments"] == '{"a":[1,2.5],"b":1}'
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    ['{"a": 1, "a": 2}', '{"a": 1', "not json", '{"n": 123456789012345678901234567890}', '{"x": 1e999}', "NaN"],
+)
+def test_tool_call_arguments_left_alone_when_canonical_form_would_lose_something(arguments: str) -> None:
+    call = {"id": "1", "type": "function", "function": {"name": "f", "arguments": arguments}}
+    out = canonicalize(request(messages=[{"role": "assistant", "content": None, "tool_calls": [call]}]))
+    assert out["messages"][0]["tool_calls"][0]["function"]["arguments"] == arguments
+
+
+def test_legacy_functions_and_function_call() -> None:
+    body = request(
+        functions=[{"name": "z", "parameters": {"required": ["b", "a"]}}, {"name": "a"}],
+        messages=[{"role": "assistant", "content": None, "function_call": {"name": "z", "arguments": '{"b":1,"a":2}'}}],
+    )
+    out = canonicalize(body)
+    assert [f["name"] for f in out["functions"]] == ["a", "z"]
+    assert out["functions"][1]["parameters"]["required"] == ["a", "b"]
+    assert out["messages"][0]["function_call"]["arguments"] == '{"a":2,"b":1}'
+
+
+def test_thinking_blocks_are_never_touched() -> None:
+    thinking = {"type": "thinking", "thinking": "step\r\none e\u0301", "signature": "abc"}
+    body = {"model": "c", "max_tokens": 1, "messages": [{"role": "assistant", "content": [thinking]}]}
+    assert canonicalize(body)["messages"][0]["content"][0] == thinking
+
+
+def test_anthropic_blocks() -> None:
+    body = {
+        "model": "c",
+        "max_tokens": 1,
+        "system": [{"type": "text", "text": "rules\r\n", "cache_control": {"type": "ephemeral"}}],
+        "messages": [
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "f", "input": {"b": 1, "a": 2}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "out\r\n"}]},
+        ],
+    }
+    out = canonicalize(body)
+    assert out["system"] == [{"cache_control": {"type": "ephemeral"}, "text": "rules\n", "type": "text"}]
+    assert list(out["messages"][0]["content"][0]["input"]) == ["a", "b"]
+    assert out["messages"][1]["content"][0]["content"] == "out\n"
+
+
+def test_response_format_schema_is_canonical() -> None:
+    schema = {"type": "object", "required": ["b", "a"], "properties": {"b": {}, "a": {}}}
+    out = canonicalize(request(response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}))
+    assert out["response_format"]["json_schema"]["schema"]["required"] == ["a", "b"]
+
+
+def test_unknown_fields_pass_through_untouched() -> None:
+    extra = {"z": [3, 1, 2], "a": "x\r\n"}
+    out = canonicalize(request(metadata=extra, stream=True))
+    assert out["metadata"] is extra
+    assert out["stream"] is True
+
+
+def test_input_is_not_modified() -> None:
+    body = request(
+        tools=[tool("z", {"required": ["b", "a"]}), tool("a")],
+        messages=[{"role": "system", "content": "Now: 2026-11-30T10:00:00Z\nrules"}],
+    )
+    before = json.dumps(body)
+    canonicalize(body, CanonicalPolicy(relocate_volatile=True))
+    assert json.dumps(body) == before
+
+
+def test_memoized_tools_give_the_same_result_as_a_cold_run() -> None:
+    params = {"properties": {"y": {"type": "string"}, "x": {"type": ["null", "integer"]}}, "required": ["y", "x"]}
+    body = request(tools=[tool("b", params), tool("a")])
+    warm = [canonical_json(canonicalize(json.loads(json.dumps(body)))) for _ in range(3)]
+    from agentcache.canon.request import Canonicalizer
+
+    cold = canonical_json(Canonicalizer(CanonicalPolicy()).canonicalize(body))
+    assert warm == [cold] * 3
+
+
+def test_relocate_volatile_openai() -> None:
+    system = (
+        "You are an agent.\nCurrent time: 2026-11-30T10:00:00Z\nSession 550e8400-e29b-41d4-a716-446655440000\nBe brief."
+    )
+    body = request(messages=[{"role": "system", "content": system}, {"role": "user", "content": "hi"}])
+    out = canonicalize(body, CanonicalPolicy(relocate_volatile=True))
+    assert out["messages"][0]["content"] == "You are an agent.\nBe brief."
+    assert out["messages"][-1] == {
+        "content": "Current time: 2026-11-30T10:00:00Z\nSession 550e8400-e29b-41d4-a716-446655440000",
+        "role": "system",
+    }
+    assert canonical_json(canonicalize(out, CanonicalPolicy(relocate_volatile=True))) == canonical_json(out)
+
+
+def test_relocate_volatile_keeps_the_stable_prefix_across_turns() -> None:
+    policy = CanonicalPolicy(relocate_volatile=True)
+    turns = [
+        canonicalize(
+            request(
+                messages=[
+                    {"role": "system", "content": f"Rules.\nDate: 2026-11-{day}\n"},
+                    {"role": "user", "content": "hi"},
+                ]
+            ),
+            policy,
+        )
+        for day in (29, 30)
+    ]
+    assert turns[0]["messages"][:2] == turns[1]["messages"][:2]
+    assert turns[0]["messages"][2] != turns[1]["messages"][2]
+
+
+def test_relocate_volatile_anthropic_uses_a_user_turn_and_keeps_cache_control() -> None:
+    body = {
+        "model": "c",
+        "max_tokens": 1,
+        "system": [
+            {"type": "text", "text": "Rules.\nToday is November 30, 2026.", "cache_control": {"type": "ephemeral"}}
+        ],
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    out = canonicalize(body, CanonicalPolicy(relocate_volatile=True))
+    assert out["system"] == [{"cache_control": {"type": "ephemeral"}, "text": "Rules.\n", "type": "text"}]
+    assert out["messages"][-1] == {"content": [{"text": "Today is November 30, 2026.", "type": "text"}], "role": "user"}
+
+
+def test_relocate_volatile_is_off_by_default() -> None:
+    body = request(messages=[{"role": "system", "content": "Now: 2026-11-30T10:00:00Z"}])
+    assert canonicalize(body)["messages"] == body["messages"]
