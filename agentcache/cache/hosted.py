@@ -1,0 +1,369 @@
+"""Hosted APIs' prompt caching (OpenAI, Anthropic), modelled on the client from their published rules.
+
+Neither provider shows its cache, so these models encode what the documentation promises and nothing more:
+which prefix lengths can hit, how long an idle prefix lives, what a request writes. Time is explicit: every call
+takes ``now`` (seconds; default ``time.monotonic()``), so expiry can be replayed from logged timestamps; ``now``
+must not go backwards, and one instance should not mix given times with the default clock.
+
+Both share the interface of the other cache models (``match``, ``insert``, ``serve``, ``stats``); they have no
+``evict``, because a hosted cache has no capacity a client can see: entries only expire. Rule by rule, with
+sources: docs/model-hosted.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from types import MappingProxyType
+from typing import Literal
+
+from agentcache.cache.blockhash import root_hash, token_array
+from agentcache.errors import CacheModelError
+
+Retention = Literal["in_memory", "24h"]
+Ttl = Literal["5m", "1h"]
+
+TTL_SECONDS: Mapping[str, float] = MappingProxyType({"5m": 300.0, "1h": 3600.0})
+"""Anthropic's two ``cache_control.ttl`` values. An entry lives this long after its last write or read."""
+
+MAX_BREAKPOINTS = 4
+"""Anthropic rejects a request with more ``cache_control`` blocks than this (HTTP 400)."""
+
+LOOKBACK_BLOCKS = 20
+"""Content blocks, counting the breakpoint's own, at whose ends Anthropic looks for an earlier entry."""
+
+MIN_CACHEABLE_TOKENS: Mapping[str, int] = MappingProxyType(
+    {
+        "claude-opus-4-8": 1024,
+        "claude-opus-4-6": 4096,
+        "claude-opus-4-5": 4096,
+        "claude-opus-4-1": 1024,
+        "claude-opus-4": 1024,
+        "claude-sonnet-4-6": 2048,
+        "claude-sonnet-4-5": 1024,
+        "claude-sonnet-4": 1024,
+        "claude-haiku-4-5": 4096,
+        "claude-3-7-sonnet": 1024,
+        "claude-3-5-sonnet": 1024,
+        "claude-3-5-haiku": 2048,
+        "claude-3-opus": 1024,
+        "claude-3-haiku": 2048,
+    }
+)
+"""Anthropic's minimum cacheable prefix per model family; a shorter prefix is silently not cached.
+
+Keys are model ids without their date suffix. Models missing here (their published figures disagreed when this
+table was written) need ``AnthropicPromptCache(min_cacheable_tokens=...)``.
+"""
+
+_DATE_SUFFIX = re.compile(r"-(\d{8}|latest)$")
+
+
+@dataclass(frozen=True)
+class CacheUsage:
+    """What Anthropic reports for one request: ``cache_read_input_tokens`` and ``cache_creation_input_tokens``.
+
+    The rest of the prompt is ``input_tokens``: ``prompt_len == cached + written + input_tokens``.
+    """
+
+    cached: int
+    written: int
+
+
+@dataclass
+class _Entry:
+    """One cached prefix: its length, how long it lives when idle, and when it dies unless used again."""
+
+    length: int
+    ttl: float
+    expires: float
+
+
+def _prefix_digests(tokens: Sequence[int], positions: Iterable[int], extra_key: Hashable) -> dict[int, bytes]:
+    """Digest of ``tokens[:p]`` for each ``p`` in ``positions``, from one running hash over the token bytes."""
+    packed = token_array(tokens)
+    running = hashlib.blake2b(root_hash(extra_key), digest_size=16)
+    digests: dict[int, bytes] = {}
+    done = 0
+    for position in sorted(set(positions)):
+        running.update(packed[done:position])
+        done = position
+        digests[position] = running.copy().digest()
+    return digests
+
+
+class _ExpiringPrefixes:
+    """Prefix entries that die when idle past their TTL; the time bookkeeping both hosted models share."""
+
+    def __init__(self) -> None:
+        self._entries: dict[bytes, _Entry] = {}
+        self._latest = float("-inf")
+        self._requests = 0
+        self._prompt_tokens = 0
+        self._cached_tokens = 0
+
+    def _clock(self, now: float | None) -> float:
+        """Resolve ``now`` and drop entries dead by then, so memory tracks the live cache."""
+        moment = time.monotonic() if now is None else now
+        if moment > self._latest:
+            self._latest = moment
+            self._entries = {key: entry for key, entry in self._entries.items() if entry.expires > moment}
+        return moment
+
+    def _alive(self, digest: bytes, now: float) -> _Entry | None:
+        entry = self._entries.get(digest)
+        return entry if entry is not None and entry.expires > now else None
+
+    def _longest(self, digests: Mapping[int, bytes], now: float) -> tuple[int, _Entry | None]:
+        """The longest prefix (of those given as length -> digest) with a live entry, and that entry."""
+        for position in sorted(digests, reverse=True):
+            entry = self._alive(digests[position], now)
+            if entry is not None:
+                return position, entry
+        return 0, None
+
+    def _count(self, prompt_tokens: int, cached: int) -> None:
+        self._requests += 1
+        self._prompt_tokens += prompt_tokens
+        self._cached_tokens += cached
+
+    def stats(self) -> dict[str, int]:
+        """Counters over ``serve`` calls (``requests``, ``prompt_tokens``, ``cached_tokens``) and ``entries``,
+        the prefixes alive at the latest ``now`` seen."""
+        return {
+            "requests": self._requests,
+            "prompt_tokens": self._prompt_tokens,
+            "cached_tokens": self._cached_tokens,
+            "entries": len(self._entries),
+        }
+
+
+class OpenAIPromptCache(_ExpiringPrefixes):
+    """OpenAI's automatic prompt caching: prompts of 1024+ tokens, hits in 128-token steps, idle expiry.
+
+    ``extra_key`` stands for ``prompt_cache_key`` (and the model): OpenAI routes on it, so requests with
+    different keys are modelled as separate caches. ``ttl`` overrides the idle lifetime of ``retention``:
+    ``"in_memory"`` keeps prefixes 5 to 10 minutes after last use (up to an hour off-peak) and the model takes
+    the 5 minutes OpenAI promises; ``"24h"`` (extended retention) keeps them up to 24 hours.
+    """
+
+    MIN_TOKENS = 1024
+    INCREMENT = 128
+    RETENTION_SECONDS: Mapping[Retention, float] = MappingProxyType({"in_memory": 300.0, "24h": 86400.0})
+
+    def __init__(self, retention: Retention = "in_memory", *, ttl: float | None = None) -> None:
+        super().__init__()
+        if retention not in self.RETENTION_SECONDS:
+            raise CacheModelError(f"retention must be 'in_memory' or '24h' (OpenAI's values), got {retention!r}")
+        self.ttl = self.RETENTION_SECONDS[retention] if ttl is None else ttl
+        if self.ttl <= 0:
+            raise CacheModelError(f"ttl must be positive seconds, got {self.ttl}")
+
+    def match(self, tokens: Sequence[int], extra_key: Hashable = None, *, now: float | None = None) -> int:
+        """The ``cached_tokens`` a request starting with ``tokens`` would get now: 0, or 1024 + k * 128."""
+        return self._longest(self._digests(tokens, extra_key), self._clock(now))[0]
+
+    def insert(self, tokens: Sequence[int], extra_key: Hashable = None, *, now: float | None = None) -> int:
+        """Process ``tokens`` as a prompt: cache (or refresh) every cacheable prefix; returns the prior hit."""
+        moment = self._clock(now)
+        digests = self._digests(tokens, extra_key)
+        cached = self._longest(digests, moment)[0]
+        for position, digest in digests.items():
+            self._entries[digest] = _Entry(position, self.ttl, moment + self.ttl)
+        return cached
+
+    def serve(
+        self,
+        prompt_tokens: Sequence[int],
+        output_tokens: Sequence[int] = (),
+        extra_key: Hashable = None,
+        *,
+        now: float | None = None,
+    ) -> int:
+        """One request: returns ``usage.prompt_tokens_details.cached_tokens``. Only the prompt is cached; the
+        output is accepted for a uniform interface and counts once the next prompt carries it."""
+        cached = self.insert(prompt_tokens, extra_key, now=now)
+        self._count(len(prompt_tokens), cached)
+        return cached
+
+    def _digests(self, tokens: Sequence[int], extra_key: Hashable) -> dict[int, bytes]:
+        """Digests of the prefixes that can be reported: 1024, 1152, ... tokens, up to all of ``tokens``."""
+        return _prefix_digests(tokens, range(self.MIN_TOKENS, len(tokens) + 1, self.INCREMENT), extra_key)
+
+
+class AnthropicPromptCache(_ExpiringPrefixes):
+    """Anthropic's prompt caching: entries written at explicit ``cache_control`` breakpoints.
+
+    Tokens are the rendered prompt in the API's prefix order, tools -> system -> messages; a breakpoint is the
+    token position where a marked content block ends. A request reads the longest live entry found by looking
+    back from each breakpoint (last first) over up to :data:`LOOKBACK_BLOCKS` content-block ends, and writes an
+    entry at every breakpoint whose prefix is long enough and not already live. Entries live ``"5m"`` or
+    ``"1h"`` after their last write or read. ``extra_key`` separates caches (workspace, model).
+
+    :meth:`serve` returns the cache read, like every other model's ``serve``; :meth:`serve_usage` returns reads
+    and writes, which Anthropic bills differently.
+    """
+
+    def __init__(self, model: str | None = None, *, min_cacheable_tokens: int | None = None) -> None:
+        super().__init__()
+        self.model = model
+        self.min_cacheable_tokens = self._minimum(model, min_cacheable_tokens)
+        self._written_tokens = 0
+
+    def match(self, tokens: Sequence[int], extra_key: Hashable = None, *, now: float | None = None) -> int:
+        """Length of the longest live entry that is a prefix of ``tokens`` (a breakpoint at the end, any
+        lookback)."""
+        moment = self._clock(now)
+        return self._longest(_prefix_digests(tokens, self._entry_lengths(len(tokens)), extra_key), moment)[0]
+
+    def insert(
+        self, tokens: Sequence[int], extra_key: Hashable = None, *, ttl: Ttl = "5m", now: float | None = None
+    ) -> int:
+        """Write an entry for the whole of ``tokens`` (one breakpoint at the end); returns the prior read."""
+        if not tokens:
+            return 0
+        return self._request(tokens, [len(tokens)], self._ttls(ttl, 1), None, extra_key, self._clock(now)).cached
+
+    def serve(
+        self,
+        prompt_tokens: Sequence[int],
+        output_tokens: Sequence[int] = (),
+        extra_key: Hashable = None,
+        *,
+        breakpoints: Sequence[int] | None = None,
+        ttl: Ttl | Sequence[Ttl] = "5m",
+        blocks: Sequence[int] | None = None,
+        now: float | None = None,
+    ) -> int:
+        """One request: returns ``cache_read_input_tokens``. See :meth:`serve_usage` for the arguments."""
+        return self.serve_usage(
+            prompt_tokens, output_tokens, extra_key, breakpoints=breakpoints, ttl=ttl, blocks=blocks, now=now
+        ).cached
+
+    def serve_usage(
+        self,
+        prompt_tokens: Sequence[int],
+        output_tokens: Sequence[int] = (),
+        extra_key: Hashable = None,
+        *,
+        breakpoints: Sequence[int] | None = None,
+        ttl: Ttl | Sequence[Ttl] = "5m",
+        blocks: Sequence[int] | None = None,
+        now: float | None = None,
+    ) -> CacheUsage:
+        """One request: returns cache reads and writes as Anthropic reports them.
+
+        ``breakpoints``: ascending token positions of the ``cache_control`` blocks' ends, at most 4; ``None``
+        means automatic caching (top-level ``cache_control``), a breakpoint at the end of the prompt.
+        ``ttl``: one value for all breakpoints or one per breakpoint; a ``"1h"`` breakpoint may not follow a
+        ``"5m"`` one. ``blocks``: ascending end positions of every content block, which bounds the lookback to
+        20 blocks; without it the lookback is unbounded, which overstates hits when a turn adds more than 20
+        blocks. The output is not cached (it counts once the next prompt carries it).
+        """
+        marks = [len(prompt_tokens)] if breakpoints is None else list(breakpoints)
+        ttls = self._ttls(ttl, len(marks))
+        self._check_breakpoints(marks, blocks, len(prompt_tokens))
+        usage = self._request(prompt_tokens, marks, ttls, blocks, extra_key, self._clock(now))
+        self._count(len(prompt_tokens), usage.cached)
+        self._written_tokens += usage.written
+        return usage
+
+    def stats(self) -> dict[str, int]:
+        """:meth:`_ExpiringPrefixes.stats` plus ``written_tokens`` (``cache_creation_input_tokens`` summed)."""
+        return {**super().stats(), "written_tokens": self._written_tokens}
+
+    def _request(
+        self,
+        tokens: Sequence[int],
+        marks: Sequence[int],
+        ttls: Sequence[float],
+        blocks: Sequence[int] | None,
+        extra_key: Hashable,
+        now: float,
+    ) -> CacheUsage:
+        window = self._lookback(marks, blocks)
+        digests = _prefix_digests(tokens, window.union(marks), extra_key)
+        cached, hit = self._longest({position: digests[position] for position in window}, now)
+        if hit is not None:
+            hit.expires = now + hit.ttl
+        written_to = 0
+        for mark, seconds in zip(marks, ttls, strict=True):
+            if mark < self.min_cacheable_tokens:
+                continue
+            digest = digests[mark]
+            entry = self._alive(digest, now)
+            if entry is None:
+                self._entries[digest] = _Entry(mark, seconds, now + seconds)
+                written_to = mark
+            else:
+                entry.ttl = max(entry.ttl, seconds)
+                entry.expires = now + entry.ttl
+        return CacheUsage(cached=cached, written=max(0, written_to - cached))
+
+    def _lookback(self, marks: Sequence[int], blocks: Sequence[int] | None) -> set[int]:
+        """Prefix lengths a request checks for a hit: the ends of the 20 blocks up to each breakpoint, or (block
+        ends unknown) every entry length up to the last breakpoint."""
+        if blocks is None:
+            return self._entry_lengths(marks[-1])
+        window: set[int] = set()
+        for mark in marks:
+            end = blocks.index(mark) + 1
+            window.update(blocks[max(0, end - LOOKBACK_BLOCKS) : end])
+        return window
+
+    def _entry_lengths(self, limit: int) -> set[int]:
+        return {entry.length for entry in self._entries.values() if entry.length <= limit}
+
+    @staticmethod
+    def _ttls(ttl: Ttl | Sequence[Ttl], count: int) -> list[float]:
+        names: list[str] = [ttl] * count if isinstance(ttl, str) else list(ttl)
+        if len(names) != count:
+            raise CacheModelError(f"got {len(names)} ttl values for {count} breakpoints; give one, or one each")
+        for name in names:
+            if name not in TTL_SECONDS:
+                raise CacheModelError(f"ttl must be '5m' or '1h' (the API's values), got {name!r}")
+        if "5m" in names and "1h" in names[names.index("5m") :]:
+            raise CacheModelError(
+                f"ttl {names}: a '1h' breakpoint after a '5m' one is rejected by the API; put longer TTLs first"
+            )
+        return [TTL_SECONDS[name] for name in names]
+
+    @staticmethod
+    def _check_breakpoints(marks: Sequence[int], blocks: Sequence[int] | None, length: int) -> None:
+        if len(marks) > MAX_BREAKPOINTS:
+            raise CacheModelError(
+                f"{len(marks)} breakpoints given; the API allows at most {MAX_BREAKPOINTS} cache_control blocks "
+                "per request: keep the ones that end stable prefixes (tools, system, recent turns)"
+            )
+        if any(not 0 < mark <= length for mark in marks) or any(a >= b for a, b in pairwise(marks)):
+            raise CacheModelError(
+                f"breakpoints {list(marks)} must be strictly ascending token positions in 1..{length} "
+                "(the end of each cache_control block in the rendered prompt)"
+            )
+        if blocks is not None:
+            if any(a >= b for a, b in pairwise(blocks)) or any(not 0 < end <= length for end in blocks):
+                raise CacheModelError(f"blocks must be strictly ascending end positions in 1..{length}")
+            stray = [mark for mark in marks if mark not in blocks]
+            if stray:
+                raise CacheModelError(
+                    f"breakpoints {stray} are not block ends; cache_control sits on a content block, so each "
+                    "breakpoint must be one of `blocks`"
+                )
+
+    @staticmethod
+    def _minimum(model: str | None, override: int | None) -> int:
+        if override is not None:
+            if override < 1:
+                raise CacheModelError(f"min_cacheable_tokens must be at least 1, got {override}")
+            return override
+        family = _DATE_SUFFIX.sub("", model or "")
+        if family not in MIN_CACHEABLE_TOKENS:
+            raise CacheModelError(
+                f"no minimum cacheable length known for model {model!r}; pass min_cacheable_tokens= from "
+                f"Anthropic's prompt-caching page (known: {', '.join(sorted(MIN_CACHEABLE_TOKENS))})"
+            )
+        return MIN_CACHEABLE_TOKENS[family]

@@ -1,0 +1,89 @@
+"""``agentcache explain TRACE``: per turn, the cached tokens predicted and reported, where the prefix broke, why."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from agentcache.cli.options import add_cache_options, add_trace_options, cache_options, report_problems
+from agentcache.cli.table import table
+from agentcache.drift import explain, read_trace
+from agentcache.drift.replay import CACHE_KINDS
+from agentcache.drift.summary import Summary, summarize
+
+SCHEMA = "agentcache.explain/1"
+
+
+def register(commands: Any) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "explain", help="explain each turn's cache hit or miss", description=__doc__
+    )
+    add_trace_options(parser)
+    parser.add_argument("--cache", choices=CACHE_KINDS, default="sglang", help="server model (default sglang)")
+    add_cache_options(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    trace = read_trace(args.trace)
+    options = cache_options(args, args.cache)
+    reports = explain(trace, args.tokenizer, options)
+    summary = summarize(reports)
+    if args.format == "json":
+        out = {
+            "schema": SCHEMA,
+            "trace": args.trace,
+            "tokenizer": args.tokenizer,
+            "cache": {
+                "kind": options.kind,
+                "capacity": options.capacity,
+                "page_size": options.page_size,
+                "block_size": options.block_size,
+            },
+            "turns": [report.to_json() for report in reports],
+            "summary": summary.to_json(),
+            "problems": [{"line": p.line, "message": p.message} for p in trace.problems],
+        }
+        print(json.dumps(out, indent=2))
+    else:
+        rows = [
+            (
+                r.session,
+                r.turn,
+                r.prompt_tokens,
+                r.predicted_cached,
+                r.reported_cached,
+                r.canonical_cached,
+                r.wasted_tokens,
+                r.cause,
+                r.detail,
+            )
+            for r in reports
+        ]
+        header = ("session", "turn", "prompt", "cached", "reported", "canonical", "wasted", "cause", "detail")
+        print(table(header, rows))
+        print()
+        print(summary_text(summary, f"{options.kind} model, simulated on the client; tokenizer {args.tokenizer}"))
+    return report_problems("explain", args.trace, trace)
+
+
+def summary_text(summary: Summary, model: str) -> str:
+    lines = [
+        f"{summary.turns} turns in {summary.sessions} sessions, {summary.prompt_tokens:,} prompt tokens ({model})",
+        f"predicted cached: {summary.predicted_cached:,} ({summary.hit_ratio:.1%})",
+    ]
+    if summary.reported_cached is not None:
+        lines.append(
+            f"server-reported cached: {summary.reported_cached:,} "
+            f"of {summary.reported_prompt_tokens:,} reported prompt tokens"
+        )
+    lines.append(f"wasted (prefilled again after drift): {summary.wasted_tokens:,} tokens")
+    lines.append(
+        f"canonicalized: {summary.canonical_cached:,} cached ({summary.canonical_hit_ratio:.1%}), "
+        f"{summary.saved_by_canonicalization:,} prefill tokens saved"
+    )
+    if summary.wasted_by_cause:
+        ranked = ", ".join(f"{cause} {tokens:,}" for cause, tokens in summary.wasted_by_cause.items())
+        lines.append(f"wasted by cause: {ranked}")
+    return "\n".join(lines)

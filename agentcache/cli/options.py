@@ -1,0 +1,34 @@
+"""Options shared by the commands that read traces and model a server's cache."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from agentcache.drift.replay import CACHE_KINDS, CacheKind, CacheOptions
+from agentcache.drift.trace import Trace
+
+
+def add_trace_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("trace", help="a JSONL trace (docs/trace-format.md) or a file of request bodies")
+    parser.add_argument("--tokenizer", default="o200k_base", help="o200k_base, cl100k_base or a tokenizer.json")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+
+
+def add_cache_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--capacity", type=int, metavar="TOKENS", help="KV capacity in tokens (default: unbounded)")
+    parser.add_argument("--page-size", type=int, default=1, metavar="N", help="SGLang page size (default 1)")
+    parser.add_argument("--block-size", type=int, default=16, metavar="N", help="vLLM block size (default 16)")
+
+
+def cache_options(args: argparse.Namespace, kind: str) -> CacheOptions:
+    assert kind in CACHE_KINDS
+    chosen: CacheKind = kind  # type: ignore[assignment]
+    return CacheOptions(chosen, capacity=args.capacity, page_size=args.page_size, block_size=args.block_size)
+
+
+def report_problems(command: str, path: str, trace: Trace) -> int:
+    """Print one line per unreadable trace line; the exit code the command should end with."""
+    for problem in trace.problems:
+        print(f"agentcache {command}: error: {path}:{problem.line}: {problem.message}", file=sys.stderr)
+    return 2 if trace.problems else 0

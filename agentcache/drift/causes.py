@@ -1,0 +1,154 @@
+"""Why a request diverged from the previous one: one stable cause code per turn, with a human detail.
+
+The codes are part of the JSON output schema (docs/drift.md lists them); never rename one.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from agentcache.canon import canonical_json, canonicalize, find_volatile
+from agentcache.canon.request import tool_name
+from agentcache.drift.diff import Divergence
+from agentcache.drift.prompt import Segment
+from agentcache.errors import RequestError
+
+NEW_SESSION = "new_session"
+NONE = "none"
+MODEL_CHANGED = "model_changed"
+TOOL_ORDER = "tool_order"
+SCHEMA_KEY_ORDER = "schema_key_order"
+TOOL_ADDED = "tool_added"
+TOOL_REMOVED = "tool_removed"
+TOOL_CHANGED = "tool_changed"
+VOLATILE_VALUE = "volatile_value"
+WHITESPACE = "whitespace"
+SYSTEM_EDITED = "system_edited"
+HISTORY_REWRITTEN = "history_rewritten"
+BELOW_MINIMUM = "below_minimum"
+EVICTED = "evicted"
+
+#: Causes that canonicalization removes (with ``relocate_volatile`` for volatile values).
+CANONICALIZABLE = frozenset({TOOL_ORDER, SCHEMA_KEY_ORDER, VOLATILE_VALUE, WHITESPACE})
+
+_DIGITS = re.compile(r"\d+")
+
+
+def classify(
+    before: dict[str, Any], after: dict[str, Any], divergence: Divergence, old: Segment | None, new: Segment | None
+) -> tuple[str, str]:
+    """(cause, detail) of a divergence between two consecutive requests of a session.
+
+    ``old``/``new`` are the diverging segments (``new`` is None when the new request dropped ``old``).
+    """
+    if before.get("model") != after.get("model"):
+        return MODEL_CHANGED, f"model {before.get('model')!r} -> {after.get('model')!r}: nothing can be reused"
+    if divergence.part == "tools":
+        return _tools(_tools_of(before), _tools_of(after))
+    if old is None or new is None:
+        return HISTORY_REWRITTEN, f"{divergence.path} was dropped (compaction or truncation)"
+    if _canonical(old.part, old.value) == _canonical(new.part, new.value):
+        return WHITESPACE, f"{divergence.path}: same content, different bytes (line endings, Unicode, key order)"
+    if divergence.part == "system":
+        return _system(old.text, new.text, divergence)
+    return _history(before, after, old, new, divergence)
+
+
+def _tools_of(request: dict[str, Any]) -> list[Any]:
+    tools = request.get("tools") or request.get("functions") or []
+    return tools if isinstance(tools, list) else []
+
+
+def _tools(before: list[Any], after: list[Any]) -> tuple[str, str]:
+    old = {_name(tool, i): tool for i, tool in enumerate(before)}
+    new = {_name(tool, i): tool for i, tool in enumerate(after)}
+    added, removed = sorted(new.keys() - old.keys()), sorted(old.keys() - new.keys())
+    if added:
+        return TOOL_ADDED, "added: " + ", ".join(added) + (f"; removed: {', '.join(removed)}" if removed else "")
+    if removed:
+        return TOOL_REMOVED, "removed: " + ", ".join(removed)
+    changed = [name for name in new if _canonical("tools", old[name]) != _canonical("tools", new[name])]
+    if changed:
+        return TOOL_CHANGED, "definition changed: " + ", ".join(changed)
+    if list(old) != list(new):
+        return TOOL_ORDER, "same tools in another order (built from a set or dict?)"
+    if all(old[name] == new[name] for name in new):
+        return SCHEMA_KEY_ORDER, "same tool definitions with keys in another order"
+    return WHITESPACE, "same tool definitions, different bytes (line endings, Unicode, set-like arrays)"
+
+
+def _name(tool: Any, index: int) -> str:
+    name = tool_name(tool) if isinstance(tool, dict) else None
+    return name if name is not None else f"#{index}"
+
+
+def _canonical(part: str, value: Any) -> bytes | None:
+    """Canonical bytes of one tool, system prompt (or block) or message; None when it cannot be canonicalized."""
+    if part == "tools":
+        body: dict[str, Any] = {"messages": [], "tools": [value]}
+    elif part == "system" and not (isinstance(value, dict) and "role" in value):
+        body = {"messages": [], "system": value if isinstance(value, str) else [value]}
+    else:
+        body = {"messages": [value]}
+    try:
+        return canonical_json(canonicalize(body))
+    except RequestError:
+        return None
+
+
+def _system(old: str, new: str, divergence: Divergence) -> tuple[str, str]:
+    offset = divergence.char_offset
+    for text in (new, old):
+        for span in find_volatile(text):
+            if span.start <= offset <= span.end:
+                was, now = _span_at(old, offset), _span_at(new, offset)
+                return VOLATILE_VALUE, f"{span.kind} in the system prompt: {was!r} -> {now!r}"
+    old_number, new_number = _number_at(old, offset), _number_at(new, offset)
+    if old_number is not None and new_number is not None:
+        return VOLATILE_VALUE, f"counter in the system prompt: {old_number} -> {new_number}"
+    return SYSTEM_EDITED, f"system prompt text changed at character {offset}"
+
+
+def _span_at(text: str, offset: int) -> str:
+    for span in find_volatile(text):
+        if span.start <= offset <= span.end:
+            return span.text
+    return text[offset : offset + 20]
+
+
+def _number_at(text: str, offset: int) -> str | None:
+    for match in _DIGITS.finditer(text):
+        if match.start() <= offset <= match.end() and match.end() > match.start():
+            return match.group()
+    return None
+
+
+def _history(
+    before: dict[str, Any], after: dict[str, Any], old: Segment, new: Segment, divergence: Divergence
+) -> tuple[str, str]:
+    old_message = old.value if isinstance(old.value, dict) else {}
+    new_message = new.value if isinstance(new.value, dict) else {}
+    if _has_reasoning(old_message) and not _has_reasoning(new_message):
+        return HISTORY_REWRITTEN, f"reasoning stripped from {old.path}"
+    if len(after.get("messages", [])) < len(before.get("messages", [])):
+        return HISTORY_REWRITTEN, f"history compacted: {old.path} onwards replaced"
+    old_content, new_content = old_message.get("content"), new_message.get("content")
+    if (
+        isinstance(old_content, str)
+        and isinstance(new_content, str)
+        and len(new_content) < len(old_content)
+        and old_content.startswith(new_content.rstrip(".… \n"))
+    ):
+        return HISTORY_REWRITTEN, f"{old_message.get('role')} message {old.path} truncated"
+    return HISTORY_REWRITTEN, f"earlier message {divergence.path} edited"
+
+
+def _has_reasoning(message: dict[str, Any]) -> bool:
+    if message.get("reasoning_content") or message.get("reasoning"):
+        return True
+    content = message.get("content")
+    return isinstance(content, list) and any(
+        isinstance(block, dict) and block.get("type") in ("thinking", "redacted_thinking", "reasoning")
+        for block in content
+    )

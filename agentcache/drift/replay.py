@@ -1,0 +1,110 @@
+"""Replay requests through a client-side cache model: the predicted cached tokens of each turn.
+
+One replay is one server: every session of a trace shares its cache, as sessions share a real server's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from array import array
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from agentcache.cache.blockhash import BlockHashCache
+from agentcache.cache.hosted import AnthropicPromptCache, OpenAIPromptCache
+from agentcache.cache.radix import RadixCache
+from agentcache.canon import CanonicalPolicy, canonicalize
+from agentcache.drift.prompt import PromptTokenizer, Segment, render
+from agentcache.errors import InputError, RequestError
+
+CacheKind = Literal["sglang", "vllm", "openai", "anthropic"]
+CACHE_KINDS: tuple[str, ...] = get_args(CacheKind)
+
+#: The what-if of "canonicalized": the default policy plus moving volatile lines out of the system prompt.
+WHAT_IF_POLICY = CanonicalPolicy(relocate_volatile=True)
+
+
+@dataclass(frozen=True)
+class CacheOptions:
+    """The server being modelled. ``capacity`` is in tokens (SGLang ``--max-total-tokens``; vLLM's pool is
+    ``capacity // block_size`` blocks); None never evicts."""
+
+    kind: CacheKind = "sglang"
+    capacity: int | None = None
+    page_size: int = 1
+    block_size: int = 16
+    anthropic_model: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in CACHE_KINDS:
+            raise InputError(f"unknown cache {self.kind!r}: use one of {', '.join(CACHE_KINDS)}")
+
+    def build(self) -> RadixCache | BlockHashCache | OpenAIPromptCache | AnthropicPromptCache:
+        if self.kind == "sglang":
+            return RadixCache(page_size=self.page_size, capacity=self.capacity)
+        if self.kind == "vllm":
+            blocks = None if self.capacity is None else self.capacity // self.block_size
+            return BlockHashCache(block_size=self.block_size, num_blocks=blocks)
+        if self.kind == "openai":
+            return OpenAIPromptCache()
+        if self.anthropic_model is None:
+            return AnthropicPromptCache(min_cacheable_tokens=1024)
+        return AnthropicPromptCache(self.anthropic_model)
+
+
+def cache_namespace(request: dict[str, Any]) -> tuple[str, str]:
+    """What separates caches: KV computed by one model never serves another, and a ``cache_salt`` (SGLang,
+    vLLM) or ``prompt_cache_key`` (OpenAI routing) keeps tenants apart."""
+    salt = request.get("cache_salt") or request.get("prompt_cache_key") or ""
+    return str(request.get("model", "")), str(salt)
+
+
+@dataclass(frozen=True)
+class Served:
+    """One request as the model saw it."""
+
+    segments: list[Segment]
+    tokens: array[int]
+    starts: list[int]
+    cached: int
+
+
+class Replay:
+    """A cache model plus the tokenizer that turns requests into its tokens."""
+
+    def __init__(self, options: CacheOptions, prompts: PromptTokenizer, canonical: bool = False) -> None:
+        self.options = options
+        self.model = options.build()
+        self.prompts = prompts
+        self.canonical = canonical
+        self.clock = 0.0
+
+    def serve(self, request: dict[str, Any], ts: float | None = None) -> Served:
+        """Serve one request. Without a timestamp, requests are taken to come one second apart."""
+        if self.canonical:
+            with contextlib.suppress(RequestError):  # as the middleware would: send what it cannot canonicalize
+                request = canonicalize(request, WHAT_IF_POLICY)
+        segments = render(request)
+        tokens, starts = self.prompts.prompt(segments)
+        self.clock = max(self.clock + 1.0 if ts is None else ts, self.clock)
+        model = self.model
+        namespace = cache_namespace(request)
+        if isinstance(model, AnthropicPromptCache):
+            ends = [start + len(self.prompts.segment(s.text)) for s, start in zip(segments, starts, strict=True)]
+            marks = [end for end, segment in zip(ends, segments, strict=True) if segment.breakpoint][-4:]
+            cached = 0
+            if marks:  # Anthropic writes nothing without a breakpoint
+                cached = model.serve(tokens, extra_key=namespace, breakpoints=marks, blocks=ends, now=self.clock)
+        elif isinstance(model, OpenAIPromptCache):
+            cached = model.serve(tokens, extra_key=namespace, now=self.clock)
+        else:
+            cached = model.serve(tokens, extra_key=namespace)
+        return Served(segments, tokens, starts, cached)
+
+    def minimum(self) -> int:
+        """The shortest prompt the model can report cached at all (hosted APIs have a floor)."""
+        if isinstance(self.model, OpenAIPromptCache):
+            return self.model.MIN_TOKENS
+        if isinstance(self.model, AnthropicPromptCache):
+            return self.model.min_cacheable_tokens
+        return 0

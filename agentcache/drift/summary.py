@@ -1,0 +1,82 @@
+"""Totals over the turns of an explanation: hit ratios, waste, what canonicalization would save."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from agentcache.drift.explain import TurnReport
+
+
+def ratio(part: int, whole: int) -> float:
+    return part / whole if whole else 0.0
+
+
+@dataclass(frozen=True)
+class Summary:
+    turns: int
+    sessions: int
+    prompt_tokens: int
+    predicted_cached: int
+    reported_cached: int | None
+    """Sum over the turns whose usage was recorded; None when no turn had usage."""
+    reported_prompt_tokens: int
+    """Prompt tokens of the turns that have a reported count (the denominator of the reported hit ratio)."""
+    wasted_tokens: int
+    canonical_cached: int
+    wasted_by_cause: dict[str, int] = field(default_factory=dict)
+    """Wasted tokens per cause, largest first."""
+    turns_by_cause: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def hit_ratio(self) -> float:
+        return ratio(self.predicted_cached, self.prompt_tokens)
+
+    @property
+    def canonical_hit_ratio(self) -> float:
+        return ratio(self.canonical_cached, self.prompt_tokens)
+
+    @property
+    def saved_by_canonicalization(self) -> int:
+        """Prefill tokens canonicalization would have saved (negative if it would have cost some)."""
+        return self.canonical_cached - self.predicted_cached
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "turns": self.turns,
+            "sessions": self.sessions,
+            "prompt_tokens": self.prompt_tokens,
+            "predicted_cached": self.predicted_cached,
+            "hit_ratio": round(self.hit_ratio, 4),
+            "reported_cached": self.reported_cached,
+            "reported_hit_ratio": None
+            if self.reported_cached is None
+            else round(ratio(self.reported_cached, self.reported_prompt_tokens), 4),
+            "wasted_tokens": self.wasted_tokens,
+            "canonical_cached": self.canonical_cached,
+            "canonical_hit_ratio": round(self.canonical_hit_ratio, 4),
+            "saved_by_canonicalization": self.saved_by_canonicalization,
+            "wasted_by_cause": self.wasted_by_cause,
+            "turns_by_cause": self.turns_by_cause,
+        }
+
+
+def summarize(reports: Sequence[TurnReport]) -> Summary:
+    wasted: Counter[str] = Counter()
+    for report in reports:
+        if report.wasted_tokens:
+            wasted[report.cause] += report.wasted_tokens
+    reported = [r for r in reports if r.reported_cached is not None]
+    return Summary(
+        turns=len(reports),
+        sessions=len({r.session for r in reports}),
+        prompt_tokens=sum(r.prompt_tokens for r in reports),
+        predicted_cached=sum(r.predicted_cached for r in reports),
+        reported_cached=sum(r.reported_cached or 0 for r in reported) if reported else None,
+        reported_prompt_tokens=sum(r.prompt_tokens for r in reported),
+        wasted_tokens=sum(r.wasted_tokens for r in reports),
+        canonical_cached=sum(r.canonical_cached for r in reports),
+        wasted_by_cause=dict(wasted.most_common()),
+        turns_by_cause=dict(Counter(r.cause for r in reports).most_common()),
+    )

@@ -1,0 +1,123 @@
+"""The trace format: JSONL, one request per line, as recorders write it and ``explain``/``simulate`` read it.
+
+A line is either ``{"session": str, "request": <body>, "usage": <usage>?, "ts": float?}`` or a bare request
+body; bare bodies all belong to one session, ``default``. See docs/trace-format.md.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentcache.errors import InputError
+
+DEFAULT_SESSION = "default"
+
+
+@dataclass(frozen=True)
+class TraceRecord:
+    """One request of a trace, with where it came from."""
+
+    line: int
+    session: str
+    request: dict[str, Any]
+    usage: dict[str, Any] | None = None
+    ts: float | None = None
+
+
+@dataclass(frozen=True)
+class TraceProblem:
+    """A line that could not be read; the rest of the trace is still analysed."""
+
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}"
+
+
+@dataclass
+class Trace:
+    records: list[TraceRecord]
+    problems: list[TraceProblem]
+
+    def sessions(self) -> dict[str, list[TraceRecord]]:
+        """Records grouped by session, each group in trace order (sessions in order of first appearance)."""
+        groups: dict[str, list[TraceRecord]] = {}
+        for record in self.records:
+            groups.setdefault(record.session, []).append(record)
+        return groups
+
+
+def read_trace(path: str | Path) -> Trace:
+    """Read a trace file. A missing or unreadable file raises InputError; a bad line becomes a TraceProblem."""
+    try:
+        with open(path, encoding="utf-8", errors="strict") as handle:
+            return parse_trace(handle)
+    except OSError as exc:
+        raise InputError(f"cannot read trace {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"trace {path} is not UTF-8 ({exc.reason} at byte {exc.start})") from None
+
+
+def parse_trace(lines: Iterator[str] | list[str]) -> Trace:
+    trace = Trace([], [])
+    for number, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        try:
+            record = _record(number, json.loads(text))
+        except (ValueError, RecursionError) as exc:
+            trace.problems.append(
+                TraceProblem(number, f"not JSON ({exc})" if isinstance(exc, json.JSONDecodeError) else str(exc))
+            )
+            continue
+        trace.records.append(record)
+    return trace
+
+
+def _record(line: int, value: Any) -> TraceRecord:
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a JSON object, got {type(value).__name__}")
+    if "request" in value:
+        request, session = value["request"], value.get("session", DEFAULT_SESSION)
+        usage, ts = value.get("usage"), value.get("ts")
+    else:
+        request, session, usage, ts = value, DEFAULT_SESSION, None, None
+    if not isinstance(request, dict) or not isinstance(request.get("messages"), list):
+        raise ValueError('not a chat request: expected an object with a "messages" array')
+    if not isinstance(session, str):
+        raise ValueError(f'"session" must be a string, got {type(session).__name__}')
+    if usage is not None and not isinstance(usage, dict):
+        raise ValueError('"usage" must be an object')
+    if ts is not None and (isinstance(ts, bool) or not isinstance(ts, (int, float))):
+        raise ValueError('"ts" must be a number (seconds)')
+    return TraceRecord(line, session, request, usage, None if ts is None else float(ts))
+
+
+def reported_cached_tokens(usage: dict[str, Any] | None) -> int | None:
+    """Cached prompt tokens as the server reported them, in any of the dialects servers use."""
+    if not usage:
+        return None
+    details = usage.get("prompt_tokens_details") or usage.get("input_tokens_details")
+    if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
+        return int(details["cached_tokens"])
+    for key in ("cache_read_input_tokens", "cached_tokens"):
+        if isinstance(usage.get(key), int):
+            return int(usage[key])
+    return None
+
+
+def write_trace(path: str | Path, records: list[TraceRecord]) -> None:
+    """Write records in the trace format (used by the demo and tests)."""
+    with open(path, "w", encoding="utf-8") as handle:
+        for record in records:
+            line: dict[str, Any] = {"session": record.session, "request": record.request}
+            if record.usage is not None:
+                line["usage"] = record.usage
+            if record.ts is not None:
+                line["ts"] = record.ts
+            handle.write(json.dumps(line, ensure_ascii=False) + "\n")

@@ -1,0 +1,134 @@
+"""``explain``, ``simulate`` and ``demo`` as a user runs them: real subprocesses on real trace files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentcache import get_tokenizer
+from agentcache.demo.scenario import session
+from agentcache.drift import TraceRecord, explain
+from agentcache.drift.trace import write_trace
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "agentcache", *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Four turns of the demo session with usage, a broken line, and one bare request body."""
+    requests = session(get_tokenizer("o200k_base"), turns=4)
+    path = tmp_path_factory.mktemp("trace") / "trace.jsonl"
+    records = [
+        TraceRecord(i, "agent", r, {"prompt_tokens_details": {"cached_tokens": 1000}})
+        for i, r in enumerate(requests, start=1)
+    ]
+    write_trace(path, records)
+    with path.open("a") as handle:
+        handle.write("{not json\n")
+        handle.write(json.dumps({"model": "m", "messages": [{"role": "user", "content": "alone"}]}) + "\n")
+    return path
+
+
+def test_explain_json_matches_the_library(trace: Path) -> None:
+    result = run("explain", str(trace), "--format", "json")
+    assert result.returncode == 2  # the broken line: reported, the rest analysed
+    assert (
+        result.stderr.strip() == f"agentcache explain: error: {trace}:5: not JSON (Expecting property name "
+        "enclosed in double quotes: line 1 column 2 (char 1))"
+    )
+    out = json.loads(result.stdout)
+    assert out["schema"] == "agentcache.explain/1"
+    expected = [r.to_json() for r in explain(trace)]
+    assert out["turns"] == json.loads(json.dumps(expected))
+    assert [t["session"] for t in out["turns"]] == ["agent"] * 4 + ["default"]
+    assert out["summary"]["predicted_cached"] == sum(t["predicted_cached"] for t in expected)
+    assert out["summary"]["reported_cached"] == 4000
+    assert out["problems"] == [{"line": 5, "message": out["problems"][0]["message"]}]
+
+
+def test_explain_text_table(trace: Path) -> None:
+    result = run("explain", str(trace))
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == [
+        "session",
+        "turn",
+        "prompt",
+        "cached",
+        "reported",
+        "canonical",
+        "wasted",
+        "cause",
+        "detail",
+    ]
+    assert "volatile_value" in lines[2] and "timestamp in the system prompt" in lines[2]
+    assert any(line.startswith("predicted cached:") for line in lines)
+    assert any("simulated on the client" in line for line in lines)
+
+
+@pytest.mark.parametrize("kind", ["sglang", "vllm", "openai", "anthropic"])
+def test_simulate_each_cache(trace: Path, kind: str) -> None:
+    result = run("simulate", str(trace), "--cache", kind, "--canonicalize", "--format", "json")
+    out = json.loads(result.stdout)
+    raw, canonical = out["results"]
+    assert (raw["cache"], raw["canonicalized"], canonical["canonicalized"]) == (kind, False, True)
+    assert raw["requests"] == 5 and raw["sessions"]["agent"]["requests"] == 4
+    if kind == "anthropic":  # the demo session has no cache_control breakpoints: nothing is ever written
+        assert raw["cached_tokens"] == canonical["cached_tokens"] == 0
+    else:
+        assert canonical["cached_tokens"] > raw["cached_tokens"] > 0
+
+
+def test_cache_options_reach_the_model(trace: Path) -> None:
+    out = json.loads(run("explain", str(trace), "--capacity", "50000", "--page-size", "4", "--format", "json").stdout)
+    assert out["cache"] == {"kind": "sglang", "capacity": 50000, "page_size": 4, "block_size": 16}
+    assert all(turn["predicted_cached"] % 4 == 0 for turn in out["turns"])
+    assert any(turn["predicted_cached"] > 0 for turn in out["turns"])
+
+
+@pytest.mark.parametrize("kind", ["sglang", "vllm"])
+def test_capacity_smaller_than_a_request_is_a_clear_error(trace: Path, kind: str) -> None:
+    result = run("simulate", str(trace), "--cache", kind, "--capacity", "1024")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("agentcache simulate: error: ")
+
+
+@pytest.mark.parametrize("command", ["explain", "simulate"])
+def test_missing_trace_is_a_one_line_error(tmp_path: Path, command: str) -> None:
+    result = run(command, str(tmp_path / "missing.jsonl"))
+    assert result.returncode == 2
+    assert result.stderr.strip().startswith(f"agentcache {command}: error: cannot read trace")
+
+
+def test_unknown_tokenizer(trace: Path) -> None:
+    result = run("explain", str(trace), "--tokenizer", "no_such_vocab")
+    assert result.returncode == 2
+    assert "unknown tokenizer 'no_such_vocab'" in result.stderr
+
+
+def test_demo_text() -> None:
+    result = run("demo")
+    assert result.returncode == 0, result.stderr
+    assert "SIMULATED ON THE CLIENT" in result.stdout
+    rows = [line.split() for line in result.stdout.splitlines() if line.strip()[:2].strip().isdigit()]
+    assert [int(row[0]) for row in rows] == list(range(1, 11))
+
+
+def test_demo_numbers() -> None:
+    out: dict[str, Any] = json.loads(run("demo", "--format", "json").stdout)
+    assert out["simulated"] is True
+    for engine in ("sglang", "vllm"):
+        totals = out["engines"][engine]["totals"]
+        causes = {turn["cause"] for turn in out["engines"][engine]["turns"]}
+        assert {"volatile_value", "tool_order", "schema_key_order"} <= causes
+        assert totals["raw_cached"] < totals["canonical_cached"] <= totals["ideal_cached"]
+        assert totals["prefill_saved"] == totals["canonical_cached"] - totals["raw_cached"]
+        turns = out["engines"][engine]["turns"]
+        assert 9_000 < turns[0]["prompt_tokens"] < 10_000  # 2,000 + 1,500 + 6,000 tokens, as in the seed document
