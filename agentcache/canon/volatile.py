@@ -37,10 +37,10 @@ _VOLATILE = re.compile(
             # Unix time in s or ms, 2001-09-09 .. 2033-05-18 (leading 1), optionally fractional.
             r"(?P<epoch>(?<![\d.])1\d{9}(?:\d{3})?(?:\.\d+)?(?![\d.]))",
         ]
-    )
+    ),
+    re.ASCII,
 )
 
-_LINE = re.compile(r"[^\n]*\n|[^\n]+")
 _KINDS = {"rfc_timestamp": "timestamp", "ctime": "timestamp"}
 
 
@@ -56,13 +56,39 @@ class VolatileSpan:
 
 
 def find_volatile(text: str) -> list[VolatileSpan]:
-    """Every volatile value in ``text``, left to right, without overlaps."""
+    """Every volatile value in ``text``, left to right, without overlaps.
+
+    Every volatile form holds a digit and none spans a line, so only lines with a digit are searched: the full
+    pattern is slow (many alternatives at every position), the digit scan is not.
+    """
     spans = []
-    for match in _VOLATILE.finditer(text):
-        group = match.lastgroup
-        assert group is not None
-        spans.append(VolatileSpan(_KINDS.get(group, group), match.start(), match.end(), match.group()))
+    for start, end in _digit_lines(text):
+        for match in _VOLATILE.finditer(text, start, end):
+            group = match.lastgroup
+            assert group is not None
+            spans.append(VolatileSpan(_KINDS.get(group, group), match.start(), match.end(), match.group()))
     return spans
+
+
+def _digit_lines(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each line of ``text`` that holds an ASCII digit.
+
+    ``str.find`` per digit is memchr-fast where a regex class scan is not (about 80x here); each digit's next
+    position only moves forward, so the whole scan stays linear.
+    """
+    length = len(text)
+    following = [_found(text.find(digit), length) for digit in "0123456789"]
+    lines = []
+    while (first := min(following)) < length:
+        start = text.rfind("\n", 0, first) + 1
+        end = _found(text.find("\n", first), length)
+        lines.append((start, end))
+        following = [_found(text.find(str(d), end), length) if at < end else at for d, at in enumerate(following)]
+    return lines
+
+
+def _found(index: int, length: int) -> int:
+    return length if index < 0 else index
 
 
 def split_volatile_lines(text: str) -> tuple[str, str]:
@@ -72,6 +98,12 @@ def split_volatile_lines(text: str) -> tuple[str, str]:
     """
     stable: list[str] = []
     volatile: list[str] = []
-    for line in _LINE.findall(text):
-        (volatile if _VOLATILE.search(line) else stable).append(line)
+    position = 0
+    for start, end in _digit_lines(text):
+        if _VOLATILE.search(text, start, end):
+            end = min(end + 1, len(text))  # with its newline
+            stable.append(text[position:start])
+            volatile.append(text[start:end])
+            position = end
+    stable.append(text[position:])
     return "".join(stable), "".join(volatile)

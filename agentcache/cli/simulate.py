@@ -32,7 +32,7 @@ def simulate(trace: Trace, replay: Replay) -> dict[str, Any]:
     """Replay every request; totals overall and per session."""
     sessions: dict[str, list[int]] = {}
     for record in trace.records:
-        served = replay.serve(record.request, record.ts)
+        served = replay.serve(record.request, record.ts, record.session)
         totals = sessions.setdefault(record.session, [0, 0, 0])
         totals[0] += 1
         totals[1] += len(served.tokens)

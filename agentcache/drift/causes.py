@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from agentcache.canon import canonical_json, canonicalize, find_volatile
+from agentcache.canon import VolatileSpan, canonical_json, canonicalize, find_volatile
 from agentcache.canon.request import tool_name
 from agentcache.drift.diff import Divergence
 from agentcache.drift.prompt import Segment
@@ -99,22 +99,21 @@ def _canonical(part: str, value: Any) -> bytes | None:
 
 def _system(old: str, new: str, divergence: Divergence) -> tuple[str, str]:
     offset = divergence.char_offset
-    for text in (new, old):
-        for span in find_volatile(text):
-            if span.start <= offset <= span.end:
-                was, now = _span_at(old, offset), _span_at(new, offset)
-                return VOLATILE_VALUE, f"{span.kind} in the system prompt: {was!r} -> {now!r}"
+    old_span, new_span = _span_at(old, offset), _span_at(new, offset)
+    if old_span is not None or new_span is not None:
+        kind = (new_span or old_span).kind  # type: ignore[union-attr]
+        was = old_span.text if old_span else old[offset : offset + 20]
+        now = new_span.text if new_span else new[offset : offset + 20]
+        return VOLATILE_VALUE, f"{kind} in the system prompt: {was!r} -> {now!r}"
     old_number, new_number = _number_at(old, offset), _number_at(new, offset)
     if old_number is not None and new_number is not None:
         return VOLATILE_VALUE, f"counter in the system prompt: {old_number} -> {new_number}"
     return SYSTEM_EDITED, f"system prompt text changed at character {offset}"
 
 
-def _span_at(text: str, offset: int) -> str:
-    for span in find_volatile(text):
-        if span.start <= offset <= span.end:
-            return span.text
-    return text[offset : offset + 20]
+def _span_at(text: str, offset: int) -> VolatileSpan | None:
+    """The volatile value of ``text`` that contains (or ends at) ``offset``."""
+    return next((span for span in find_volatile(text) if span.start <= offset <= span.end), None)
 
 
 def _number_at(text: str, offset: int) -> str | None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from agentcache.drift import causes
 from agentcache.drift.diff import Divergence, first_divergence
-from agentcache.drift.prompt import PromptTokenizer
+from agentcache.drift.prompt import PromptTokenizer, Renderer
 from agentcache.drift.replay import CacheOptions, Replay, Served
 from agentcache.drift.trace import DEFAULT_SESSION, Trace, TraceRecord, read_trace, reported_cached_tokens
 from agentcache.tokens import Tokenizer, get_tokenizer
@@ -67,13 +67,15 @@ def explain(
     encoder = get_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
     prompts = PromptTokenizer(encoder)
     options = cache or CacheOptions()
-    raw, canonical = Replay(options, prompts), Replay(options, prompts, canonical=True)
+    renderer = Renderer()
+    raw = Replay(options, prompts, renderer=renderer)
+    canonical = Replay(options, prompts, canonical=True, renderer=renderer)
     sessions: dict[str, _Session] = {}
     turns: dict[str, int] = {}
     reports = []
     for record in trace.records:
-        served = raw.serve(record.request, record.ts)
-        ideal = canonical.serve(record.request, record.ts)
+        served = raw.serve(record.request, record.ts, record.session)
+        ideal = canonical.serve(record.request, record.ts, record.session)
         previous = sessions.get(record.session)
         turns[record.session] = turns.get(record.session, 0) + 1
         reports.append(_report(record, turns[record.session], previous, served, ideal.cached, raw.minimum()))

@@ -10,12 +10,13 @@ tokens between messages and BPE never merges across them. The rendering is agent
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from agentcache.tokens import Tokenizer
+from agentcache.tokens import TiktokenTokenizer, Tokenizer
 
 
 @dataclass(frozen=True)
@@ -37,23 +38,58 @@ class Segment:
 def render(request: dict[str, Any]) -> list[Segment]:
     """The request's segments in prefix order. Tools first (servers render them into the system turn or
     before it), then the system prompt, then the messages."""
-    segments = [
-        Segment("tools", f"$.tools[{i}]", i, tool, "<|tool|>" + _json(tool) + "\n", _marked(tool))
-        for i, tool in enumerate(_list(request.get("tools")) or _list(request.get("functions")))
-    ]
-    system = request.get("system")
-    if isinstance(system, list):
-        segments += [
-            Segment("system", f"$.system[{i}]", i, block, "<|system|>\n" + _content(block) + "\n", _marked(block))
-            for i, block in enumerate(system)
+    return Renderer().render(request)
+
+
+class Renderer:
+    """Renders requests, remembering each value's text by identity while the value is alive in the memo.
+
+    Canonicalized tools and unchanged messages are the same objects from turn to turn, so they are rendered
+    once. Requests must not be mutated while a renderer is in use (traces never are).
+    """
+
+    def __init__(self, max_entries: int = 100_000) -> None:
+        self.max_entries = max_entries
+        self._texts: dict[int, tuple[Any, str]] = {}
+
+    def render(self, request: dict[str, Any]) -> list[Segment]:
+        segments = [
+            Segment("tools", f"$.tools[{i}]", i, tool, self._text(tool, _tool), _marked(tool))
+            for i, tool in enumerate(_list(request.get("tools")) or _list(request.get("functions")))
         ]
-    elif system is not None:
-        segments.append(Segment("system", "$.system", 0, system, "<|system|>\n" + _content(system) + "\n"))
-    for i, message in enumerate(_list(request.get("messages"))):
-        role = message.get("role") if isinstance(message, dict) else None
-        part = "system" if i == 0 and role in ("system", "developer") else "messages"
-        segments.append(Segment(part, f"$.messages[{i}]", i, message, _message(message), _marked(message)))
-    return segments
+        system = request.get("system")
+        if isinstance(system, list):
+            segments += [
+                Segment("system", f"$.system[{i}]", i, block, _system(block), _marked(block))
+                for i, block in enumerate(system)
+            ]
+        elif system is not None:
+            segments.append(Segment("system", "$.system", 0, system, _system(system)))
+        for i, message in enumerate(_list(request.get("messages"))):
+            role = message.get("role") if isinstance(message, dict) else None
+            part = "system" if i == 0 and role in ("system", "developer") else "messages"
+            segments.append(
+                Segment(part, f"$.messages[{i}]", i, message, self._text(message, _message), _marked(message))
+            )
+        return segments
+
+    def _text(self, value: Any, render: Callable[[Any], str]) -> str:
+        known = self._texts.get(id(value))
+        if known is not None and known[0] is value:
+            return known[1]
+        text = render(value)
+        if len(self._texts) >= self.max_entries:
+            self._texts.clear()
+        self._texts[id(value)] = (value, text)
+        return text
+
+
+def _tool(tool: Any) -> str:
+    return "<|tool|>" + _json(tool) + "\n"
+
+
+def _system(content: Any) -> str:
+    return "<|system|>\n" + _content(content) + "\n"
 
 
 def _list(value: Any) -> list[Any]:
@@ -93,30 +129,85 @@ def _message(message: Any) -> str:
     return f"<|{message.get('role')}|>\n{_content(message.get('content'))}{tail}\n"
 
 
+def split_lines(text: str) -> list[str]:
+    """``text`` cut after each newline that is followed by an ASCII letter or digit (the cut keeps the newline).
+
+    The o200k_base and cl100k_base pre-tokenizers always split there (no piece pattern crosses a newline into a
+    letter or digit), so encoding the pieces apart gives exactly the tokens of the whole text, which
+    tests/drift/test_prompt.py checks. ``str.split`` finds the newlines at C speed, unlike a look-around regex.
+    """
+    pieces = text.split("\n")
+    out = []
+    current = pieces[0]
+    for piece in pieces[1:]:
+        head = piece[:1]
+        if head.isascii() and head.isalnum():
+            out.append(current + "\n")
+            current = piece
+        else:
+            current += "\n" + piece
+    out.append(current)
+    return out
+
+
 class PromptTokenizer:
-    """Tokenizes segments with a memo, so a prompt costs only the segments it has not seen before."""
+    """Tokenizes segments with a memo, so a prompt costs only the segments it has not seen before.
+
+    A long segment that changed (a system prompt with a new timestamp) is tokenized line by line with a second
+    memo, so only its changed lines are encoded again; this is exact for the bundled vocabularies and not tried
+    for others, whose pre-tokenizers are not known.
+    """
 
     def __init__(self, tokenizer: Tokenizer, max_entries: int = 200_000) -> None:
         self.tokenizer = tokenizer
         self.max_entries = max_entries
-        self._memo: dict[str, array[int]] = {}
-        self.tokenized_chars = 0
+        self.by_line = isinstance(tokenizer, TiktokenTokenizer)
+        self._segments: dict[str, array[int]] = {}
+        self._lines: dict[str, array[int]] = {}
 
     def segment(self, text: str) -> array[int]:
-        tokens = self._memo.get(text)
+        tokens = self._segments.get(text)
         if tokens is None:
-            tokens = array("I", self.tokenizer.encode(text))
-            self.tokenized_chars += len(text)
-            if len(self._memo) >= self.max_entries:
-                self._memo.clear()
-            self._memo[text] = tokens
+            if self.by_line and len(text) > 1024:
+                tokens = array("I")
+                for line in split_lines(text):
+                    tokens += self._encode(self._lines, line)
+            else:
+                tokens = array("I", self.tokenizer.encode(text))
+            self._remember(self._segments, text, tokens)
         return tokens
 
-    def prompt(self, segments: list[Segment]) -> tuple[array[int], list[int]]:
-        """(all tokens, the token index where each segment starts)."""
+    def _encode(self, memo: dict[str, array[int]], text: str) -> array[int]:
+        tokens = memo.get(text)
+        if tokens is None:
+            tokens = array("I", self.tokenizer.encode(text))
+            self._remember(memo, text, tokens)
+        return tokens
+
+    def _remember(self, memo: dict[str, array[int]], text: str, tokens: array[int]) -> None:
+        if len(memo) >= self.max_entries:
+            memo.clear()
+        memo[text] = tokens
+
+    def prompt(
+        self, segments: list[Segment], previous: tuple[list[Segment], array[int], list[int]] | None = None
+    ) -> tuple[array[int], list[int]]:
+        """(all tokens, the token index where each segment starts).
+
+        With the ``previous`` prompt of the session (its segments, tokens and starts), the segments it shares
+        are compared as text and their tokens taken in one slice: only what changed is looked up or encoded.
+        """
+        shared = 0
         tokens = array("I")
-        starts = []
-        for segment in segments:
+        starts: list[int] = []
+        if previous is not None:
+            old_segments, old_tokens, old_starts = previous
+            limit = min(len(segments), len(old_segments))
+            while shared < limit and segments[shared].text == old_segments[shared].text:
+                shared += 1
+            tokens = old_tokens[: old_starts[shared] if shared < len(old_starts) else len(old_tokens)]
+            starts = old_starts[:shared]
+        for segment in segments[shared:]:
             starts.append(len(tokens))
             tokens += self.segment(segment.text)
         return tokens, starts

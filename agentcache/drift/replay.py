@@ -14,7 +14,7 @@ from agentcache.cache.blockhash import BlockHashCache
 from agentcache.cache.hosted import AnthropicPromptCache, OpenAIPromptCache
 from agentcache.cache.radix import RadixCache
 from agentcache.canon import CanonicalPolicy, canonicalize
-from agentcache.drift.prompt import PromptTokenizer, Segment, render
+from agentcache.drift.prompt import PromptTokenizer, Renderer, Segment
 from agentcache.errors import InputError, RequestError
 
 CacheKind = Literal["sglang", "vllm", "openai", "anthropic"]
@@ -72,20 +72,28 @@ class Served:
 class Replay:
     """A cache model plus the tokenizer that turns requests into its tokens."""
 
-    def __init__(self, options: CacheOptions, prompts: PromptTokenizer, canonical: bool = False) -> None:
+    def __init__(
+        self, options: CacheOptions, prompts: PromptTokenizer, canonical: bool = False, renderer: Renderer | None = None
+    ) -> None:
         self.options = options
         self.model = options.build()
         self.prompts = prompts
+        self.renderer = renderer or Renderer()
         self.canonical = canonical
         self.clock = 0.0
+        self.last: dict[str | None, Served] = {}
+        """The last request served of each session: the next one is tokenized from where it differs."""
 
-    def serve(self, request: dict[str, Any], ts: float | None = None) -> Served:
-        """Serve one request. Without a timestamp, requests are taken to come one second apart."""
+    def serve(self, request: dict[str, Any], ts: float | None = None, session: str | None = None) -> Served:
+        """Serve one request of ``session``. Without a timestamp, requests are taken to come one second apart."""
         if self.canonical:
             with contextlib.suppress(RequestError):  # as the middleware would: send what it cannot canonicalize
                 request = canonicalize(request, WHAT_IF_POLICY)
-        segments = render(request)
-        tokens, starts = self.prompts.prompt(segments)
+        segments = self.renderer.render(request)
+        last = self.last.get(session)
+        tokens, starts = self.prompts.prompt(
+            segments, None if last is None else (last.segments, last.tokens, last.starts)
+        )
         self.clock = max(self.clock + 1.0 if ts is None else ts, self.clock)
         model = self.model
         namespace = cache_namespace(request)
@@ -99,7 +107,8 @@ class Replay:
             cached = model.serve(tokens, extra_key=namespace, now=self.clock)
         else:
             cached = model.serve(tokens, extra_key=namespace)
-        return Served(segments, tokens, starts, cached)
+        served = self.last[session] = Served(segments, tokens, starts, cached)
+        return served
 
     def minimum(self) -> int:
         """The shortest prompt the model can report cached at all (hosted APIs have a floor)."""
