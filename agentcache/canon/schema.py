@@ -58,9 +58,41 @@ class SchemaCanonicalizer:
         self.policy = policy
 
     def parse(self, raw: bytes, room: int) -> Any:
-        """Canonicalize the tool (or ``response_format``) whose compact JSON with sorted keys is ``raw``."""
+        """Canonicalize the tool (or ``response_format``) whose compact JSON with sorted keys is ``raw``.
+
+        The bytes often show that the walk has nothing to do: no prose that can change (all ASCII, no CR), every
+        set-like array already sorted, and fewer containers than the depth limit. Then the parsed copy is the
+        answer, and a tool costs two C calls.
+        """
         prose = not raw.isascii() or b"\\r" in raw or self.policy.strip_trailing_whitespace
-        return _Walk(self.policy, prose).definition(orjson.loads(raw), room)
+        value = orjson.loads(raw)
+        if prose or not _sets_sorted(raw) or raw.count(b"{") + raw.count(b"[") >= room:
+            value = _Walk(self.policy, prose).definition(value, room)
+        return value
+
+
+def _sets_sorted(raw: bytes) -> bool:
+    """Whether every ``"required":[...]`` and ``"type":[...]`` array in compact JSON is already sorted, and no
+    ``dependentRequired``/``dependencies`` is present. False is only a missed shortcut: the walk then decides,
+    knowing which of them sit at schema positions."""
+    if b'"dependentRequired":' in raw or b'"dependencies":' in raw:
+        return False
+    for key in (b'"required":[', b'"type":['):
+        position = raw.find(key)
+        while position >= 0:
+            start = position + len(key)
+            end = raw.find(b"]", start)
+            items = raw[start:end]
+            if b"\\" in items or b"[" in items or b"{" in items:
+                return False
+            quoted = items.split(b",") if items else []
+            if not all(len(item) > 1 and item[:1] == item[-1:] == b'"' for item in quoted):
+                return False  # not an array of plain strings (or a string held a comma)
+            strings = [item[1:-1] for item in quoted]  # UTF-8 bytes sort as their code points
+            if strings != sorted(strings):
+                return False
+            position = raw.find(key, end)
+    return True
 
 
 class _Walk:

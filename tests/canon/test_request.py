@@ -244,3 +244,13 @@ def test_relocate_volatile_anthropic_uses_a_user_turn_and_keeps_cache_control() 
 def test_relocate_volatile_is_off_by_default() -> None:
     body = request(messages=[{"role": "system", "content": "Now: 2026-11-30T10:00:00Z"}])
     assert canonicalize(body)["messages"] == body["messages"]
+
+
+@pytest.mark.parametrize(
+    "required",
+    [["a", "a b"], ["a b", "a"], ["a!", "a"], ["a,b", "a"], ["b", "a\"q"], ["é", "z"], ["z", "é"], ["type", "a"]],
+)
+def test_required_is_sorted_like_python_strings(required: list[str]) -> None:
+    params = {"type": "object", "properties": {name: {"type": "string"} for name in required}, "required": required}
+    out = canonicalize(request(tools=[tool("t", params)]))
+    assert out["tools"][0]["function"]["parameters"]["required"] == sorted(required)
