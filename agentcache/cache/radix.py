@@ -292,17 +292,20 @@ class RadixCache:
         return low
 
     def _split(self, child: RadixNode, at: int) -> RadixNode:
-        """Cut ``child``'s edge after ``at`` bytes; the new upper node inherits its locks and hits."""
+        """Cut ``child``'s edge after ``at`` bytes. The new upper node inherits its locks, hits and creation
+        time; the lower part counts as touched (SGLang 0.5.23 ``UnifiedTreeCore._split_node``)."""
         parent = child.parent
         assert parent is not None and parent.children is not None
-        head = RadixNode(child.label[:at], parent, self._tick())
+        head = RadixNode(child.label[:at], parent, child.created)
         head.lock_ref = child.lock_ref
         head.hits = child.hits
         child.label = child.label[at:]
         child.parent = head
+        child.last_access = self._tick()
         head.children = {child.label[: self._page]: child}
         parent.children[head.label[: self._page]] = head
         self._nodes += 1
+        self._offer(child)
         return head
 
     def _insert(self, node: RadixNode, key: bytes, pos: int, end: int) -> int:
@@ -432,6 +435,7 @@ class RadixCache:
         path = array("I")
         path.frombytes(b"".join(reversed(labels)))
         return EvictedLeaf(node.namespace, tuple(path), len(leaf.label) // _TOKEN_BYTES)
+
 
 
 def _lru(node: RadixNode) -> tuple[int, int]:

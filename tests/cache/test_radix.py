@@ -17,12 +17,7 @@ Path = tuple[int, ...]
 
 
 def common_length(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
 class Reference:
@@ -45,12 +40,10 @@ class Reference:
         held = self.sequences.get(namespace, set())
         return self.align(max((common_length(query, s) for s in held), default=0))
 
-    def insert(self, namespace: Hashable, tokens: Sequence[int]) -> int:
-        cached = self.match(namespace, tokens)
+    def insert(self, namespace: Hashable, tokens: Sequence[int]) -> None:
         sequence = tuple(tokens[: self.align(len(tokens))])
         if sequence:
             self.sequences.setdefault(namespace, set()).add(sequence)
-        return cached
 
     def tokens_under(self, paths: list[tuple[Hashable, Path]]) -> int:
         """Tokens the tree needs for ``paths``: one per distinct prefix, counted in whole pages (a page that
@@ -129,24 +122,40 @@ OPS = st.lists(
 )
 
 
-def expect_room(cache: RadixCache, ref: Reference, namespace: Hashable, sequence: Sequence[int], cached: int) -> bool:
-    """Whether the model must fit ``sequence`` (else it raises): locked tokens plus new ones within capacity."""
+def shortfall(cache: RadixCache, ref: Reference, namespace: Hashable, sequence: Sequence[int]) -> int | None:
+    """Tokens the model must evict to cache ``sequence`` (0 when it fits), or None when it must refuse because
+    the locked tokens, the prefix being extended among them, leave too little room."""
+    cached = ref.match(namespace, sequence)
     new = ref.align(len(sequence)) - cached
     if cache.capacity is None or ref.stored() + new <= cache.capacity:
-        return True
-    return ref.pinned([(namespace, tuple(sequence[:cached]))]) + new <= cache.capacity
+        return 0
+    if ref.pinned([(namespace, tuple(sequence[:cached]))]) + new > cache.capacity:
+        return None
+    return ref.stored() + new - cache.capacity
+
+
+def check_room_made(freed: list[EvictedLeaf], needed: int | None) -> None:
+    """The model evicted only the shortfall: whole leaves, stopping at the first that covers it."""
+    lengths = [leaf.length for leaf in freed]
+    if not needed:
+        assert not lengths
+    else:
+        assert sum(lengths[:-1]) < needed <= sum(lengths)
 
 
 def apply(cache: RadixCache, ref: Reference, held: list[RadixNode], evicted: list[EvictedLeaf], op: Op) -> None:
+    before = len(evicted)
     match op:
         case Insert(namespace, tokens):
-            cached = ref.match(namespace, tokens)
-            if expect_room(cache, ref, namespace, tokens, cached):
-                assert cache.insert(tokens, namespace) == cached
-                ref.insert(namespace, tokens)
-            else:
+            needed = shortfall(cache, ref, namespace, tokens)
+            if needed is None:
                 with pytest.raises(CacheModelError):
                     cache.insert(tokens, namespace)
+            else:
+                cached = ref.match(namespace, tokens)
+                assert cache.insert(tokens, namespace) == cached
+                ref.insert(namespace, tokens)
+            check_room_made(evicted[before:], needed)
         case Match(namespace, tokens, lock):
             result = cache.match_prefix(tokens, namespace)
             assert result.length == ref.match(namespace, tokens)
@@ -157,18 +166,19 @@ def apply(cache: RadixCache, ref: Reference, held: list[RadixNode], evicted: lis
         case Serve(namespace, prompt, output):
             reported = ref.match(namespace, prompt[:-1])
             computed = prompt + output[:-1]
-            if expect_room(cache, ref, namespace, computed, ref.match(namespace, computed)):
-                assert cache.serve(prompt, output, namespace) == reported
-                ref.insert(namespace, computed)
-            else:
+            needed = shortfall(cache, ref, namespace, computed)
+            if needed is None:
                 with pytest.raises(CacheModelError):
                     cache.serve(prompt, output, namespace)
+            else:
+                assert cache.serve(prompt, output, namespace) == reported
+                ref.insert(namespace, computed)
+            check_room_made(evicted[before:], needed)
         case Unlock(index):
             if held:
                 cache.unlock(held.pop(index % len(held)))
                 ref.locked.pop(index % len(ref.locked))
         case Evict(num_tokens):
-            before = len(evicted)
             freed = cache.evict(num_tokens)
             assert freed == sum(leaf.length for leaf in evicted[before:])
             assert freed >= num_tokens or cache.stats()["evictable_tokens"] == 0
@@ -290,9 +300,20 @@ def test_lfu_evicts_least_inserted_leaf_first() -> None:
     assert evicted_order("lru", calls) == [1, 2]
 
 
+def test_lfu_split_keeps_the_hits_of_the_node_it_cut() -> None:
+    calls = [("insert", [1, 2, 3, 4])] * 3 + [("match", [1, 2]), ("insert", [1, 2, 9])] + [("insert", [6, 6])] * 3
+    assert evicted_order("lfu", calls) == [1, 1, 6, 1]
+
+
 def test_fifo_evicts_oldest_leaf_first() -> None:
     calls = [("insert", [1, 1]), ("insert", [2, 2]), ("insert", [1, 1]), ("match", [1, 1])]
     assert evicted_order("fifo", calls) == [1, 2]
+
+
+def test_split_touches_the_lower_part_and_keeps_the_creation_time() -> None:
+    calls = [("insert", [1, 2, 3, 4]), ("insert", [5, 5]), ("match", [1, 2])]
+    assert evicted_order("lru", calls) == [5, 1, 1]
+    assert evicted_order("fifo", calls) == [1, 1, 5]
 
 
 def test_eviction_order_survives_heap_compaction() -> None:
