@@ -10,10 +10,10 @@ import sys
 from collections.abc import Sequence
 
 from agentcache import __version__
-from agentcache.cli import canon, demo, explain, simulate
+from agentcache.cli import canon, demo, explain, lint, simulate
 from agentcache.errors import AgentCacheError
 
-COMMANDS = (demo, explain, simulate, canon)
+COMMANDS = (demo, explain, simulate, lint, canon)
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
 

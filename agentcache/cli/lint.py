@@ -1,0 +1,30 @@
+"""``agentcache lint PATH...``: report what breaks the prefix cache between calls (exit 1 on findings)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from agentcache.lint import FORMATS, lint_paths, render
+
+
+def register(commands: Any) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "lint",
+        help="find cache-breaking drift in Python sources and tool-schema files",
+        description=__doc__,
+        epilog="Exit codes: 0 no findings, 1 findings left, 2 usage or input error. Rules: docs/lint.md.",
+    )
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="files (.py, .json, .jsonl) or directories to walk")
+    parser.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
+    parser.add_argument(
+        "--fix", action="store_true", help="rewrite tool-schema files in canonical form and report what changed"
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    result = lint_paths(args.paths, fix=args.fix)
+    sys.stdout.write(render(result, args.format))
+    return 1 if result.findings else 0

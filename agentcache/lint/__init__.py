@@ -1,0 +1,57 @@
+"""``agentcache lint``: find what makes requests differ from call to call, before it costs cache hits.
+
+Rules have stable codes, ``AC`` and three digits; the hundreds digit is the family (the kind of file):
+
+- ``AC0xx`` any file: AC001, the file cannot be parsed;
+- ``AC1xx`` Python source (:mod:`agentcache.lint.python_source`);
+- ``AC2xx`` tool-schema JSON files (:mod:`agentcache.lint.tool_schema`), fixable with ``fix=True``;
+- ``AC3xx`` trace files (``.jsonl``): the drift findings of ``explain`` (:mod:`agentcache.lint.trace`).
+
+A new family registers a :class:`FileKind` (suffixes, rules, a checker ``SourceFile -> Checked``) with
+:func:`register_kind`; the engine, the output formats and the CLI pick it up from the registry.
+"""
+
+from __future__ import annotations
+
+from agentcache.lint import python_source, tool_schema, trace
+from agentcache.lint.core import (
+    SKIP_DIRS,
+    UNPARSABLE,
+    Checked,
+    Checker,
+    FileKind,
+    Finding,
+    LintResult,
+    NotThisKind,
+    Rule,
+    SourceFile,
+    kinds,
+    lint_paths,
+    register_kind,
+    rules,
+)
+from agentcache.lint.output import FORMATS, render
+
+__all__ = [
+    "FORMATS",
+    "SKIP_DIRS",
+    "UNPARSABLE",
+    "Checked",
+    "Checker",
+    "FileKind",
+    "Finding",
+    "LintResult",
+    "NotThisKind",
+    "Rule",
+    "SourceFile",
+    "kinds",
+    "lint_paths",
+    "register_kind",
+    "render",
+    "rules",
+]
+
+
+register_kind(FileKind("python", (".py",), python_source.RULES, python_source.check))
+register_kind(FileKind("tool-schema", (".json",), tool_schema.RULES, tool_schema.check))
+register_kind(FileKind("trace", (".jsonl",), trace.RULES, trace.check))

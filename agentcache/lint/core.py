@@ -1,0 +1,228 @@
+"""The lint engine: rules, findings, the registry of file kinds, and the walk that hands each file to its checker.
+
+A file kind (Python source, tool-schema JSON, trace JSONL) is chosen by suffix and owns a family of rules. A
+checker is pure: it reads one file's bytes and returns findings, plus the file's canonical bytes when it can
+rewrite it; the engine alone touches the disk, and writes fixes only after every file was checked, so a usage
+error never leaves half the files rewritten.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from agentcache.errors import InputError
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A stable code (``AC`` + three digits, never reused) and what it means."""
+
+    code: str
+    name: str
+    """Kebab-case name, as ruff names its rules."""
+    summary: str
+    """One line: what the rule finds."""
+    hint: str
+    """How to fix a finding of this rule."""
+    fixable: bool = False
+    """``--fix`` rewrites the file so that the finding disappears."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem at one place. Lines and columns are 1-based and count Unicode code points; the end is
+    exclusive (the column just past the last character), as SARIF regions are."""
+
+    path: str
+    line: int
+    column: int
+    code: str
+    message: str
+    hint: str
+    end_line: int | None = None
+    end_column: int | None = None
+
+    def sort_key(self) -> tuple[str, int, int, str, str]:
+        return (self.path, self.line, self.column, self.code, self.message)
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A file handed to a checker. ``explicit`` tells a file named on the command line from one found by walking
+    a directory: a checker may refuse a walked file that is not its kind, but must judge a named one."""
+
+    path: Path
+    display: str
+    data: bytes
+    explicit: bool
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A checker's verdict on one file. ``rewrite`` is the file's canonical bytes, when the checker can produce
+    them; writing them fixes every finding whose rule is fixable."""
+
+    findings: tuple[Finding, ...] = ()
+    rewrite: bytes | None = None
+
+
+class NotThisKind(Exception):
+    """Raised by a checker for a file whose suffix matched but whose content is not its kind (a ``.json`` file
+    holding no tools). A walked file is then skipped; a named one is a usage error."""
+
+
+Checker = Callable[[SourceFile], Checked]
+
+
+@dataclass(frozen=True)
+class FileKind:
+    """A family of rules and the files it checks."""
+
+    name: str
+    suffixes: tuple[str, ...]
+    rules: tuple[Rule, ...]
+    check: Checker
+
+
+UNPARSABLE = Rule(
+    "AC001",
+    "unparsable-file",
+    "a file of a checked kind cannot be parsed, so none of its rules could run",
+    "fix the syntax error (or the encoding) the message names",
+)
+
+#: Directories never walked into: tool caches, virtual environments, vendored dependencies.
+SKIP_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".venv",
+        "venv",
+        "__pycache__",
+        "node_modules",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".pytest_cache",
+    }
+)
+
+_KINDS: dict[str, FileKind] = {}
+
+
+def register_kind(kind: FileKind) -> None:
+    """Check files with these suffixes by this kind; replaces the kind that held a suffix before."""
+    for suffix in kind.suffixes:
+        _KINDS[suffix] = kind
+
+
+def kinds() -> list[FileKind]:
+    """The registered kinds, each once, by name."""
+    unique = {id(kind): kind for kind in _KINDS.values()}
+    return sorted(unique.values(), key=lambda kind: kind.name)
+
+
+def rules() -> dict[str, Rule]:
+    """Every rule of every registered kind, and AC001, by code."""
+    found = {UNPARSABLE.code: UNPARSABLE}
+    for kind in kinds():
+        found.update((rule.code, rule) for rule in kind.rules)
+    return dict(sorted(found.items()))
+
+
+@dataclass(frozen=True)
+class LintResult:
+    """Findings left, findings fixed (both sorted by path, line, column, code), and how many files were checked."""
+
+    findings: tuple[Finding, ...]
+    fixed: tuple[Finding, ...] = ()
+    files: int = 0
+    rewritten: tuple[str, ...] = ()
+    """Paths ``--fix`` rewrote."""
+
+
+def lint_paths(paths: Iterable[str | os.PathLike[str]], fix: bool = False) -> LintResult:
+    """Lint files and directories (walked, skipping :data:`SKIP_DIRS`); with ``fix``, rewrite what can be fixed.
+
+    Raises :class:`~agentcache.errors.InputError` for a usage error: a path that does not exist or cannot be
+    read, a named file of no registered kind, a named file its kind's checker does not recognize.
+    """
+    catalog = rules()
+    findings: list[Finding] = []
+    fixed: list[Finding] = []
+    rewrites: list[tuple[Path, str, bytes]] = []
+    files = 0
+    for path, display, explicit in _targets(paths):
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise InputError(f"cannot read {display}: {exc.strerror}") from None
+        try:
+            checked = _KINDS[path.suffix.lower()].check(SourceFile(path, display, data, explicit))
+        except NotThisKind as exc:
+            if explicit:
+                raise InputError(f"{display}: {exc}") from None
+            continue
+        files += 1
+        if fix and checked.rewrite is not None:
+            done = [finding for finding in checked.findings if catalog[finding.code].fixable]
+            if done:
+                fixed.extend(done)
+                findings.extend(finding for finding in checked.findings if not catalog[finding.code].fixable)
+                rewrites.append((path, display, checked.rewrite))
+                continue
+        findings.extend(checked.findings)
+    for path, display, data in rewrites:
+        try:
+            path.write_bytes(data)
+        except OSError as exc:
+            raise InputError(f"cannot write the fix to {display}: {exc.strerror}") from None
+    return LintResult(
+        tuple(sorted(findings, key=Finding.sort_key)),
+        tuple(sorted(fixed, key=Finding.sort_key)),
+        files,
+        tuple(display for _, display, _ in rewrites),
+    )
+
+
+def _targets(paths: Iterable[str | os.PathLike[str]]) -> Iterator[tuple[Path, str, bool]]:
+    """(path, how to show it, named explicitly) for every file to check, each file once, walks sorted."""
+    seen: set[Path] = set()
+
+    def fresh(path: Path) -> bool:
+        key = path.resolve()
+        if key in seen:
+            return False
+        seen.add(key)
+        return True
+
+    for raw in paths:
+        given = Path(raw)
+        if given.is_dir():
+            for found in _walk(given):
+                if fresh(found):
+                    yield found, str(found), False
+        elif given.exists():
+            if given.suffix.lower() not in _KINDS:
+                known = ", ".join(sorted(_KINDS))
+                raise InputError(f"{raw}: no lint rules for this kind of file; lint checks {known} files")
+            if fresh(given):
+                yield given, str(given), True
+        else:
+            raise InputError(f"cannot read {raw}: no such file or directory")
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    def refuse(error: OSError) -> None:
+        raise InputError(f"cannot read {error.filename}: {error.strerror}")
+
+    for directory, subdirs, names in os.walk(root, onerror=refuse):
+        subdirs[:] = sorted(name for name in subdirs if name not in SKIP_DIRS)
+        for name in sorted(names):
+            if Path(name).suffix.lower() in _KINDS:
+                yield Path(directory) / name

@@ -1,0 +1,154 @@
+"""Lint results as text (for people), JSON (for scripts) and SARIF 2.1.0 (for code-scanning tools).
+
+All three are deterministic: findings come sorted by path, line, column and code, and nothing depends on time,
+the machine or hash order, so two runs over the same tree print the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from agentcache import __version__
+from agentcache.lint.core import UNPARSABLE, Finding, LintResult, Rule, rules
+
+FORMATS = ("text", "json", "sarif")
+#: Where the schema of the SARIF this module writes is published (OASIS SARIF 2.1.0, errata 01).
+SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+#: Version of the ``--format json`` schema; raised only when a field changes meaning or disappears.
+JSON_SCHEMA_VERSION = 1
+
+
+def render(result: LintResult, fmt: str) -> str:
+    """The result in one of :data:`FORMATS`, ending with a newline."""
+    if fmt == "text":
+        return to_text(result)
+    if fmt == "json":
+        return json.dumps(to_json(result), indent=2, ensure_ascii=False) + "\n"
+    if fmt == "sarif":
+        return json.dumps(to_sarif(result), indent=2, ensure_ascii=False) + "\n"
+    raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
+
+
+def to_text(result: LintResult) -> str:
+    """``path:line:col: CODE message`` and an indented ``help:`` line per finding, then a summary line."""
+    lines = []
+    for finding in result.fixed:
+        lines.append(f"{_where(finding)}: {finding.code} [fixed] {finding.message}")
+    for finding in result.findings:
+        lines.append(f"{_where(finding)}: {finding.code} {finding.message}")
+        lines.append(f"  help: {finding.hint}")
+    files = _count(result.files, "file")
+    if result.fixed:
+        total = len(result.fixed) + len(result.findings)
+        lines.append(
+            f"Found {_count(total, 'finding')} in {files}: {len(result.fixed)} fixed, {len(result.findings)} "
+            f"remaining (rewrote {', '.join(result.rewritten)})."
+        )
+    elif result.findings:
+        lines.append(f"Found {_count(len(result.findings), 'finding')} in {files}.")
+    else:
+        lines.append(f"All checks passed ({files} checked).")
+    return "\n".join(lines) + "\n"
+
+
+def to_json(result: LintResult) -> dict[str, Any]:
+    """The ``--format json`` document (docs/lint.md describes each field)."""
+    catalog = rules()
+    by_code: dict[str, int] = {}
+    for finding in result.findings:
+        by_code[finding.code] = by_code.get(finding.code, 0) + 1
+    return {
+        "version": JSON_SCHEMA_VERSION,
+        "findings": [_finding_json(finding, catalog[finding.code]) for finding in result.findings],
+        "fixed": [_finding_json(finding, catalog[finding.code]) for finding in result.fixed],
+        "summary": {
+            "files": result.files,
+            "findings": len(result.findings),
+            "fixed": len(result.fixed),
+            "rewritten": list(result.rewritten),
+            "by_code": dict(sorted(by_code.items())),
+        },
+    }
+
+
+def to_sarif(result: LintResult) -> dict[str, Any]:
+    """A SARIF 2.1.0 log with one run: every rule in the driver, a result per finding left."""
+    catalog = list(rules().values())
+    index = {rule.code: position for position, rule in enumerate(catalog)}
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "agentcache lint",
+                        "version": __version__,
+                        "rules": [_sarif_rule(rule) for rule in catalog],
+                    }
+                },
+                "columnKind": "unicodeCodePoints",
+                "results": [_sarif_result(finding, index[finding.code]) for finding in result.findings],
+            }
+        ],
+    }
+
+
+def _finding_json(finding: Finding, rule: Rule) -> dict[str, Any]:
+    return {
+        "code": finding.code,
+        "name": rule.name,
+        "message": finding.message,
+        "hint": finding.hint,
+        "path": finding.path,
+        "line": finding.line,
+        "column": finding.column,
+        "end_line": finding.end_line,
+        "end_column": finding.end_column,
+        "fixable": rule.fixable,
+    }
+
+
+def _sarif_rule(rule: Rule) -> dict[str, Any]:
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary},
+        "help": {"text": rule.hint},
+        "defaultConfiguration": {"level": _level(rule.code)},
+        "properties": {"fixable": rule.fixable},
+    }
+
+
+def _sarif_result(finding: Finding, rule_index: int) -> dict[str, Any]:
+    region: dict[str, int] = {"startLine": finding.line, "startColumn": finding.column}
+    if finding.end_line is not None and finding.end_column is not None:
+        region.update(endLine=finding.end_line, endColumn=finding.end_column)
+    return {
+        "ruleId": finding.code,
+        "ruleIndex": rule_index,
+        "level": _level(finding.code),
+        "message": {"text": f"{finding.message}. Help: {finding.hint}"},
+        "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(finding.path)}, "region": region}}],
+    }
+
+
+def _level(code: str) -> str:
+    return "error" if code == UNPARSABLE.code else "warning"
+
+
+def _uri(path: str) -> str:
+    """A file's URI reference: relative paths stay relative (to the directory lint ran in), with ``/``."""
+    given = Path(path)
+    return given.as_uri() if given.is_absolute() else quote(given.as_posix())
+
+
+def _where(finding: Finding) -> str:
+    return f"{finding.path}:{finding.line}:{finding.column}"
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"

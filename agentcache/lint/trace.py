@@ -1,0 +1,106 @@
+"""Trace rules (AC3xx): the drift findings of ``explain``, one per turn whose prefix broke, at its trace line.
+
+Only causes that a developer can act on are findings; a new session, an unbroken turn and a prompt below a hosted
+API's minimum are not.
+"""
+
+from __future__ import annotations
+
+from agentcache.drift import causes, explain
+from agentcache.drift.trace import parse_trace
+from agentcache.lint.core import Checked, Finding, NotThisKind, Rule, SourceFile
+
+UNREADABLE = Rule(
+    "AC300",
+    "unreadable-trace-line",
+    "a trace line is not JSON or holds no chat request, so it was left out of the analysis",
+    "write one request per line, as docs/trace-format.md describes",
+)
+_BY_CAUSE: dict[str, Rule] = {
+    causes.TOOL_ORDER: Rule(
+        "AC301",
+        "tool-order",
+        "the same tools arrived in another order, breaking the prefix at the tools",
+        "build the tool list in a fixed order (sorted by name), or send requests through agentcache.canonicalize",
+    ),
+    causes.SCHEMA_KEY_ORDER: Rule(
+        "AC302",
+        "schema-key-order",
+        "the same tool definitions arrived with their keys in another order",
+        "serialize schemas with sorted keys, or send requests through agentcache.canonicalize",
+    ),
+    causes.VOLATILE_VALUE: Rule(
+        "AC303",
+        "volatile-system-prompt",
+        "a timestamp, id or counter in the system prompt changed between turns",
+        "move volatile values out of the system prompt (CanonicalPolicy(relocate_volatile=True) does it)",
+    ),
+    causes.WHITESPACE: Rule(
+        "AC304",
+        "non-canonical-bytes",
+        "the same content arrived as different bytes (line endings, Unicode form)",
+        "send requests through agentcache.canonicalize",
+    ),
+    causes.TOOL_ADDED: Rule(
+        "AC305",
+        "tools-changed",
+        "the tool set or a tool's definition changed mid-session",
+        "keep the tool set fixed for a session; put tools that come and go after the stable ones",
+    ),
+    causes.SYSTEM_EDITED: Rule(
+        "AC306",
+        "system-prompt-edited",
+        "the system prompt's text changed mid-session",
+        "keep the system prompt fixed for a session; put per-turn instructions in a trailing message",
+    ),
+    causes.HISTORY_REWRITTEN: Rule(
+        "AC307",
+        "history-rewritten",
+        "an earlier message was changed (reasoning stripped, compaction, truncation)",
+        "re-send history exactly as sent before; compact rarely and all at once",
+    ),
+    causes.MODEL_CHANGED: Rule(
+        "AC308",
+        "model-changed",
+        "the model changed mid-session, so nothing could be reused",
+        "keep one model per session",
+    ),
+    causes.EVICTED: Rule(
+        "AC309",
+        "evicted",
+        "the server reported fewer cached tokens than the prefix allowed: evicted or expired",
+        "raise the server's KV capacity, keep sessions warm, or route a session to one server",
+    ),
+}
+_BY_CAUSE[causes.TOOL_REMOVED] = _BY_CAUSE[causes.TOOL_CHANGED] = _BY_CAUSE[causes.TOOL_ADDED]
+
+RULES: tuple[Rule, ...] = (UNREADABLE, *sorted(set(_BY_CAUSE.values()), key=lambda rule: rule.code))
+
+
+def check(source: SourceFile) -> Checked:
+    try:
+        text = source.data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NotThisKind(f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    trace = parse_trace(text.splitlines())
+    if not trace.records and not source.explicit:
+        raise NotThisKind("no chat request on any line")
+    findings = [
+        Finding(source.display, problem.line, 1, UNREADABLE.code, problem.message, UNREADABLE.hint)
+        for problem in trace.problems
+    ]
+    for report in explain(trace):
+        rule = _BY_CAUSE.get(report.cause)
+        if rule is None:
+            continue
+        where = (
+            ""
+            if report.divergence is None
+            else f" at {report.divergence.path}, token {report.divergence.token_index:,}"
+        )
+        message = (
+            f"session {report.session!r} turn {report.turn}: {report.detail}{where}; "
+            f"{report.wasted_tokens:,} tokens prefilled again"
+        )
+        findings.append(Finding(source.display, report.line, 1, rule.code, message, rule.hint))
+    return Checked(tuple(findings))

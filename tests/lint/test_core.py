@@ -1,0 +1,110 @@
+"""The engine: which files are walked, the order findings come in, usage errors, and pluggable file kinds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentcache.errors import InputError
+from agentcache.lint import (
+    SKIP_DIRS,
+    Checked,
+    FileKind,
+    Finding,
+    Rule,
+    SourceFile,
+    core,
+    kinds,
+    lint_paths,
+    register_kind,
+    rules,
+)
+
+VOLATILE = 'import uuid\nsystem_prompt = f"{uuid.uuid4()}"\n'
+
+
+def test_walks_directories_in_order_and_skips_tool_caches(tmp_path: Path) -> None:
+    for folder in ("b", "a/deep", *sorted(SKIP_DIRS)):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / folder / "agent.py").write_text(VOLATILE)
+    (tmp_path / "a" / "notes.txt").write_text("not linted")
+    result = lint_paths([tmp_path])
+    assert [Path(finding.path).relative_to(tmp_path).as_posix() for finding in result.findings] == [
+        "a/deep/agent.py",
+        "b/agent.py",
+    ]
+    assert result.files == 2
+
+
+def test_findings_are_sorted_by_path_line_column_code(tmp_path: Path) -> None:
+    (tmp_path / "z.py").write_text(VOLATILE)
+    (tmp_path / "m.py").write_text('import time\nSYSTEM_PROMPT = f"{time.time()}"\ntools = [str(time.time())]\n')
+    findings = lint_paths([tmp_path / "z.py", tmp_path]).findings
+    assert list(findings) == sorted(findings, key=Finding.sort_key)
+    assert [(Path(f.path).name, f.line, f.code) for f in findings] == [
+        ("m.py", 2, "AC101"),
+        ("m.py", 3, "AC102"),
+        ("z.py", 2, "AC101"),
+    ]
+
+
+def test_a_file_named_twice_is_linted_once(tmp_path: Path) -> None:
+    path = tmp_path / "agent.py"
+    path.write_text(VOLATILE)
+    result = lint_paths([path, tmp_path, str(path)])
+    assert (result.files, len(result.findings)) == (1, 1)
+
+
+def test_a_named_trace_without_requests_is_reported_line_by_line(tmp_path: Path) -> None:
+    trace = tmp_path / "run.jsonl"
+    trace.write_text('{"turn": 1}\n')
+    result = lint_paths([trace])
+    assert result.files == 1
+    assert [(f.line, f.code) for f in result.findings] == [(1, "AC300")]
+
+
+@pytest.mark.parametrize(
+    ("name", "problem"),
+    [("missing.py", "no such file or directory"), ("notes.txt", "no lint rules for this kind of file")],
+)
+def test_usage_errors(tmp_path: Path, name: str, problem: str) -> None:
+    (tmp_path / "notes.txt").write_text("hello")
+    with pytest.raises(InputError, match=problem):
+        lint_paths([tmp_path / name])
+
+
+def test_a_registered_kind_is_checked_and_its_rules_are_catalogued(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The interface trace rules use: a kind with its suffixes, rules and checker replaces the one registered."""
+    monkeypatch.setattr(core, "_KINDS", dict(core._KINDS))
+    drift = Rule("AC399", "test-drift", "a turn changed an earlier one", "keep earlier turns byte-identical")
+
+    def check(source: SourceFile) -> Checked:
+        lines = source.data.decode().splitlines()
+        return Checked(
+            tuple(
+                Finding(source.display, number, 1, drift.code, "turn edited", drift.hint)
+                for number, line in enumerate(lines, 1)
+                if "edited" in line
+            )
+        )
+
+    register_kind(FileKind("trace", (".jsonl",), (drift,), check))
+    trace = tmp_path / "run.jsonl"
+    trace.write_text('{"turn": 1}\n{"turn": 2, "edited": true}\n')
+    [finding] = lint_paths([trace]).findings
+    assert (finding.code, finding.line) == ("AC399", 2)
+    assert rules()["AC399"] is drift
+    assert [kind.name for kind in kinds()] == ["python", "tool-schema", "trace"]
+
+
+def test_fixes_are_written_only_after_every_file_was_checked(tmp_path: Path) -> None:
+    tools = tmp_path / "tools.json"
+    original = '[{"name": "b", "parameters": {}}, {"name": "a", "parameters": {}}]'
+    tools.write_text(original)
+    (tmp_path / "package.json").write_text("{}")
+    with pytest.raises(InputError):
+        lint_paths([tools, tmp_path / "package.json"], fix=True)
+    assert tools.read_text() == original

@@ -1,0 +1,300 @@
+"""Python rules (AC1xx) on realistic agent code: LangGraph, LangChain, OpenAI and Anthropic SDK styles.
+
+Each fixture marks the line of every finding it must produce with ``# expect: CODE``; a fixture without marks must
+produce nothing. The frameworks are never imported: the linter reads source, it does not run it.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from agentcache.lint import Finding, lint_paths
+
+POSITIVE = {
+    "langgraph_clock_first": """
+        from datetime import datetime
+        from langchain_core.messages import SystemMessage
+
+        def call_model(state, model):
+            system = SystemMessage(
+                content=f"Current time: {datetime.now():%H:%M}. "  # expect: AC105
+                "You are a meticulous research assistant: cite every source."
+            )
+            return {"messages": [model.invoke([system, *state["messages"]])]}
+    """,
+    "openai_request_id_at_end": """
+        import uuid
+        from openai import OpenAI
+
+        client = OpenAI()
+        reply = client.chat.completions.create(
+            model="gpt-4o",
+            messages=[
+                {"role": "system", "content": "You are helpful. Request: " + str(uuid.uuid4())},  # expect: AC101
+                {"role": "user", "content": "hi"},
+            ],
+        )
+    """,
+    "anthropic_system_keyword": """
+        import datetime as dt
+        import anthropic
+
+        client = anthropic.Anthropic()
+        client.messages.create(
+            model="claude-sonnet-4-5",
+            system=f"Today is {dt.date.today():%B %d}.",  # expect: AC101
+            messages=[{"role": "user", "content": "What should I do today?"}],
+            max_tokens=512,
+        )
+    """,
+    "helper_return_and_template_format": """
+        import time
+        from langchain.agents import create_agent
+
+        TEMPLATE = \"\"\"Date: {date}
+        You are an on-call assistant. Follow the runbook, never guess, and escalate anything you cannot verify.\"\"\"
+
+        def build_prompt():
+            return TEMPLATE.format(date=time.strftime("%Y-%m-%d"))
+
+        agent = create_agent("openai:gpt-4o", tools=[], system_prompt=build_prompt())  # expect: AC105
+    """,
+    "sink_inside_helper_sees_the_callers_value": """
+        import time
+        from langgraph.prebuilt import create_react_agent
+
+        def make_agent(model, tools, started):
+            return create_react_agent(model, tools, prompt=f"You started at {started}.")  # expect: AC101
+
+        agent = make_agent("m", [], time.time())
+    """,
+    "named_variable_then_sent_is_one_finding": """
+        import time
+
+        SYSTEM_PROMPT = "You answer questions about the company handbook. Generated " + time.ctime()  # expect: AC101
+
+        def messages(question):
+            return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": question}]
+    """,
+    "langchain_message_tuples": """
+        from uuid import uuid4
+        from langchain_core.prompts import ChatPromptTemplate
+
+        prompt = ChatPromptTemplate.from_messages(
+            [("system", f"Conversation {uuid4()}"), ("human", "{question}")]  # expect: AC101
+        )
+    """,
+    "unseeded_rng_and_branches": """
+        import random
+
+        rng = random.Random()
+        GREETINGS = ["Hello!", "Hi!"]
+
+        def system_message(debug):
+            if debug:
+                suffix = rng.choice(GREETINGS)
+            else:
+                suffix = ""
+            return {"role": "developer", "content": "Be brief. " + suffix}  # expect: AC101
+    """,
+    "set_order_into_prompt_and_tools": """
+        from langchain_openai import ChatOpenAI
+
+        CAPABILITIES = {"search the web", "read files", "run python"}
+        TOOLSET = {search, read_file, run_python}
+
+        lines = "\\n".join(f"- {capability}" for capability in CAPABILITIES)
+        system_prompt = f"You can:\\n{lines}"  # expect: AC103
+        llm = ChatOpenAI(model="gpt-4o").bind_tools(list(TOOLSET))  # expect: AC103
+    """,
+    "set_order_through_a_loop": """
+        names = set()
+        for tool in registry:
+            names.add(tool.name)
+        system_prompt = "Tools:"
+        for name in names:
+            system_prompt += f" {name}"  # expect: AC103
+    """,
+    "volatile_tools": """
+        import random
+        from datetime import datetime
+
+        def tools_for(llm, catalog):
+            return llm.bind_tools(random.sample(catalog, 3))  # expect: AC102
+
+        tools = []
+        tools.append({"name": "weather", "description": f"As of {datetime.utcnow():%Y-%m-%d}"})  # expect: AC102
+    """,
+    "unsorted_schema_dumps": """
+        import json
+        import orjson
+
+        tool_schemas = [{"type": "function", "function": {"name": "search", "parameters": {}}}]
+        cache_key = json.dumps(tool_schemas)  # expect: AC104
+        blob = orjson.dumps(tool_schemas, option=orjson.OPT_INDENT_2)  # expect: AC104
+        schema_text = json.dumps(Weather.model_json_schema(), indent=2)  # expect: AC104
+        literal = json.dumps({"tools": tool_schemas})  # expect: AC104
+
+        def send(client, specs):
+            client.chat.completions.create(model="m", messages=[], tools=specs)
+            return json.dumps(specs)  # expect: AC104
+    """,
+}
+
+NEGATIVE = {
+    "volatile_in_the_user_turn": """
+        from datetime import date
+        from langchain_core.messages import HumanMessage, SystemMessage
+
+        SYSTEM = "You are a travel planner. Ask before booking anything."
+
+        def turn(question):
+            return [SystemMessage(content=SYSTEM), HumanMessage(content=f"{question} (today is {date.today()})")]
+    """,
+    "sorted_sets_and_fixed_orders": """
+        CAPABILITIES = {"search the web", "read files"}
+        PORTS = {8000, 8001}
+        system_prompt = "You can: " + ", ".join(sorted(CAPABILITIES)) + f" on ports {PORTS}"
+        tools = sorted(TOOLSET, key=lambda tool: tool.name)
+        names = list(CAPABILITIES)
+        names.sort()
+        instructions = " ".join(names)
+        count = f"{len(CAPABILITIES)} capabilities"
+        agent = create_agent("m", tools=tools, system_prompt=count)
+    """,
+    "deterministic_randomness_and_ids": """
+        import random
+        import time
+        import uuid
+
+        rng = random.Random(42)
+        NAMESPACE = uuid.UUID("6ba7b811-9dad-11d1-80b4-00c04fd430c8")
+        EPOCH = (2025, 1, 1, 0, 0, 0, 2, 1, 0)
+        system_prompt = f"Persona {rng.choice(['a', 'b'])}, id {uuid.uuid5(NAMESPACE, 'agent')}"
+        system_prompt += time.strftime(" since %Y", EPOCH)
+    """,
+    "volatile_values_outside_the_prefix": """
+        import logging
+        import time
+        import uuid
+        from openai import OpenAI
+
+        client = OpenAI()
+        started = time.time()
+        reply = client.chat.completions.create(
+            model="gpt-4o",
+            messages=[{"role": "system", "content": "Be terse."}, {"role": "user", "content": "hi"}],
+            metadata={"request_id": str(uuid.uuid4())},
+            extra_headers={"X-Started": str(started)},
+        )
+        logging.info("took %s s", time.time() - started)
+    """,
+    "rebinding_replaces_the_volatile_value": """
+        from datetime import datetime
+
+        prompt = f"{datetime.now()}"
+        prompt = "Answer in French."
+        messages = [{"role": "system", "content": prompt}]
+    """,
+    "dumps_that_are_not_schemas_or_are_sorted": """
+        import json
+        import orjson
+
+        def tool_message(tool_call, function_response):
+            args = json.loads(tool_call.function.arguments)
+            return {"role": "tool", "content": json.dumps(function_response), "echo": json.dumps(args)}
+
+        payload = json.dumps(tools, sort_keys=True)
+        blob = orjson.dumps(tools, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2)
+        record = json.dumps({"user": "ada", "score": 3})
+        output = json.dumps(tool_result)
+        inference = json.dumps({"inputs": "Hello", "parameters": {"max_new_tokens": 20}})
+    """,
+    "shadowed_module_names": """
+        def answer(time, uuid):
+            return {"role": "system", "content": f"At {time.time()} for {uuid.uuid4()}"}
+    """,
+    "silenced_with_noqa": """
+        import time
+
+        system_prompt = f"Now: {time.time()}"  # noqa: AC101
+        SYSTEM_PROMPT_DEBUG = f"Now: {time.time()}"  # noqa
+    """,
+}
+
+
+def _lint(tmp_path: Path, source: str) -> tuple[str, list[Finding]]:
+    text = textwrap.dedent(source).lstrip("\n")
+    path = tmp_path / "agent.py"
+    path.write_text(text, encoding="utf-8")
+    return text, list(lint_paths([path]).findings)
+
+
+def _expected(text: str) -> list[tuple[str, int]]:
+    return sorted(
+        (code, number)
+        for number, line in enumerate(text.splitlines(), 1)
+        for code in re.findall(r"expect: (AC\d+)", line)
+    )
+
+
+@pytest.mark.parametrize("name", sorted(POSITIVE))
+def test_finds_what_each_fixture_marks(tmp_path: Path, name: str) -> None:
+    text, findings = _lint(tmp_path, POSITIVE[name])
+    assert sorted((finding.code, finding.line) for finding in findings) == _expected(text)
+
+
+@pytest.mark.parametrize("name", sorted(NEGATIVE))
+def test_stays_quiet_on_cache_safe_code(tmp_path: Path, name: str) -> None:
+    _, findings = _lint(tmp_path, NEGATIVE[name])
+    assert findings == []
+
+
+def test_finding_spans_the_sink_and_names_the_source(tmp_path: Path) -> None:
+    text, findings = _lint(
+        tmp_path,
+        """
+        import uuid
+        label = "é"; msg = {"role": "system", "content": f"{uuid.uuid4()}"}
+        """,
+    )
+    [finding] = findings
+    line = text.splitlines()[1]
+    sink = 'f"{uuid.uuid4()}"'
+    start = line.index(sink) + 1  # columns count code points, so "é" is one column
+    assert (finding.line, finding.column, finding.end_line, finding.end_column) == (2, start, 2, start + len(sink))
+    assert "`uuid.uuid4()` (line 2)" in finding.message
+    assert finding.hint
+
+
+def test_volatile_before_stable_text_counts_the_uncacheable_tail(tmp_path: Path) -> None:
+    tail = "You review pull requests for security issues and explain each one."
+    _, findings = _lint(
+        tmp_path,
+        f"""
+        import time
+        SYSTEM_PROMPT = f"[{{time.time()}}] {tail}"
+        """,
+    )
+    [finding] = findings
+    assert finding.code == "AC105"
+    assert f"before {len('] ' + tail)} characters of stable text" in finding.message
+
+
+def test_a_syntax_error_is_a_finding_not_a_crash(tmp_path: Path) -> None:
+    _, findings = _lint(tmp_path, "x = 1\ndef broken(:\n    pass\n")
+    [finding] = findings
+    assert (finding.code, finding.line) == ("AC001", 2)
+    assert "not valid Python" in finding.message
+
+
+def test_source_encoding_cookie_is_honoured(tmp_path: Path) -> None:
+    path = tmp_path / "latin.py"
+    source = '# -*- coding: latin-1 -*-\nimport uuid\nnote = "café"; system_prompt = f"{uuid.uuid4()}"\n'
+    path.write_bytes(source.encode("latin-1"))
+    [finding] = lint_paths([path]).findings
+    assert (finding.code, finding.line, finding.column) == ("AC101", 3, source.splitlines()[2].index('f"') + 1)

@@ -1,0 +1,57 @@
+"""Trace rules: each drift cause a developer can act on is a finding at its trace line."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+from agentcache.lint import lint_paths, render, rules
+from tests.drift.test_explain import add_tool, base, grown, new_timestamp, reorder_tools, strip_reasoning
+
+
+def write(path: Path, lines: list[Any]) -> Path:
+    path.write_text("".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines))
+    return path
+
+
+def test_each_turn_that_broke_is_a_finding_at_its_line(tmp_path: Path) -> None:
+    first = base()
+    turns = [first]
+    for change in (reorder_tools, new_timestamp, add_tool, strip_reasoning, None):
+        request = grown(copy.deepcopy(turns[-1]))
+        if change is not None:
+            change(request)
+        turns.append(request)
+    lines: list[Any] = [{"session": "s", "request": r} for r in turns]
+    lines.insert(3, "{broken")
+    result = lint_paths([write(tmp_path / "trace.jsonl", lines)])
+    assert [(f.line, f.code) for f in result.findings] == [
+        (2, "AC301"),
+        (3, "AC303"),
+        (4, "AC300"),
+        (5, "AC305"),
+        (6, "AC307"),
+    ]
+    timestamp = result.findings[1]
+    assert "timestamp in the system prompt" in timestamp.message and "$.messages[0].content" in timestamp.message
+    assert "tokens prefilled again" in timestamp.message
+
+
+def test_clean_trace_has_no_findings(tmp_path: Path) -> None:
+    first = base()
+    result = lint_paths([write(tmp_path / "clean.jsonl", [first, grown(first)])])
+    assert result.findings == ()
+    assert result.files == 1
+
+
+def test_trace_rules_are_in_the_catalogue_and_sarif(tmp_path: Path) -> None:
+    catalogue = rules()
+    assert {f"AC30{i}" for i in range(10)} <= set(catalogue)
+    first = base()
+    second = grown(first)
+    reorder_tools(second)
+    result = lint_paths([write(tmp_path / "t.jsonl", [first, second])])
+    sarif = json.loads(render(result, "sarif"))
+    assert [r["ruleId"] for r in sarif["runs"][0]["results"]] == ["AC301"]
