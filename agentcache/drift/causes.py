@@ -26,6 +26,7 @@ VOLATILE_VALUE = "volatile_value"
 WHITESPACE = "whitespace"
 SYSTEM_EDITED = "system_edited"
 HISTORY_REWRITTEN = "history_rewritten"
+PARAMS_CHANGED = "params_changed"
 BELOW_MINIMUM = "below_minimum"
 EVICTED = "evicted"
 
@@ -46,6 +47,8 @@ def classify(
         return MODEL_CHANGED, f"model {before.get('model')!r} -> {after.get('model')!r}: nothing can be reused"
     if divergence.part == "tools":
         return _tools(_tools_of(before), _tools_of(after))
+    if divergence.part == "params":
+        return PARAMS_CHANGED, "response_format changed: its schema is part of the prompt"
     if old is None or new is None:
         return HISTORY_REWRITTEN, f"{divergence.path} was dropped (compaction or truncation)"
     if _canonical(old.part, old.value) == _canonical(new.part, new.value):

@@ -15,7 +15,7 @@ from agentcache.drift.prompt import Segment
 S = TypeVar("S", str, bytes, array)  # type: ignore[type-arg]
 
 #: The parts of a prompt in the order the server caches them.
-PARTS = ("tools", "system", "messages")
+PARTS = ("tools", "params", "system", "messages")
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class Divergence:
     """The first place a request differs from the previous one of its session, in the order the server reads."""
 
     part: str
-    """``tools``, ``system`` or ``messages``; ``model`` when the model changed (no prefix can be shared)."""
+    """``tools``, ``params``, ``system`` or ``messages``; ``model`` when the model changed (nothing is shared)."""
     path: str
     """JSON path of the first differing value in the new request (or of the dropped value, if it was removed)."""
     char_offset: int

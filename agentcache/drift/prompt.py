@@ -24,7 +24,8 @@ class Segment:
     """One unit of the prompt: a tool, the system prompt (or one system block), or a message."""
 
     part: str
-    """``tools``, ``system`` or ``messages``: the three parts of a prompt, in the order the server caches them."""
+    """``tools``, ``params`` (``response_format``), ``system`` or ``messages``: the parts of a prompt, in the order
+    the server caches them."""
     path: str
     """JSON path of the rendered value in the request, e.g. ``$.tools[2]`` or ``$.messages[3]``."""
     index: int
@@ -53,10 +54,15 @@ class Renderer:
         self._texts: dict[int, tuple[Any, str]] = {}
 
     def render(self, request: dict[str, Any]) -> list[Segment]:
+        field = "tools" if _list(request.get("tools")) else "functions"
         segments = [
-            Segment("tools", f"$.tools[{i}]", i, tool, self._text(tool, _tool), _marked(tool))
-            for i, tool in enumerate(_list(request.get("tools")) or _list(request.get("functions")))
+            Segment("tools", f"$.{field}[{i}]", i, tool, self._text(tool, _tool), _marked(tool))
+            for i, tool in enumerate(_list(request.get(field)))
         ]
+        response_format = request.get("response_format")
+        if response_format is not None:  # a structured-output schema is rendered into the prompt
+            text = "<|response_format|>" + _json(response_format) + "\n"
+            segments.append(Segment("params", "$.response_format", 0, response_format, text))
         system = request.get("system")
         if isinstance(system, list):
             segments += [

@@ -65,6 +65,12 @@ _BY_CAUSE: dict[str, Rule] = {
         "the model changed mid-session, so nothing could be reused",
         "keep one model per session",
     ),
+    causes.PARAMS_CHANGED: Rule(
+        "AC310",
+        "params-changed",
+        "a parameter rendered into the prompt (response_format) changed mid-session",
+        "keep response_format fixed for a session, or send structured-output turns in their own session",
+    ),
     causes.EVICTED: Rule(
         "AC309",
         "evicted",

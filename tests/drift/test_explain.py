@@ -120,6 +120,10 @@ def compact(request: dict[str, Any]) -> None:
     request["messages"][1:] = [{"role": "user", "content": "Summary: we looked at cart.py."}]
 
 
+def change_format(request: dict[str, Any]) -> None:
+    request["response_format"] = {"type": "json_object"}
+
+
 def change_model(request: dict[str, Any]) -> None:
     request["model"] = "other"
 
@@ -144,6 +148,7 @@ def change_model(request: dict[str, Any]) -> None:
         (strip_reasoning, "history_rewritten", "reasoning stripped from $.messages[2]", "messages"),
         (truncate_output, "history_rewritten", "truncated", "messages"),
         (compact, "history_rewritten", "compacted", "messages"),
+        (change_format, "params_changed", "response_format changed", "params"),
         (change_model, "model_changed", "nothing can be reused", None),
     ],
 )
@@ -225,3 +230,8 @@ def test_divergence_token_is_the_first_differing_token(request: dict[str, Any], 
         assert report.divergence is None
     else:
         assert report.divergence is not None and report.divergence.token_index == shared
+
+
+def test_legacy_functions_are_rendered_at_their_own_path() -> None:
+    request = {"model": "m", "functions": [{"name": "f"}], "messages": []}
+    assert [segment.path for segment in render(request)] == ["$.functions[0]"]
