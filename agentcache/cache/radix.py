@@ -437,7 +437,6 @@ class RadixCache:
         return EvictedLeaf(node.namespace, tuple(path), len(leaf.label) // _TOKEN_BYTES)
 
 
-
 def _lru(node: RadixNode) -> tuple[int, int]:
     return node.last_access, 0
 

@@ -11,8 +11,26 @@ from agentcache.drift.prompt import PromptTokenizer, render
 
 texts = st.lists(
     st.sampled_from(
-        [*"aZ9 .,:;/'\"-_\t\r\n", "\n\n", " \n", "\r\n", "\n/", "\n'", "\n 1", "'s", "123456", "é", "中文", "😀",
-         "Hello", " world", "\nX", "\n9", "```", "  "]
+        [
+            *"aZ9 .,:;/'\"-_\t\r\n",
+            "\n\n",
+            " \n",
+            "\r\n",
+            "\n/",
+            "\n'",
+            "\n 1",
+            "'s",
+            "123456",
+            "é",
+            "中文",
+            "😀",
+            "Hello",
+            " world",
+            "\nX",
+            "\n9",
+            "```",
+            "  ",
+        ]
     ),
     min_size=300,
     max_size=600,
