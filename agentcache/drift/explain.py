@@ -12,8 +12,9 @@ from agentcache.drift import causes
 from agentcache.drift.diff import Divergence, first_divergence
 from agentcache.drift.prompt import PromptTokenizer, Renderer
 from agentcache.drift.replay import CacheOptions, Replay, Served
-from agentcache.drift.trace import DEFAULT_SESSION, Trace, TraceRecord, read_trace, reported_cached_tokens
+from agentcache.drift.trace import DEFAULT_SESSION, Trace, TraceRecord, read_trace
 from agentcache.tokens import Tokenizer, get_tokenizer
+from agentcache.usage import CacheUsage
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,8 @@ def explain(
 def _report(
     record: TraceRecord, turn: int, previous: _Session | None, served: Served, canonical_cached: int, minimum: int
 ) -> TurnReport:
-    reported = reported_cached_tokens(record.usage)
+    usage = CacheUsage.from_usage(record.usage)
+    reported = None if usage is None else usage.cached_tokens
     divergence = None
     wasted = 0
     if previous is None:

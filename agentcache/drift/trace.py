@@ -98,19 +98,6 @@ def _record(line: int, value: Any) -> TraceRecord:
     return TraceRecord(line, session, request, usage, None if ts is None else float(ts))
 
 
-def reported_cached_tokens(usage: dict[str, Any] | None) -> int | None:
-    """Cached prompt tokens as the server reported them, in any of the dialects servers use."""
-    if not usage:
-        return None
-    details = usage.get("prompt_tokens_details") or usage.get("input_tokens_details")
-    if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
-        return int(details["cached_tokens"])
-    for key in ("cache_read_input_tokens", "cached_tokens"):
-        if isinstance(usage.get(key), int):
-            return int(usage[key])
-    return None
-
-
 def write_trace(path: str | Path, records: list[TraceRecord]) -> None:
     """Write records in the trace format (used by the demo and tests)."""
     with open(path, "w", encoding="utf-8") as handle:

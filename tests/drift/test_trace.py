@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agentcache.drift.trace import TraceRecord, parse_trace, read_trace, reported_cached_tokens, write_trace
+from agentcache.drift.trace import TraceRecord, parse_trace, read_trace, write_trace
 from agentcache.errors import InputError
 
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
@@ -52,17 +52,3 @@ def test_write_then_read(tmp_path: Path) -> None:
     records = [TraceRecord(1, "s", REQUEST, {"prompt_tokens": 1}, 2.5), TraceRecord(2, "t", REQUEST)]
     write_trace(tmp_path / "t.jsonl", records)
     assert read_trace(tmp_path / "t.jsonl").records == records
-
-
-@pytest.mark.parametrize(
-    ("usage", "cached"),
-    [
-        ({"prompt_tokens_details": {"cached_tokens": 7}}, 7),
-        ({"input_tokens_details": {"cached_tokens": 8}}, 8),
-        ({"cache_read_input_tokens": 9, "cache_creation_input_tokens": 100}, 9),
-        ({"prompt_tokens": 10}, None),
-        (None, None),
-    ],
-)
-def test_reported_cached_tokens_in_each_dialect(usage: dict[str, object] | None, cached: int | None) -> None:
-    assert reported_cached_tokens(usage) == cached
