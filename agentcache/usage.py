@@ -43,14 +43,18 @@ class CacheUsage:
         """Read a ``usage`` object (chat completions, Responses, Anthropic); None if it is not one."""
         if not isinstance(usage, Mapping):
             return None
-        if "cache_read_input_tokens" in usage or "cache_creation_input_tokens" in usage:
-            read = _int(usage.get("cache_read_input_tokens")) or 0
-            written = _int(usage.get("cache_creation_input_tokens")) or 0
-            fresh = _int(usage.get("input_tokens"))
-            prompt = None if fresh is None else fresh + read + written
-            return cls("anthropic", prompt, read, written)
         if "prompt_tokens" in usage or "prompt_tokens_details" in usage:
-            return cls("openai", _int(usage.get("prompt_tokens")), _detail(usage.get("prompt_tokens_details")))
+            # Proxies (LiteLLM) add Anthropic's fields to OpenAI usage; the OpenAI reading comes first.
+            cached = _detail(usage.get("prompt_tokens_details"))
+            if cached is None:
+                cached = _int(usage.get("cache_read_input_tokens"))
+            return cls("openai", _int(usage.get("prompt_tokens")), cached)
+        if "cache_read_input_tokens" in usage or "cache_creation_input_tokens" in usage:
+            read = _int(usage.get("cache_read_input_tokens"))
+            written = _int(usage.get("cache_creation_input_tokens"))
+            fresh = _int(usage.get("input_tokens"))
+            prompt = None if fresh is None else fresh + (read or 0) + (written or 0)
+            return cls("anthropic", prompt, read, written)
         if "input_tokens" in usage or "input_tokens_details" in usage:
             return cls("responses", _int(usage.get("input_tokens")), _detail(usage.get("input_tokens_details")))
         return None

@@ -75,3 +75,15 @@ def test_malformed_counts_are_not_trusted(bad: Any) -> None:
     assert CacheUsage.from_usage({"prompt_tokens": 10, "prompt_tokens_details": {"cached_tokens": bad}}) == CacheUsage(
         "openai", 10, None
     )
+
+
+def test_anthropic_null_read_is_not_reported_rather_than_zero() -> None:
+    usage = CacheUsage.from_usage(
+        {"input_tokens": 10, "cache_read_input_tokens": None, "cache_creation_input_tokens": 5}
+    )
+    assert usage == CacheUsage("anthropic", 15, None, 5)
+
+
+def test_openai_usage_with_anthropic_fields_added_by_a_proxy() -> None:
+    usage = {"prompt_tokens": 1200, "prompt_tokens_details": {"cached_tokens": 1024}, "cache_read_input_tokens": 1024}
+    assert CacheUsage.from_usage(usage) == CacheUsage("openai", 1200, 1024)

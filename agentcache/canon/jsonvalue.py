@@ -69,23 +69,26 @@ def locate(value: Any, root: str, max_depth: int) -> None:
 
 
 def _locate(value: Any, path: str, depth: int, max_depth: int, ancestors: set[int]) -> None:
-    if value is None or isinstance(value, (bool, uuid.UUID)):
+    """The domain is orjson's: str and int subclasses pass (as their base value), while float, tuple and UUID
+    subclasses, and str-subclass keys, are refused, as orjson refuses them."""
+    kind = type(value)
+    if value is None or kind is bool or kind is uuid.UUID:
         return
     if isinstance(value, str):
         _check_text(value, path)
+        return
+    if isinstance(value, enum.Enum):
+        _locate(value.value, path, depth, max_depth, ancestors)
         return
     if isinstance(value, int):
         if not _INT_MIN <= value <= _INT_MAX:
             raise InvalidValueError(path, "integer outside the 64-bit range", "send it as a string")
         return
-    if isinstance(value, float):
+    if kind is float:
         if not math.isfinite(value):
             raise InvalidValueError(path, f"{value!r} is not a JSON number", "send null or a finite number")
         return
-    if isinstance(value, enum.Enum):
-        _locate(value.value, path, depth, max_depth, ancestors)
-        return
-    if isinstance(value, (dict, list, tuple)):
+    if kind is tuple or isinstance(value, (dict, list)):
         if id(value) in ancestors:
             raise CycleError(path, "this container contains itself", "send a tree: copy the part instead of nesting it")
         if depth >= max_depth:
@@ -97,9 +100,9 @@ def _locate(value: Any, path: str, depth: int, max_depth: int, ancestors: set[in
         ancestors.add(id(value))
         if isinstance(value, dict):
             for key, item in value.items():
-                if not isinstance(key, str):
+                if type(key) is not str:
                     raise InvalidValueError(
-                        path, f"object key {key!r} is a {type(key).__name__}", "JSON keys are strings: convert it"
+                        path, f"object key {key!r} is a {type(key).__name__}", "JSON keys are plain strings: convert it"
                     )
                 _check_text(key, path)
                 _locate(item, child_path(path, key), depth + 1, max_depth, ancestors)
@@ -108,7 +111,7 @@ def _locate(value: Any, path: str, depth: int, max_depth: int, ancestors: set[in
                 _locate(item, f"{path}[{index}]", depth + 1, max_depth, ancestors)
         ancestors.discard(id(value))
         return
-    raise InvalidValueError(path, f"a {type(value).__name__} is not JSON", _HINTS.get(type(value), _DEFAULT_HINT))
+    raise InvalidValueError(path, f"a {kind.__name__} is not JSON", _HINTS.get(kind, _DEFAULT_HINT))
 
 
 def _check_text(text: str, path: str) -> None:
@@ -166,13 +169,13 @@ def plain(value: Any, room: int) -> Any:
 def _plain_other(value: Any, room: int) -> Any:
     if isinstance(value, enum.Enum):
         return plain(value.value, room)
-    if isinstance(value, (str, int)):
-        return value
-    if isinstance(value, float):
-        return plain(float(value), room)
-    if isinstance(value, uuid.UUID):
+    if isinstance(value, str):
+        return str.__str__(value)  # the exact str, whatever the subclass's __str__ says
+    if isinstance(value, int):
+        return int.__index__(value)
+    if type(value) is uuid.UUID:
         return str(value)
-    if isinstance(value, (tuple, list)):
+    if type(value) is tuple or isinstance(value, list):
         return map_list(list(value), room, plain)
     if isinstance(value, dict):
         return map_dict(dict(value), room, plain_item)

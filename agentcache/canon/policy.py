@@ -43,5 +43,10 @@ class CanonicalPolicy:
     def __post_init__(self) -> None:
         if not 1 <= self.max_depth <= HARD_MAX_DEPTH:
             raise PolicyError(f"max_depth must be between 1 and {HARD_MAX_DEPTH}, got {self.max_depth}")
+        if self.volatile_role not in ("system", "developer", "user"):
+            raise PolicyError(
+                f"volatile_role must be 'system', 'developer' or 'user', got {self.volatile_role!r}: "
+                "an assistant message would be read as a prefill to continue"
+            )
         if self.max_body_bytes < 1:
             raise PolicyError(f"max_body_bytes must be positive, got {self.max_body_bytes}")

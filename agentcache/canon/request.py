@@ -63,7 +63,7 @@ class _Entry:
             return False
 
     @classmethod
-    def of(cls, value: Any, raw: bytes) -> _Entry:
+    def of(cls, raw: bytes, value: Any = None) -> _Entry:
         return cls(value, null_paths(orjson.loads(raw)) if has_null(raw) else [])
 
 
@@ -75,6 +75,7 @@ class Canonicalizer:
         self.schemas = SchemaCanonicalizer(policy)
         self.tool_lists: Memo[bytes, _Entry] = Memo(256, 64 << 20)
         self.tools: Memo[bytes, _Entry] = Memo(4096, 64 << 20)
+        self.formats: Memo[bytes, _Entry] = Memo(256, 16 << 20)
         self.message_memo: Memo[bytes, _Entry] = Memo(65536, 256 << 20)
         self.last_tools: tuple[bytes, _Entry] = (b"", _Entry([], []))
         self.arguments: Memo[str, str] = Memo(8192, 16 << 20)
@@ -86,8 +87,10 @@ class Canonicalizer:
                 f"the request is {_json_type(request)}, not a JSON object",
                 "pass the parsed body (a dict), e.g. json.loads(body)",
             )
-        if type(request) is not dict:
-            request = dict(request)
+        request = dict(request)
+        for key in ("messages", *TOOL_FIELDS):  # tuples are JSON arrays too
+            if isinstance(request.get(key), tuple):
+                request[key] = list(request[key])
         policy = self.policy
         room = policy.max_depth - 1
         raw = self._serialize(request)
@@ -100,9 +103,9 @@ class Canonicalizer:
                 elif key in TOOL_FIELDS:
                     out[key] = self.tool_list(value, key, raw.tools[key])
                 elif key == "system":
-                    out[key] = self.content(value, room)
-                elif key == "response_format" and type(value) is dict:
-                    out[key] = self.definition(value, "$.response_format")
+                    out[key] = self.content(plain(value, room), room)
+                elif key == "response_format" and isinstance(value, dict):
+                    out[key] = self.definition(value, "$.response_format", room, self.formats)
                 elif key in ("response_format", "tool_choice"):
                     out[key] = plain(value, room)
                 else:
@@ -125,8 +128,8 @@ class Canonicalizer:
             for key in TOOL_FIELDS:
                 if key in rest:
                     raw.tools[key] = dumps(rest.pop(key))
-            messages = rest.pop("messages", None)
-            if messages is not None:
+            if "messages" in rest:
+                messages = rest.pop("messages")
                 if type(messages) is not list:
                     raise RequestShapeError(
                         "$.messages", f"expected an array of messages, got {_json_type(messages)}", "send a list"
@@ -159,7 +162,12 @@ class Canonicalizer:
                         f"a message must be an object, got {_json_type(message)}",
                         'send {"role": ..., "content": ...}',
                     )
-                known = _Entry.of(self.message(message, room), raw)
+                nulls = _Entry.of(raw).nulls
+                if nulls:  # orjson wrote NaN/Infinity as null: only the original can tell
+                    locate(message, f"$.messages[{index}]", room)
+                # The parsed copy has exact JSON types (tuples are lists, subclasses their base type), so the
+                # walk's type dispatch sees what the server will see.
+                known = _Entry(self.message(orjson.loads(raw), room), nulls)
                 self.message_memo.put(raw, known)
             out.append(known.value)
         return out
@@ -244,27 +252,26 @@ class Canonicalizer:
                 path = f"$.{field}[{index}]"
                 if not isinstance(tool, dict):
                     raise RequestShapeError(path, f"a tool must be an object, got {_json_type(tool)}", "send dicts")
-                canon.append(self.definition(tool, path))
+                canon.append(self.definition(tool, path, self.policy.max_depth - 2, self.tools))
             if self.policy.sort_tools:
                 canon = order_tools(canon, field)
-            known = _Entry.of(canon, raw)
+            known = _Entry.of(raw, canon)
             self.tool_lists.put(raw, known)
         self.last_tools = (raw, known)
         return list(known.value)
 
-    def definition(self, value: dict[str, Any], path: str) -> Any:
+    def definition(self, value: dict[str, Any], path: str, room: int, memo: Memo[bytes, _Entry]) -> Any:
         """A tool or ``response_format``, memoized by its compact JSON with sorted keys, so one definition sent
         with its keys in any order is one entry. A null there may hide NaN/Infinity (orjson writes them as
         null), so only then is the slow check run."""
-        room = self.policy.max_depth - 2
         raw = orjson.dumps(value, option=SORTED_OPTIONS)
-        known = self.tools.get(raw)
+        known = memo.get(raw)
         if known is None or not known.fits(value):
             nulls = null_paths(orjson.loads(raw)) if has_null(raw) else []
             if nulls:
                 locate(value, path, room)
             known = _Entry(self.schemas.parse(raw, room), nulls)
-            self.tools.put(raw, known)
+            memo.put(raw, known)
         return known.value
 
 
@@ -352,6 +359,9 @@ def relocate_volatile(request: dict[str, Any], role: str) -> None:
     """Move the system prompt's lines holding volatile values into a trailing message (opt-in; changes layout).
 
     Anthropic bodies (top-level ``system``) get a trailing ``user`` message, since Messages has no system role.
+    The message goes before a final assistant message, which is a prefill the model must continue. A text
+    block (or a whole string prompt) made only of volatile lines keeps them: an empty block is invalid, and a
+    ``cache_control`` marker on it would lose its place.
     """
     messages = request.get("messages")
     messages = messages if isinstance(messages, list) else []
@@ -370,14 +380,17 @@ def relocate_volatile(request: dict[str, Any], role: str) -> None:
             return
         messages = [{**first, "content": content}, *messages[1:]]
         trailing = {"content": moved, "role": role}
-    request["messages"] = [*messages, trailing]
+    if messages and isinstance(messages[-1], dict) and messages[-1].get("role") == "assistant":
+        request["messages"] = [*messages[:-1], trailing, messages[-1]]
+    else:
+        request["messages"] = [*messages, trailing]
 
 
 def _split_system(content: Any) -> tuple[Any, str]:
     """(content without volatile lines, the volatile lines joined) for a string or an array of text blocks."""
     if isinstance(content, str):
         stable, moved = split_volatile_lines(content)
-        return stable, moved.rstrip("\n")
+        return (stable, moved.rstrip("\n")) if stable.strip() else (content, "")
     if not isinstance(content, list):
         return content, ""
     kept: list[Any] = []
@@ -385,7 +398,7 @@ def _split_system(content: Any) -> tuple[Any, str]:
     for block in content:
         if isinstance(block, dict) and block.get("type") in TEXT_BLOCKS and isinstance(block.get("text"), str):
             stable, moved = split_volatile_lines(block["text"])
-            if moved:
+            if moved and stable.strip():
                 block = {**block, "text": stable}
                 moved_parts.append(moved.rstrip("\n"))
         kept.append(block)

@@ -74,10 +74,8 @@ def summary_text(summary: Summary, model: str) -> str:
         f"predicted cached: {summary.predicted_cached:,} ({summary.hit_ratio:.1%})",
     ]
     if summary.reported_cached is not None:
-        lines.append(
-            f"server-reported cached: {summary.reported_cached:,} "
-            f"of {summary.reported_prompt_tokens:,} reported prompt tokens"
-        )
+        share = "" if summary.reported_hit_ratio is None else f" ({summary.reported_hit_ratio:.1%} of its own count)"
+        lines.append(f"server-reported cached: {summary.reported_cached:,}{share}")
     lines.append(f"wasted (prefilled again after drift): {summary.wasted_tokens:,} tokens")
     lines.append(
         f"canonicalized: {summary.canonical_cached:,} cached ({summary.canonical_hit_ratio:.1%}), "

@@ -51,7 +51,8 @@ def classify(
         return PARAMS_CHANGED, "response_format changed: its schema is part of the prompt"
     if old is None or new is None:
         return HISTORY_REWRITTEN, f"{divergence.path} was dropped (compaction or truncation)"
-    if _canonical(old.part, old.value) == _canonical(new.part, new.value):
+    old_canonical = _canonical(old.part, old.value)
+    if old_canonical is not None and old_canonical == _canonical(new.part, new.value):
         return WHITESPACE, f"{divergence.path}: same content, different bytes (line endings, Unicode, key order)"
     if divergence.part == "system":
         return _system(old.text, new.text, divergence)
@@ -82,8 +83,12 @@ def _tools(before: list[Any], after: list[Any]) -> tuple[str, str]:
 
 
 def _name(tool: Any, index: int) -> str:
+    """A tool's name, or for a nameless built-in its canonical JSON, so a moved built-in is the same tool."""
     name = tool_name(tool) if isinstance(tool, dict) else None
-    return name if name is not None else f"#{index}"
+    if name is not None:
+        return name
+    canonical = _canonical("tools", tool)
+    return canonical.decode() if canonical is not None else f"#{index}"
 
 
 def _canonical(part: str, value: Any) -> bytes | None:
@@ -116,12 +121,12 @@ def _system(old: str, new: str, divergence: Divergence) -> tuple[str, str]:
 
 def _span_at(text: str, offset: int) -> VolatileSpan | None:
     """The volatile value of ``text`` that contains (or ends at) ``offset``."""
-    return next((span for span in find_volatile(text) if span.start <= offset <= span.end), None)
+    return next((span for span in find_volatile(text) if span.start <= offset < span.end), None)
 
 
 def _number_at(text: str, offset: int) -> str | None:
     for match in _DIGITS.finditer(text):
-        if match.start() <= offset <= match.end() and match.end() > match.start():
+        if match.start() <= offset < match.end():
             return match.group()
     return None
 

@@ -7,10 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import orjson
-
 from agentcache.canon.jsonvalue import child_path
-from agentcache.drift.prompt import Segment
+from agentcache.drift.prompt import Segment, json_text
 
 S = TypeVar("S", str, bytes, array)  # type: ignore[type-arg]
 
@@ -95,4 +93,4 @@ def value_path(old: Any, new: Any, path: str) -> str:
 
 def _same(a: Any, b: Any) -> bool:
     """Equal as serialized: same values, same key order, same types (``1`` is not ``1.0``)."""
-    return orjson.dumps(a, default=str) == orjson.dumps(b, default=str)
+    return json_text(a) == json_text(b)

@@ -31,6 +31,8 @@ class TurnReport:
     """Cached tokens the client-side model predicts the server reports."""
     reported_cached: int | None
     """Cached tokens the server reported (the trace's ``usage``), when known."""
+    reported_prompt_tokens: int | None
+    """Prompt tokens the server reported, in its own tokenizer's units, when known."""
     cause: str
     """Why the prefix broke: a code from :mod:`agentcache.drift.causes` (``none`` when it did not)."""
     detail: str
@@ -89,6 +91,7 @@ def _report(
 ) -> TurnReport:
     usage = CacheUsage.from_usage(record.usage)
     reported = None if usage is None else usage.cached_tokens
+    reported_prompt = None if usage is None else usage.prompt_tokens
     divergence = None
     wasted = 0
     if previous is None:
@@ -103,14 +106,15 @@ def _report(
             cause, detail = causes.NONE, "extends the previous request"
         else:
             index = divergence.segment
-            old = before.segments[index]
+            old = before.segments[index] if index < len(before.segments) else None
             new = served.segments[index] if index < len(served.segments) else None
             cause, detail = causes.classify(previous.request, record.request, divergence, old, new)
             wasted = max(0, len(before.tokens) - divergence.token_index)
     if cause in (causes.NONE, causes.NEW_SESSION):
         if 0 < len(served.tokens) < minimum:
             cause, detail = causes.BELOW_MINIMUM, f"{len(served.tokens)} tokens, under the minimum of {minimum}"
-        elif reported is not None and reported < served.cached:
+        elif reported is not None and reported < served.cached and reported_prompt in (None, len(served.tokens)):
+            # Only when the server counts the prompt as we do: with another tokenizer the counts don't compare.
             cause = causes.EVICTED
             detail = f"server reported {reported} cached, the model predicted {served.cached}: evicted or expired"
     return TurnReport(
@@ -120,6 +124,7 @@ def _report(
         prompt_tokens=len(served.tokens),
         predicted_cached=served.cached,
         reported_cached=reported,
+        reported_prompt_tokens=reported_prompt,
         cause=cause,
         detail=detail,
         divergence=divergence,

@@ -9,6 +9,7 @@ tokens between messages and BPE never merges across them. The rendering is agent
 
 from __future__ import annotations
 
+import json
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -61,7 +62,7 @@ class Renderer:
         ]
         response_format = request.get("response_format")
         if response_format is not None:  # a structured-output schema is rendered into the prompt
-            text = "<|response_format|>" + _json(response_format) + "\n"
+            text = "<|response_format|>" + json_text(response_format) + "\n"
             segments.append(Segment("params", "$.response_format", 0, response_format, text))
         system = request.get("system")
         if isinstance(system, list):
@@ -91,7 +92,7 @@ class Renderer:
 
 
 def _tool(tool: Any) -> str:
-    return "<|tool|>" + _json(tool) + "\n"
+    return "<|tool|>" + json_text(_unmarked(tool)) + "\n"
 
 
 def _system(content: Any) -> str:
@@ -102,8 +103,19 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _json(value: Any) -> str:
-    return orjson.dumps(value, default=str).decode()
+def json_text(value: Any) -> str:
+    """Compact JSON, keys in the order given: how segments render values and how they are compared."""
+    try:
+        return orjson.dumps(value, default=str).decode()
+    except TypeError:  # integers beyond 64 bits are legal JSON; the standard library writes them
+        return json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"))
+
+
+def _unmarked(value: Any) -> Any:
+    """The value without its ``cache_control`` marker: a breakpoint says where to cache, it is not prompt text."""
+    if isinstance(value, dict) and "cache_control" in value:
+        return {key: item for key, item in value.items() if key != "cache_control"}
+    return value
 
 
 def _marked(value: Any) -> bool:
@@ -124,14 +136,14 @@ def _content(content: Any) -> str:
             return text
     if isinstance(content, list):
         return "".join(_content(block) for block in content)
-    return "" if content is None else _json(content)
+    return "" if content is None else json_text(_unmarked(content))
 
 
 def _message(message: Any) -> str:
     if not isinstance(message, dict):
-        return _json(message) + "\n"
-    extras = {key: value for key, value in message.items() if key not in ("role", "content")}
-    tail = _json(extras) if extras else ""
+        return json_text(message) + "\n"
+    extras = {key: value for key, value in message.items() if key not in ("role", "content", "cache_control")}
+    tail = json_text(extras) if extras else ""
     return f"<|{message.get('role')}|>\n{_content(message.get('content'))}{tail}\n"
 
 

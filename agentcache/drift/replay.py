@@ -97,7 +97,9 @@ class Replay:
         self.clock = max(self.clock + 1.0 if ts is None else ts, self.clock)
         model = self.model
         namespace = cache_namespace(request)
-        if isinstance(model, AnthropicPromptCache):
+        if not tokens:
+            cached = 0  # nothing to serve: servers reject an empty prompt
+        elif isinstance(model, AnthropicPromptCache):
             ends = [start + len(self.prompts.segment(s.text)) for s, start in zip(segments, starts, strict=True)]
             marks = [end for end, segment in zip(ends, segments, strict=True) if segment.breakpoint][-4:]
             cached = 0

@@ -21,8 +21,9 @@ class Summary:
     predicted_cached: int
     reported_cached: int | None
     """Sum over the turns whose usage was recorded; None when no turn had usage."""
-    reported_prompt_tokens: int
-    """Prompt tokens of the turns that have a reported count (the denominator of the reported hit ratio)."""
+    reported_hit_ratio: float | None
+    """Reported cached over reported prompt tokens, over the turns whose usage has both: the server's own units,
+    never mixed with the client tokenizer's."""
     wasted_tokens: int
     canonical_cached: int
     wasted_by_cause: dict[str, int] = field(default_factory=dict)
@@ -50,9 +51,7 @@ class Summary:
             "predicted_cached": self.predicted_cached,
             "hit_ratio": round(self.hit_ratio, 4),
             "reported_cached": self.reported_cached,
-            "reported_hit_ratio": None
-            if self.reported_cached is None
-            else round(ratio(self.reported_cached, self.reported_prompt_tokens), 4),
+            "reported_hit_ratio": None if self.reported_hit_ratio is None else round(self.reported_hit_ratio, 4),
             "wasted_tokens": self.wasted_tokens,
             "canonical_cached": self.canonical_cached,
             "canonical_hit_ratio": round(self.canonical_hit_ratio, 4),
@@ -68,13 +67,18 @@ def summarize(reports: Sequence[TurnReport]) -> Summary:
         if report.wasted_tokens:
             wasted[report.cause] += report.wasted_tokens
     reported = [r for r in reports if r.reported_cached is not None]
+    both = [r for r in reported if r.reported_prompt_tokens]
     return Summary(
         turns=len(reports),
         sessions=len({r.session for r in reports}),
         prompt_tokens=sum(r.prompt_tokens for r in reports),
         predicted_cached=sum(r.predicted_cached for r in reports),
         reported_cached=sum(r.reported_cached or 0 for r in reported) if reported else None,
-        reported_prompt_tokens=sum(r.prompt_tokens for r in reported),
+        reported_hit_ratio=ratio(
+            sum(r.reported_cached or 0 for r in both), sum(r.reported_prompt_tokens or 0 for r in both)
+        )
+        if both
+        else None,
         wasted_tokens=sum(r.wasted_tokens for r in reports),
         canonical_cached=sum(r.canonical_cached for r in reports),
         wasted_by_cause=dict(wasted.most_common()),

@@ -7,6 +7,7 @@ body; bare bodies all belong to one session, ``default``. See docs/trace-format.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,9 +94,16 @@ def _record(line: int, value: Any) -> TraceRecord:
         raise ValueError(f'"session" must be a string, got {type(session).__name__}')
     if usage is not None and not isinstance(usage, dict):
         raise ValueError('"usage" must be an object')
-    if ts is not None and (isinstance(ts, bool) or not isinstance(ts, (int, float))):
-        raise ValueError('"ts" must be a number (seconds)')
+    if ts is not None and (isinstance(ts, bool) or not isinstance(ts, (int, float)) or not _finite(ts)):
+        raise ValueError('"ts" must be a finite number (seconds)')
     return TraceRecord(line, session, request, usage, None if ts is None else float(ts))
+
+
+def _finite(number: float) -> bool:
+    try:
+        return math.isfinite(number)
+    except OverflowError:  # an integer too large for a float
+        return False
 
 
 def write_trace(path: str | Path, records: list[TraceRecord]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import json
 from typing import Any
 
@@ -254,3 +255,70 @@ def test_required_is_sorted_like_python_strings(required: list[str]) -> None:
     params = {"type": "object", "properties": {name: {"type": "string"} for name in required}, "required": required}
     out = canonicalize(request(tools=[tool("t", params)]))
     assert out["tools"][0]["function"]["parameters"]["required"] == sorted(required)
+
+
+def test_relocation_never_empties_a_block_or_a_prompt() -> None:
+    policy = CanonicalPolicy(relocate_volatile=True)
+    block = {"type": "text", "text": "Current time: 2026-01-01T10:00:00Z", "cache_control": {"type": "ephemeral"}}
+    body = {"model": "c", "max_tokens": 1, "system": [block], "messages": [{"role": "user", "content": "hi"}]}
+    assert canonicalize(body, policy)["system"] == [dict(sorted(block.items()))]
+    only = request(
+        messages=[{"role": "system", "content": "Now: 2026-01-01T10:00:00Z"}, {"role": "user", "content": "x"}]
+    )
+    assert canonicalize(only, policy)["messages"] == canonicalize(only)["messages"]
+
+
+def test_relocation_keeps_an_assistant_prefill_last() -> None:
+    body = {
+        "model": "c",
+        "max_tokens": 1,
+        "system": "You are X.\nToday is 2026-01-01.",
+        "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "{"}],
+    }
+    out = canonicalize(body, CanonicalPolicy(relocate_volatile=True))
+    assert [m["role"] for m in out["messages"]] == ["user", "user", "assistant"]
+    assert out["messages"][-1]["content"] == "{"
+
+
+def test_volatile_role_must_be_one_that_is_not_a_prefill() -> None:
+    from agentcache.errors import PolicyError
+
+    with pytest.raises(PolicyError, match="volatile_role must be"):
+        CanonicalPolicy(volatile_role="assistant")
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        ({"type": "text", "text": "a\r\nb"},),
+        [collections.OrderedDict([("type", "text"), ("text", "a\r\nb")])],
+    ],
+)
+def test_tuples_and_dict_subclasses_are_walked_like_lists_and_dicts(content: Any) -> None:
+    out = canonicalize({"messages": [{"role": "user", "content": content}]})
+    assert out["messages"][0]["content"] == [{"text": "a\nb", "type": "text"}]
+    assert canonical_json(canonicalize(out)) == canonical_json(out)
+
+
+def test_str_subclass_content_is_normalized() -> None:
+    class Text(str):
+        pass
+
+    out = canonicalize({"messages": [{"role": "user", "content": Text("e\u0301")}]})
+    assert out["messages"][0]["content"] == "\u00e9" and type(out["messages"][0]["content"]) is str
+
+
+def test_messages_and_tools_may_be_tuples_but_not_null() -> None:
+    from agentcache.errors import RequestShapeError
+
+    out = canonicalize({"messages": ({"role": "user", "content": "hi"},), "tools": (tool("b"), tool("a"))})
+    assert [t["function"]["name"] for t in out["tools"]] == ["a", "b"]
+    with pytest.raises(RequestShapeError, match=r"^\$\.messages: expected an array of messages, got null"):
+        canonicalize({"messages": None})
+
+
+def test_response_format_depth_counts_from_the_request() -> None:
+    nested: Any = 1
+    for _ in range(6):
+        nested = {"a": nested}
+    canonicalize({"messages": [], "response_format": nested}, CanonicalPolicy(max_depth=8))

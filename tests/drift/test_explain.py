@@ -235,3 +235,54 @@ def test_divergence_token_is_the_first_differing_token(request: dict[str, Any], 
 def test_legacy_functions_are_rendered_at_their_own_path() -> None:
     request = {"model": "m", "functions": [{"name": "f"}], "messages": []}
     assert [segment.path for segment in render(request)] == ["$.functions[0]"]
+
+
+def test_moving_an_anthropic_breakpoint_is_not_an_edit() -> None:
+    def body(marked: int, turns: int) -> dict[str, Any]:
+        messages: list[dict[str, Any]] = []
+        for i in range(turns):
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": f"t{i}", "content": f"output {i} " * 50}
+            if i == marked:
+                block["cache_control"] = {"type": "ephemeral"}
+            messages += [
+                {"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "f", "input": {}}]},
+                {"role": "user", "content": [block]},
+            ]
+        return {"model": "claude", "system": [{"type": "text", "text": "rules " * 1500}], "messages": messages}
+
+    reports = explain([body(0, 1), body(1, 2)], TOKENIZER, CacheOptions("anthropic"))
+    assert reports[1].cause == "none"
+    assert reports[1].predicted_cached > reports[0].prompt_tokens - 10
+
+
+def test_empty_and_model_changing_requests_do_not_stop_the_analysis() -> None:
+    first = base()
+    reports = explain([{"model": "a", "messages": []}, {"model": "b", "messages": []}, first], TOKENIZER)
+    assert [r.cause for r in reports] == ["new_session", "model_changed", "model_changed"]
+    openai = explain([{"model": "a", "messages": []}, first], TOKENIZER, CacheOptions("openai"))
+    assert openai[1].cause == "model_changed"
+
+
+def test_edits_that_cannot_be_canonicalized_are_not_whitespace() -> None:
+    first = {"model": "m", "messages": ["hello", {"role": "user", "content": "x"}]}
+    second = {"model": "m", "messages": ["completely different", {"role": "user", "content": "x"}]}
+    assert explain([first, second], TOKENIZER)[1].cause == "history_rewritten"
+
+
+def test_a_moved_builtin_tool_is_a_reorder() -> None:
+    first = {"model": "m", "tools": [tool("a"), {"type": "web_search"}], "messages": []}
+    second = {"model": "m", "tools": [{"type": "web_search"}, tool("a")], "messages": []}
+    assert explain([first, second], TOKENIZER)[1].cause == "tool_order"
+
+
+def test_big_integers_in_a_trace_are_rendered() -> None:
+    request = {"model": "m", "messages": [{"role": "user", "content": "hi", "n": 10**25}]}
+    assert explain([request, grown(request)], TOKENIZER)[1].cause == "none"
+
+
+def test_reported_counts_in_another_tokenizer_are_not_eviction() -> None:
+    first = base()
+    usage = {"prompt_tokens": 10_000, "prompt_tokens_details": {"cached_tokens": 5}}
+    records = [TraceRecord(1, "s", first), TraceRecord(2, "s", grown(first), usage)]
+    report = explain(Trace(records, []), TOKENIZER)[1]
+    assert (report.cause, report.reported_cached, report.reported_prompt_tokens) == ("none", 5, 10_000)

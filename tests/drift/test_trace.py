@@ -33,7 +33,7 @@ def test_records_and_bare_bodies() -> None:
         ('{"model": "m"}', 'not a chat request: expected an object with a "messages" array'),
         (json.dumps({"session": 3, "request": REQUEST}), '"session" must be a string'),
         (json.dumps({"request": REQUEST, "usage": 4}), '"usage" must be an object'),
-        (json.dumps({"request": REQUEST, "ts": "noon"}), '"ts" must be a number'),
+        (json.dumps({"request": REQUEST, "ts": "noon"}), '"ts" must be a finite number'),
     ],
 )
 def test_bad_lines_are_reported_and_skipped(line: str, message: str) -> None:
@@ -52,3 +52,9 @@ def test_write_then_read(tmp_path: Path) -> None:
     records = [TraceRecord(1, "s", REQUEST, {"prompt_tokens": 1}, 2.5), TraceRecord(2, "t", REQUEST)]
     write_trace(tmp_path / "t.jsonl", records)
     assert read_trace(tmp_path / "t.jsonl").records == records
+
+
+@pytest.mark.parametrize("ts", ["1" + "0" * 400, "NaN", "Infinity", "1e999"])
+def test_timestamps_must_be_finite(ts: str) -> None:
+    trace = parse_trace(['{"request": {"messages": []}, "ts": ' + ts + "}"])
+    assert trace.records == [] and "must be a finite number" in trace.problems[0].message
