@@ -162,12 +162,13 @@ class Canonicalizer:
                         f"a message must be an object, got {_json_type(message)}",
                         'send {"role": ..., "content": ...}',
                     )
-                nulls = _Entry.of(raw).nulls
-                if nulls:  # orjson wrote NaN/Infinity as null: only the original can tell
-                    locate(message, f"$.messages[{index}]", room)
                 # The parsed copy has exact JSON types (tuples are lists, subclasses their base type), so the
                 # walk's type dispatch sees what the server will see.
-                known = _Entry(self.message(orjson.loads(raw), room), nulls)
+                parsed = orjson.loads(raw)
+                known = _Entry(parsed, null_paths(parsed) if has_null(raw) else [])
+                if not known.fits(message):  # orjson wrote a NaN/Infinity as null: name it
+                    locate(message, f"$.messages[{index}]", room)
+                known = _Entry(self.message(parsed, room), known.nulls)
                 self.message_memo.put(raw, known)
             out.append(known.value)
         return out
@@ -267,10 +268,10 @@ class Canonicalizer:
         raw = orjson.dumps(value, option=SORTED_OPTIONS)
         known = memo.get(raw)
         if known is None or not known.fits(value):
-            nulls = null_paths(orjson.loads(raw)) if has_null(raw) else []
-            if nulls:
+            entry = _Entry.of(raw)
+            if not entry.fits(value):  # orjson wrote a NaN/Infinity as null: name it
                 locate(value, path, room)
-            known = _Entry(self.schemas.parse(raw, room), nulls)
+            known = _Entry(self.schemas.parse(raw, room), entry.nulls)
             memo.put(raw, known)
         return known.value
 

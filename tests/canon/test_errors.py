@@ -152,3 +152,23 @@ def test_canonical_json_errors_name_the_path() -> None:
     with pytest.raises(InvalidValueError, match=r'^\$\["key with space"\]: a set is not JSON'):
         canonical_json({"key with space": {1}})
     assert canonical_json({"b": [1, None], "a": "\u00e9"}) == '{"a":"\u00e9","b":[1,null]}'.encode()
+
+
+def test_types_orjson_refuses_are_refused_with_their_path() -> None:
+    import collections
+
+    class Precise(float):
+        pass
+
+    class Key(str):
+        pass
+
+    point = collections.namedtuple("point", "x y")
+    for value, message in [
+        (point(1, 2), "a point is not JSON"),
+        (Precise(1.5), "a Precise is not JSON"),
+        ({Key("k"): 1}, "object key 'k' is a Key"),
+    ]:
+        with pytest.raises(InvalidValueError, match=r"^\$\.messages\[0\]\.extra") as info:
+            canonicalize(with_message_field(value))
+        assert message in str(info.value)
