@@ -182,6 +182,16 @@ def _plain_other(value: Any, room: int) -> Any:
     raise Invalid
 
 
+_EXACT = frozenset({dict, list, str, int, float, bool, type(None)})
+
+
+def exact(value: Any, room: int) -> Any:
+    """``value`` with an exact JSON type at its top (a tuple becomes a list, a subclass its base type), so a walk
+    that dispatches on ``type()`` sees what the server will see. Exact values come back as they are, at the cost
+    of one type check; others go through :func:`plain`."""
+    return value if type(value) in _EXACT else plain(value, room)
+
+
 def plain_item(key: str, value: Any, room: int) -> Any:
     """:func:`plain` as a keyed walk, for objects whose keys carry no special meaning."""
     return plain(value, room)

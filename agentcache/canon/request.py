@@ -19,6 +19,7 @@ from agentcache.canon.jsonvalue import (
     Invalid,
     canonical_json,
     dumps,
+    exact,
     has_null,
     locate,
     lookup,
@@ -103,7 +104,7 @@ class Canonicalizer:
                 elif key in TOOL_FIELDS:
                     out[key] = self.tool_list(value, key, raw.tools[key])
                 elif key == "system":
-                    out[key] = self.content(plain(value, room), room)
+                    out[key] = self.content(value, room)
                 elif key == "response_format" and isinstance(value, dict):
                     out[key] = self.definition(value, "$.response_format", room, self.formats)
                 elif key in ("response_format", "tool_choice"):
@@ -162,23 +163,18 @@ class Canonicalizer:
                         f"a message must be an object, got {_json_type(message)}",
                         'send {"role": ..., "content": ...}',
                     )
-                # The parsed copy has exact JSON types (tuples are lists, subclasses their base type), so the
-                # walk's type dispatch sees what the server will see.
-                parsed = orjson.loads(raw)
-                known = _Entry(parsed, null_paths(parsed) if has_null(raw) else [])
-                if not known.fits(message):  # orjson wrote a NaN/Infinity as null: name it
-                    locate(message, f"$.messages[{index}]", room)
-                known = _Entry(self.message(parsed, room), known.nulls)
+                known = _Entry.of(raw, self.message(message, room))
                 self.message_memo.put(raw, known)
             out.append(known.value)
         return out
 
-    def message(self, message: dict[str, Any], room: int) -> dict[str, Any]:
-        return map_dict(message, room, self.message_field)
+    def message(self, message: Any, room: int) -> Any:
+        return map_dict(exact(message, room), room, self.message_field)
 
     def message_field(self, key: str, value: Any, room: int) -> Any:
         if key == "content":
             return self.content(value, room)
+        value = exact(value, room)
         if key == "tool_calls" and type(value) is list:
             return map_list(value, room, self.tool_call)
         if key == "function_call" and type(value) is dict:
@@ -187,6 +183,7 @@ class Canonicalizer:
 
     def content(self, value: Any, room: int) -> Any:
         """Message content or a system prompt: a string, or an array of content blocks."""
+        value = exact(value, room)
         if type(value) is str:
             return normalize_prose(value, self.policy)
         if type(value) is list:
@@ -195,8 +192,9 @@ class Canonicalizer:
 
     def block(self, block: Any, room: int) -> Any:
         """A content block. Thinking blocks are signed by the provider, so their text is never touched."""
+        block = exact(block, room)
         if type(block) is not dict:
-            return plain(block, room)
+            return block
         kind = block.get("type")
         if kind in TEXT_BLOCKS:
             return map_dict(block, room, self.text_block_field)
@@ -205,6 +203,7 @@ class Canonicalizer:
         return plain(block, room)
 
     def text_block_field(self, key: str, value: Any, room: int) -> Any:
+        value = exact(value, room)
         if key == "text" and type(value) is str:
             return normalize_prose(value, self.policy)
         return plain(value, room)
@@ -213,16 +212,19 @@ class Canonicalizer:
         return self.content(value, room) if key == "content" else plain(value, room)
 
     def tool_call(self, call: Any, room: int) -> Any:
+        call = exact(call, room)
         if type(call) is not dict:
             return plain(call, room)
         return map_dict(call, room, self.tool_call_field)
 
     def tool_call_field(self, key: str, value: Any, room: int) -> Any:
+        value = exact(value, room)
         if key == "function" and type(value) is dict:
             return map_dict(value, room, self.call_field)
         return plain(value, room)
 
     def call_field(self, key: str, value: Any, room: int) -> Any:
+        value = exact(value, room)
         if key == "arguments" and type(value) is str:
             return self.tool_arguments(value)
         return plain(value, room)
