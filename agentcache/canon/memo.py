@@ -39,6 +39,3 @@ class Memo(Generic[K, V]):
             self._old, self._young, self._young_chars = self._young, {}, 0
         self._young[key] = value
         self._young_chars += len(key)
-
-    def __len__(self) -> int:
-        return len(self._young.keys() | self._old.keys())

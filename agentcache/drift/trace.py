@@ -45,12 +45,6 @@ class Trace:
     records: list[TraceRecord]
     problems: list[TraceProblem]
 
-    def sessions(self) -> dict[str, list[TraceRecord]]:
-        """Records grouped by session, each group in trace order (sessions in order of first appearance)."""
-        groups: dict[str, list[TraceRecord]] = {}
-        for record in self.records:
-            groups.setdefault(record.session, []).append(record)
-        return groups
 
 
 def read_trace(path: str | Path) -> Trace:
