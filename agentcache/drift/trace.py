@@ -42,9 +42,10 @@ class TraceProblem:
 
 @dataclass
 class Trace:
+    """The readable requests of a trace, in order, and the lines that could not be read."""
+
     records: list[TraceRecord]
     problems: list[TraceProblem]
-
 
 
 def read_trace(path: str | Path) -> Trace:
