@@ -109,6 +109,11 @@ class _ExpiringPrefixes:
     def _clock(self, now: float | None) -> float:
         """Resolve ``now`` and drop entries dead by then, so memory tracks the live cache."""
         moment = time.monotonic() if now is None else now
+        if moment < self._latest:
+            raise CacheModelError(
+                f"time went backwards: now={moment} after {self._latest}; replay requests in the order they were "
+                "sent, with their timestamps (and don't mix given times with the default clock)"
+            )
         if moment > self._latest:
             self._latest = moment
             self._entries = {key: entry for key, entry in self._entries.items() if entry.expires > moment}
@@ -307,6 +312,8 @@ class AnthropicPromptCache(_ExpiringPrefixes):
     def _lookback(self, marks: Sequence[int], blocks: Sequence[int] | None) -> set[int]:
         """Prefix lengths a request checks for a hit: the ends of the 20 blocks up to each breakpoint, or (block
         ends unknown) every entry length up to the last breakpoint."""
+        if not marks:
+            return set()  # no cache_control: nothing is read
         if blocks is None:
             return self._entry_lengths(marks[-1])
         window: set[int] = set()

@@ -8,19 +8,25 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from agentcache import __version__
 from agentcache.cli import canon, demo, explain, lint, simulate
 from agentcache.errors import AgentCacheError
 
 COMMANDS = (demo, explain, simulate, lint, canon)
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line, as every other error of the CLI (subcommands inherit the class)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}; see {self.prog} --help\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="agentcache", description="Make LLM agents hit the server's prefix (KV) cache."
-    )
+    parser = _Parser(prog="agentcache", description="Make LLM agents hit the server's prefix (KV) cache.")
     parser.add_argument("--version", action="version", version=f"agentcache {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in COMMANDS:

@@ -23,9 +23,16 @@ def register(commands: Any) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
         "demo", help="replay a drifting coding-agent session through modelled caches", description=__doc__
     )
-    parser.add_argument("--turns", type=int, default=10, help="turns in the session (default 10)")
+    parser.add_argument("--turns", type=_positive, default=10, help="turns in the session (default 10)")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format")
     parser.set_defaults(run=run)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:

@@ -26,5 +26,7 @@ def register(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     result = lint_paths(args.paths, fix=args.fix)
-    sys.stdout.write(render(result, args.format))
+    # A file name that is not UTF-8 holds surrogates: write them as escapes, so the output stays valid UTF-8.
+    sys.stdout.buffer.write(render(result, args.format).encode("utf-8", "backslashreplace"))
+    sys.stdout.flush()
     return 1 if result.findings else 0

@@ -38,6 +38,11 @@ class CacheOptions:
     def __post_init__(self) -> None:
         if self.kind not in CACHE_KINDS:
             raise InputError(f"unknown cache {self.kind!r}: use one of {', '.join(CACHE_KINDS)}")
+        if self.kind == "vllm" and self.capacity is not None and self.capacity // self.block_size < 2:
+            raise InputError(
+                f"a capacity of {self.capacity} tokens holds {self.capacity // self.block_size} blocks of "
+                f"{self.block_size}, and vLLM needs at least 2 (one is its null block): raise the capacity"
+            )
 
     def build(self) -> RadixCache | BlockHashCache | OpenAIPromptCache | AnthropicPromptCache:
         if self.kind == "sglang":

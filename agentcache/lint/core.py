@@ -192,7 +192,10 @@ def lint_paths(paths: Iterable[str | os.PathLike[str]], fix: bool = False) -> Li
 
 def _targets(paths: Iterable[str | os.PathLike[str]]) -> Iterator[tuple[Path, str, bool]]:
     """(path, how to show it, named explicitly) for every file to check, each file once, walks sorted."""
+    paths = list(paths)
     seen: set[Path] = set()
+    # A file named on the command line is judged as named, even when a directory walk reaches it first.
+    named = {Path(raw).resolve() for raw in paths if Path(raw).is_file()}
 
     def fresh(path: Path) -> bool:
         key = path.resolve()
@@ -206,7 +209,7 @@ def _targets(paths: Iterable[str | os.PathLike[str]]) -> Iterator[tuple[Path, st
         if given.is_dir():
             for found in _walk(given):
                 if fresh(found):
-                    yield found, str(found), False
+                    yield found, str(found), found.resolve() in named
         elif given.exists():
             if given.suffix.lower() not in _KINDS:
                 known = ", ".join(sorted(_KINDS))

@@ -7,6 +7,7 @@ the machine or hash order, so two runs over the same tree print the same bytes.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -143,7 +144,8 @@ def _level(code: str) -> str:
 def _uri(path: str) -> str:
     """A file's URI reference: relative paths stay relative (to the directory lint ran in), with ``/``."""
     given = Path(path)
-    return given.as_uri() if given.is_absolute() else quote(given.as_posix())
+    # A file name that is not UTF-8 reaches Python with surrogates; fsencode gives back its bytes to percent-encode.
+    return given.as_uri() if given.is_absolute() else quote(os.fsencode(given.as_posix()))
 
 
 def _where(finding: Finding) -> str:

@@ -441,8 +441,8 @@ class _Analysis:
             return self.sequence(node, scope)
         if isinstance(node, ast.Set):
             items = [self.expr(item, scope) for item in node.elts]
-            if all(isinstance(item, ast.Constant) and not isinstance(item.value, str) for item in node.elts):
-                return combine(*items)  # small ints and None hash to themselves: their order is fixed
+            if all(isinstance(item, ast.Constant) and type(item.value) in (int, bool) for item in node.elts):
+                return combine(*items)  # ints hash to themselves: their order is fixed (str, bytes, None do not)
             return Value(combine(*items).origins, self.origin(node, ORDER))
         if isinstance(node, ast.Dict):
             return self.mapping(node, scope)
@@ -624,7 +624,11 @@ class _Analysis:
             key = re.split(r"[.\[]", field_name, maxsplit=1)[0]
             if key == "":
                 key, automatic = str(automatic), automatic + 1
-            value = (args[int(key)] if int(key) < len(args) else CLEAN) if key.isdigit() else kwargs.get(key, CLEAN)
+            value = (
+                (args[int(key)] if int(key) < len(args) else CLEAN)
+                if key.isdecimal() and key.isascii()
+                else kwargs.get(key, CLEAN)
+            )
             parts.append(self.ordered(value, node))
         return concat(parts)
 
@@ -980,7 +984,7 @@ def check(source: SourceFile) -> Checked:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         text = data.decode(encoding)
-        tree = ast.parse(data, filename=source.display)
+        tree = ast.parse(text, filename=source.display)
     except (SyntaxError, ValueError) as exc:
         line = getattr(exc, "lineno", None) or 1
         column = getattr(exc, "offset", None) or 1
@@ -989,7 +993,10 @@ def check(source: SourceFile) -> Checked:
     except RecursionError:
         return Checked((_unparsable(source, 1, 1, "not parsable: nesting too deep for Python's parser"),))
     analysis = _Analysis(tree)
-    analysis.run()
+    try:
+        analysis.run()
+    except RecursionError:
+        return Checked((_unparsable(source, 1, 1, "not analysed: expressions or branches nested too deep to follow"),))
     lines = [line.encode() for line in re.split(r"\r\n|\r|\n", text)]
     silenced = _noqa(data)
     findings = []

@@ -226,6 +226,8 @@ class _Report:
         """A finding at a request JSONPath (as agentcache's errors name them), translated to this file."""
         path = "$" + request_path[len(self.request_root) :] if request_path.startswith(self.request_root) else "$"
         node = _find(self.root, "$", path) or self.root
+        if self.request_root != "$":  # paths the message itself names are in request terms too
+            message = message.replace(self.request_root + "[", "$[").replace(self.request_root + ".", "$.")
         self.add(rule, node.start, node.end, f"{path}: {message}", hint)
 
 

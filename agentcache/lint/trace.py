@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from agentcache.drift import causes, explain
 from agentcache.drift.trace import parse_trace
-from agentcache.lint.core import Checked, Finding, NotThisKind, Rule, SourceFile
+from agentcache.lint.core import UNPARSABLE, Checked, Finding, NotThisKind, Rule, SourceFile
 
 UNREADABLE = Rule(
     "AC300",
@@ -87,8 +87,12 @@ def check(source: SourceFile) -> Checked:
     try:
         text = source.data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise NotThisKind(f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
-    trace = parse_trace(text.splitlines())
+        line = source.data.count(b"\n", 0, exc.start) + 1
+        return Checked(
+            (Finding(source.display, line, 1, UNPARSABLE.code, f"not UTF-8 ({exc.reason})", UNPARSABLE.hint),)
+        )
+    # Lines end at "\n" only, as when the file is read: JSON strings may hold U+2028 and other separators raw.
+    trace = parse_trace(text.split("\n"))
     if not trace.records and not source.explicit:
         raise NotThisKind("no chat request on any line")
     findings = [

@@ -311,3 +311,16 @@ def test_anthropic_automatic_caching_reads_the_longest_earlier_prompt(minimum: i
         written = len(prompt) - read if len(prompt) >= minimum else 0
         assert cache.serve_usage(prompt, now=0) == CacheUsage(cached=read, written=written)
         served.append(prompt)
+
+
+def test_a_request_without_breakpoints_reads_and_writes_nothing() -> None:
+    cache = AnthropicPromptCache(min_cacheable_tokens=1)
+    assert cache.serve_usage(list(range(10)), breakpoints=[], now=0) == CacheUsage(0, 0)
+
+
+def test_time_going_backwards_is_an_error() -> None:
+    cache = OpenAIPromptCache()
+    tokens = list(range(2000))
+    cache.serve(tokens, now=1000)
+    with pytest.raises(CacheModelError, match="time went backwards"):
+        cache.serve(tokens, now=0)

@@ -132,3 +132,9 @@ def test_demo_numbers() -> None:
         assert totals["prefill_saved"] == totals["canonical_cached"] - totals["raw_cached"]
         turns = out["engines"][engine]["turns"]
         assert 9_000 < turns[0]["prompt_tokens"] < 10_000  # 2,000 + 1,500 + 6,000 tokens, as in the seed document
+
+
+def test_vllm_capacity_error_speaks_of_capacity(trace: Path) -> None:
+    result = run("simulate", str(trace), "--cache", "vllm", "--capacity", "20")
+    assert result.returncode == 2
+    assert "a capacity of 20 tokens holds 1 blocks of 16" in result.stderr

@@ -298,3 +298,25 @@ def test_source_encoding_cookie_is_honoured(tmp_path: Path) -> None:
     path.write_bytes(source.encode("latin-1"))
     [finding] = lint_paths([path]).findings
     assert (finding.code, finding.line, finding.column) == ("AC101", 3, source.splitlines()[2].index('f"') + 1)
+
+
+def test_deep_code_is_a_finding_not_a_crash(tmp_path: Path) -> None:
+    from agentcache.lint import lint_paths
+
+    branches = "".join(f"    elif x == {i}:\n        return {i}\n" for i in range(1, 500))
+    path = tmp_path / "deep.py"
+    path.write_text("def f(x):\n    if x == 0:\n        return 0\n" + branches)
+    result = lint_paths([path])
+    assert all(finding.code == "AC001" for finding in result.findings)
+
+
+def test_unicode_digit_format_fields_and_columns_in_code_points(tmp_path: Path) -> None:
+    from agentcache.lint import lint_paths
+
+    fields = tmp_path / "fields.py"
+    fields.write_text('x = "{²}".format(1)\n')
+    assert lint_paths([fields]).findings == ()
+    broken = tmp_path / "broken.py"
+    broken.write_text('x = "😀😀" $\n', encoding="utf-8")
+    [finding] = lint_paths([broken]).findings
+    assert (finding.code, finding.line, finding.column) == ("AC001", 1, 10)

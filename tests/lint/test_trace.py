@@ -55,3 +55,18 @@ def test_trace_rules_are_in_the_catalogue_and_sarif(tmp_path: Path) -> None:
     result = lint_paths([write(tmp_path / "t.jsonl", [first, second])])
     sarif = json.loads(render(result, "sarif"))
     assert [r["ruleId"] for r in sarif["runs"][0]["results"]] == ["AC301"]
+
+
+def test_raw_line_separators_inside_strings_do_not_split_lines(tmp_path: Path) -> None:
+    first = base()
+    first["messages"][1]["content"] += "\u2028 and \x0c"
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in [first, grown(first)]), encoding="utf-8")
+    assert lint_paths([path]).findings == ()
+
+
+def test_a_trace_that_is_not_utf8_is_a_finding(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(b'{"messages": []}\n\xff\n')
+    [finding] = lint_paths([path]).findings
+    assert (finding.code, finding.line) == ("AC001", 2)
