@@ -79,3 +79,23 @@ def test_bad_arguments_are_usage_errors(capsys: pytest.CaptureFixture[str]) -> N
         assert exited.value.code == 2
         [line] = capsys.readouterr().err.splitlines()  # one line, as every other error
         assert line.startswith("agentcache lint: error: ") and line.endswith("see agentcache lint --help")
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif"])
+def test_a_file_name_that_is_not_utf8_gives_valid_output(tmp_path: Path, fmt: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    source = b'import time\nm = [{"role": "system", "content": f"{time.time()}"}]\n'
+    (Path(os.fsdecode(os.fsencode(str(tmp_path)) + b"/\xff.py"))).write_bytes(source)
+    result = subprocess.run(
+        [sys.executable, "-m", "agentcache", "lint", str(tmp_path), "--format", fmt], capture_output=True, timeout=60
+    )
+    assert result.returncode == 1
+    text = result.stdout.decode("utf-8")  # valid UTF-8
+    if fmt != "text":
+        out = json.loads(text)
+        if fmt == "sarif":
+            uri = out["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            assert uri.endswith("%FF.py")
