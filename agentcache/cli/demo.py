@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from typing import Any
 
+from agentcache.cli.explain import cause_color
+from agentcache.cli.style import Style
 from agentcache.cli.table import table
 from agentcache.demo.scenario import session
 from agentcache.drift import CacheOptions, TurnReport, explain
@@ -75,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         "vllm canon",
         "why raw missed",
     ]
-    print(table(header, rows))
+    print(table(header, rows, Style(sys.stdout), {8: cause_color}))
     print("\ncached tokens per turn; ideal = the same session without drift\n")
     for name, (drift_reports, ideal_reports) in results.items():
         totals = _totals(drift_reports, ideal_reports)

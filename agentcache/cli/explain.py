@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
-from agentcache.cli.options import add_cache_options, add_trace_options, cache_options, report_problems
+from agentcache.cli.options import (
+    add_cache_options,
+    add_trace_options,
+    cache_options,
+    long_trace_progress,
+    report_problems,
+)
+from agentcache.cli.style import Style
 from agentcache.cli.table import table
 from agentcache.drift import explain, read_trace
 from agentcache.drift.replay import CACHE_KINDS
@@ -28,7 +36,7 @@ def register(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     trace = read_trace(args.trace)
     options = cache_options(args, args.cache)
-    reports = explain(trace, args.tokenizer, options)
+    reports = explain(trace, args.tokenizer, options, progress=long_trace_progress("explain", len(trace.records)))
     summary = summarize(reports)
     if args.format == "json":
         out = {
@@ -62,10 +70,15 @@ def run(args: argparse.Namespace) -> int:
             for r in reports
         ]
         header = ("session", "turn", "prompt", "cached", "reported", "canonical", "wasted", "cause", "detail")
-        print(table(header, rows))
+        print(table(header, rows, Style(sys.stdout), {7: cause_color}))
         print()
         print(summary_text(summary, f"{options.kind} model, simulated on the client; tokenizer {args.tokenizer}"))
     return report_problems("explain", args.trace, trace)
+
+
+def cause_color(cause: object) -> str | None:
+    """Green for an unbroken turn, dim for a session's first, yellow below a hosted minimum, red for drift."""
+    return {"none": "green", "new_session": "dim", "below_minimum": "yellow"}.get(str(cause), "red")
 
 
 def summary_text(summary: Summary, model: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from agentcache.cli.style import Progress
 from agentcache.drift.replay import CACHE_KINDS, CacheKind, CacheOptions
 from agentcache.drift.trace import Trace
 
@@ -25,6 +26,14 @@ def cache_options(args: argparse.Namespace, kind: str) -> CacheOptions:
     assert kind in CACHE_KINDS
     chosen: CacheKind = kind  # type: ignore[assignment]
     return CacheOptions(chosen, capacity=args.capacity, page_size=args.page_size, block_size=args.block_size)
+
+
+#: Traces at least this long get a progress bar (on a TTY).
+LONG_TRACE = 200
+
+
+def long_trace_progress(label: str, total: int) -> Progress | None:
+    return Progress(label, total) if total >= LONG_TRACE else None
 
 
 def report_problems(command: str, path: str, trace: Trace) -> int:

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from collections.abc import Callable
 from typing import Any
 
-from agentcache.cli.options import add_cache_options, add_trace_options, cache_options, report_problems
+from agentcache.cli.options import (
+    add_cache_options,
+    add_trace_options,
+    cache_options,
+    report_problems,
+)
+from agentcache.cli.style import Style
 from agentcache.cli.table import table
 from agentcache.drift.prompt import PromptTokenizer
 from agentcache.drift.replay import CACHE_KINDS, Replay
@@ -28,15 +36,17 @@ def register(commands: Any) -> None:
     parser.set_defaults(run=run)
 
 
-def simulate(trace: Trace, replay: Replay) -> dict[str, Any]:
+def simulate(trace: Trace, replay: Replay, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Replay every request; totals overall and per session."""
     sessions: dict[str, list[int]] = {}
-    for record in trace.records:
+    for done, record in enumerate(trace.records, start=1):
         served = replay.serve(record.request, record.ts, record.session)
         totals = sessions.setdefault(record.session, [0, 0, 0])
         totals[0] += 1
         totals[1] += len(served.tokens)
         totals[2] += served.cached
+        if progress is not None:
+            progress(done)
     prompt = sum(t[1] for t in sessions.values())
     cached = sum(t[2] for t in sessions.values())
     return {
@@ -54,6 +64,12 @@ def simulate(trace: Trace, replay: Replay) -> dict[str, Any]:
             for name, t in sessions.items()
         },
     }
+
+
+def ratio_color(value: object) -> str | None:
+    if not isinstance(value, float):
+        return None
+    return "green" if value >= 0.8 else "yellow" if value >= 0.4 else "red"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -95,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
             )
             for r in results
         ]
-        print(table(("cache", "requests as", "requests", "prompt tokens", "cached tokens", "hit ratio"), rows))
+        header = ("cache", "requests as", "requests", "prompt tokens", "cached tokens", "hit ratio")
+        print(table(header, rows, Style(sys.stdout), {5: ratio_color}))
         print("\ncaches are simulated on the client from each server's documented rules")
     return report_problems("simulate", args.trace, trace)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -56,11 +56,13 @@ def explain(
     trace: Trace | str | os.PathLike[str] | Iterable[dict[str, Any]],
     tokenizer: str | Tokenizer = "o200k_base",
     cache: CacheOptions | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> list[TurnReport]:
     """Explain every turn of a trace (a :class:`Trace`, a trace file, or request bodies of one session).
 
     Requests are replayed in trace order through one client-side cache model (SGLang radix semantics unless
     ``cache`` says otherwise), as a server would see them, and once more canonicalized, for the what-if.
+    ``progress`` is told how many requests are done after each one.
     """
     if isinstance(trace, (str, os.PathLike)):
         trace = read_trace(Path(trace))
@@ -83,6 +85,8 @@ def explain(
         turns[record.session] = turns.get(record.session, 0) + 1
         reports.append(_report(record, turns[record.session], previous, served, ideal.cached, raw.minimum()))
         sessions[record.session] = _Session(record.request, served)
+        if progress is not None:
+            progress(len(reports))
     return reports
 
 
