@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from agentcache.cli.style import Style
 from agentcache.lint import FORMATS, lint_paths, render
 
 
@@ -27,6 +28,7 @@ def register(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     result = lint_paths(args.paths, fix=args.fix)
     # A file name that is not UTF-8 holds surrogates: write them as escapes, so the output stays valid UTF-8.
-    sys.stdout.buffer.write(render(result, args.format).encode("utf-8", "backslashreplace"))
+    text = render(result, args.format, Style(sys.stdout))
+    sys.stdout.buffer.write(text.encode("utf-8", "backslashreplace"))
     sys.stdout.flush()
     return 1 if result.findings else 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -22,10 +23,18 @@ SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schem
 JSON_SCHEMA_VERSION = 1
 
 
-def render(result: LintResult, fmt: str) -> str:
-    """The result in one of :data:`FORMATS`, ending with a newline."""
+#: Paints text with a colour name (or None); the CLI passes one that paints only on a terminal.
+Paint = Callable[[str, str | None], str]
+
+
+def _plain(text: str, color: str | None) -> str:
+    return text
+
+
+def render(result: LintResult, fmt: str, paint: Paint = _plain) -> str:
+    """The result in one of :data:`FORMATS`, ending with a newline. ``paint`` colours the text format only."""
     if fmt == "text":
-        return to_text(result)
+        return to_text(result, paint)
     if fmt == "json":
         return json.dumps(to_json(result), indent=2, ensure_ascii=False) + "\n"
     if fmt == "sarif":
@@ -33,14 +42,14 @@ def render(result: LintResult, fmt: str) -> str:
     raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
 
 
-def to_text(result: LintResult) -> str:
+def to_text(result: LintResult, paint: Paint = _plain) -> str:
     """``path:line:col: CODE message`` and an indented ``help:`` line per finding, then a summary line."""
     lines = []
     for finding in result.fixed:
-        lines.append(f"{_where(finding)}: {finding.code} [fixed] {finding.message}")
+        lines.append(f"{paint(_where(finding), 'bold')}: {paint(finding.code, 'green')} [fixed] {finding.message}")
     for finding in result.findings:
-        lines.append(f"{_where(finding)}: {finding.code} {finding.message}")
-        lines.append(f"  help: {finding.hint}")
+        lines.append(f"{paint(_where(finding), 'bold')}: {paint(finding.code, 'red')} {finding.message}")
+        lines.append(f"  {paint('help:', 'cyan')} {finding.hint}")
     files = _count(result.files, "file")
     if result.fixed:
         total = len(result.fixed) + len(result.findings)

@@ -89,3 +89,11 @@ def test_progress_bar_on_a_terminal_only(env: dict[str, str], long_trace: Path) 
     )
     assert piped.stderr == b""
     assert len(json.loads(piped.stdout)["turns"]) == 220
+
+
+def test_lint_colours_on_a_terminal_only(env: dict[str, str], tmp_path: Path) -> None:
+    source = tmp_path / "agent.py"
+    source.write_text('import time\nm = [{"role": "system", "content": f"{time.time()}"}]\n')
+    screen = run_on_tty(["lint", str(source)], env)
+    assert ESC + b"31mAC101" in screen
+    assert ESC not in run_on_tty(["lint", str(source)], {**env, "NO_COLOR": "1"})
