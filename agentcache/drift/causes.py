@@ -30,8 +30,6 @@ PARAMS_CHANGED = "params_changed"
 BELOW_MINIMUM = "below_minimum"
 EVICTED = "evicted"
 
-#: Causes that canonicalization removes (with ``relocate_volatile`` for volatile values).
-CANONICALIZABLE = frozenset({TOOL_ORDER, SCHEMA_KEY_ORDER, VOLATILE_VALUE, WHITESPACE})
 
 _DIGITS = re.compile(r"\d+")
 
