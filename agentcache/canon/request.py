@@ -88,10 +88,11 @@ class Canonicalizer:
                 f"the request is {_json_type(request)}, not a JSON object",
                 "pass the parsed body (a dict), e.g. json.loads(body)",
             )
-        request = dict(request)
+        if type(request) is not dict:
+            request = dict(request)
         for key in ("messages", *TOOL_FIELDS):  # tuples are JSON arrays too
             if isinstance(request.get(key), tuple):
-                request[key] = list(request[key])
+                request = {**request, key: list(request[key])}
         policy = self.policy
         room = policy.max_depth - 1
         raw = self._serialize(request)

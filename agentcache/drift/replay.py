@@ -105,7 +105,7 @@ class Replay:
         if not tokens:
             cached = 0  # nothing to serve: servers reject an empty prompt
         elif isinstance(model, AnthropicPromptCache):
-            ends = [start + len(self.prompts.segment(s.text)) for s, start in zip(segments, starts, strict=True)]
+            ends = [*starts[1:], len(tokens)]  # each segment ends where the next starts
             marks = [end for end, segment in zip(ends, segments, strict=True) if segment.breakpoint][-4:]
             cached = 0
             if marks:  # Anthropic writes nothing without a breakpoint
