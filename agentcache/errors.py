@@ -65,3 +65,12 @@ class TokenizerError(AgentCacheError, ValueError):
 
 class CacheModelError(AgentCacheError, ValueError):
     """A client-side cache model was used in a way its server never allows (e.g. unlocking an unlocked node)."""
+
+
+class BackendError(AgentCacheError):
+    """A server answered a backend call with something other than what the call needs: an HTTP error status, a
+    body that is not the expected JSON, or a stream cut before its end. ``status`` is the HTTP status if any."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        self.status = status
+        super().__init__(message)

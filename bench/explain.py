@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 import workload
 
 from agentcache import explain, get_tokenizer
+from agentcache.cache.prefix import common_prefix
 from agentcache.drift import Trace, TraceRecord
-from agentcache.drift.diff import common_prefix
 from agentcache.drift.prompt import PromptTokenizer, Segment, render
 
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
+from agentcache.cache.prefix import common_prefix
 from agentcache.canon.jsonvalue import child_path
 from agentcache.drift.prompt import Segment, json_text
-
-S = TypeVar("S", str, bytes, array)  # type: ignore[type-arg]
 
 #: The parts of a prompt in the order the server caches them.
 PARTS = ("tools", "params", "system", "messages")
@@ -30,20 +29,6 @@ class Divergence:
     """Index of the first prompt token that differs: every token before it could be served from cache."""
     segment: int
     """Index of the diverging segment in the rendered prompt (tools, then system, then messages)."""
-
-
-def common_prefix(a: S, b: S) -> int:
-    """Length of the common prefix of two strings or token arrays, by C-speed slice comparisons."""
-    low, high = 0, min(len(a), len(b))
-    if a[:high] == b[:high]:
-        return high
-    while low < high:  # invariant: a[:low] == b[:low] and a[:high + 1] != b[:high + 1]
-        middle = (low + high + 1) // 2
-        if a[low:middle] == b[low:middle]:
-            low = middle
-        else:
-            high = middle - 1
-    return low
 
 
 def first_divergence(

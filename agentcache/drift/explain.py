@@ -90,30 +90,36 @@ def explain(
     return reports
 
 
+def diagnose(
+    previous: tuple[dict[str, Any], Served] | None, request: dict[str, Any], served: Served
+) -> tuple[str, str, Divergence | None, int]:
+    """``(cause, detail, divergence, wasted tokens)`` of a request against the previous request of its session
+    (None for the first). Wasted tokens are those the previous request had already sent that this one prefills
+    again."""
+    if previous is None:
+        return causes.NEW_SESSION, "first request of the session", None, 0
+    before_request, before = previous
+    if before_request.get("model") != request.get("model"):
+        divergence: Divergence | None = Divergence("model", "$.model", 0, 0, 0)
+    else:
+        divergence = first_divergence(before.segments, before.tokens, served.segments, served.tokens, served.starts)
+    if divergence is None:
+        return causes.NONE, "extends the previous request", None, 0
+    index = divergence.segment
+    old = before.segments[index] if index < len(before.segments) else None
+    new = served.segments[index] if index < len(served.segments) else None
+    cause, detail = causes.classify(before_request, request, divergence, old, new)
+    return cause, detail, divergence, max(0, len(before.tokens) - divergence.token_index)
+
+
 def _report(
     record: TraceRecord, turn: int, previous: _Session | None, served: Served, canonical_cached: int, minimum: int
 ) -> TurnReport:
     usage = CacheUsage.from_usage(record.usage)
     reported = None if usage is None else usage.cached_tokens
     reported_prompt = None if usage is None else usage.prompt_tokens
-    divergence = None
-    wasted = 0
-    if previous is None:
-        cause, detail = causes.NEW_SESSION, "first request of the session"
-    else:
-        before = previous.served
-        if previous.request.get("model") != record.request.get("model"):
-            divergence = Divergence("model", "$.model", 0, 0, 0)
-        else:
-            divergence = first_divergence(before.segments, before.tokens, served.segments, served.tokens, served.starts)
-        if divergence is None:
-            cause, detail = causes.NONE, "extends the previous request"
-        else:
-            index = divergence.segment
-            old = before.segments[index] if index < len(before.segments) else None
-            new = served.segments[index] if index < len(served.segments) else None
-            cause, detail = causes.classify(previous.request, record.request, divergence, old, new)
-            wasted = max(0, len(before.tokens) - divergence.token_index)
+    before = None if previous is None else (previous.request, previous.served)
+    cause, detail, divergence, wasted = diagnose(before, record.request, served)
     if cause in (causes.NONE, causes.NEW_SESSION):
         if 0 < len(served.tokens) < minimum:
             cause, detail = causes.BELOW_MINIMUM, f"{len(served.tokens)} tokens, under the minimum of {minimum}"

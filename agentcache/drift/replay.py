@@ -13,11 +13,12 @@ from typing import Any, Literal, get_args
 from agentcache.cache.blockhash import BlockHashCache
 from agentcache.cache.hosted import AnthropicPromptCache, OpenAIPromptCache
 from agentcache.cache.radix import RadixCache
+from agentcache.cache.slots import DEFAULT_SLOTS, SlotCache
 from agentcache.canon import CanonicalPolicy, canonicalize
 from agentcache.drift.prompt import PromptTokenizer, Renderer, Segment
 from agentcache.errors import InputError, RequestError
 
-CacheKind = Literal["sglang", "vllm", "openai", "anthropic"]
+CacheKind = Literal["sglang", "vllm", "llama.cpp", "openai", "anthropic"]
 CACHE_KINDS: tuple[str, ...] = get_args(CacheKind)
 
 #: The what-if of "canonicalized": the default policy plus moving volatile lines out of the system prompt.
@@ -34,6 +35,8 @@ class CacheOptions:
     page_size: int = 1
     block_size: int = 16
     anthropic_model: str | None = None
+    slots: int = DEFAULT_SLOTS
+    """llama-server's ``--parallel``; its cache is one prefix per slot."""
 
     def __post_init__(self) -> None:
         if self.kind not in CACHE_KINDS:
@@ -44,9 +47,11 @@ class CacheOptions:
                 f"{self.block_size}, and vLLM needs at least 2 (one is its null block): raise the capacity"
             )
 
-    def build(self) -> RadixCache | BlockHashCache | OpenAIPromptCache | AnthropicPromptCache:
+    def build(self) -> RadixCache | BlockHashCache | SlotCache | OpenAIPromptCache | AnthropicPromptCache:
         if self.kind == "sglang":
             return RadixCache(page_size=self.page_size, capacity=self.capacity)
+        if self.kind == "llama.cpp":
+            return SlotCache(self.slots)
         if self.kind == "vllm":
             blocks = None if self.capacity is None else self.capacity // self.block_size
             return BlockHashCache(block_size=self.block_size, num_blocks=blocks)
@@ -94,11 +99,7 @@ class Replay:
         if self.canonical:
             with contextlib.suppress(RequestError):  # as the middleware would: send what it cannot canonicalize
                 request = canonicalize(request, WHAT_IF_POLICY)
-        segments = self.renderer.render(request)
-        last = self.last.get(session)
-        tokens, starts = self.prompts.prompt(
-            segments, None if last is None else (last.segments, last.tokens, last.starts)
-        )
+        segments, tokens, starts = self.prompt(request, session)
         self.clock = max(self.clock + 1.0 if ts is None else ts, self.clock)
         model = self.model
         namespace = cache_namespace(request)
@@ -116,6 +117,18 @@ class Replay:
             cached = model.serve(tokens, extra_key=namespace)
         served = self.last[session] = Served(segments, tokens, starts, cached)
         return served
+
+    def prompt(
+        self, request: dict[str, Any], session: str | None = None
+    ) -> tuple[list[Segment], array[int], list[int]]:
+        """The request's segments, tokens and segment starts, tokenized from where it differs from the session's
+        last request. Does not serve it: callers that only need the drift (not the prediction) stop here."""
+        segments = self.renderer.render(request)
+        last = self.last.get(session)
+        tokens, starts = self.prompts.prompt(
+            segments, None if last is None else (last.segments, last.tokens, last.starts)
+        )
+        return segments, tokens, starts
 
     def minimum(self) -> int:
         """The shortest prompt the model can report cached at all (hosted APIs have a floor)."""

@@ -159,6 +159,11 @@ def install_llama_server(force: bool) -> None:
 def launch_llama_server(port: int) -> tuple[list[str], dict[str, str]]:
     cmd = [str(LLAMA_SERVER), "-m", str(MODEL_DIR / "model.gguf"), "--alias", SERVED_NAME]
     cmd += ["--host", "127.0.0.1", "--port", str(port), "-c", str(CONTEXT), "-t", "2", "--metrics", "--jinja"]
+    # Tests empty the cache between sessions: erasing slots needs a slot-save path, and the host-RAM prompt
+    # cache (a second level that restores evicted prompts) is off so that erased means erased.
+    slots = RUN / f"llama-server-{port}-slots"
+    slots.mkdir(parents=True, exist_ok=True)
+    cmd += ["--slot-save-path", f"{slots}/", "--cache-ram", "0"]
     return cmd, {}
 
 
@@ -281,7 +286,8 @@ def launch_vllm(port: int) -> tuple[list[str], dict[str, str]]:
     cmd += ["--block-size", "32", "--enforce-eager"]  # CPU attention wants blocks of 32; eager starts 3x faster
     # Without a tool parser vLLM refuses any request with tools; the template writes hermes-style <tool_call>.
     cmd += ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
-    return cmd, {"VLLM_CPU_KVCACHE_SPACE": "1"}
+    # Dev mode adds POST /reset_prefix_cache, which tests use to start a session from an empty cache.
+    return cmd, {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_SERVER_DEV_MODE": "1"}
 
 
 # --- the command line ---------------------------------------------------------------------------------

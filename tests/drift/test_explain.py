@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentcache import get_tokenizer
+from agentcache.cache.prefix import common_prefix
 from agentcache.drift import CacheOptions, Trace, TraceRecord, explain
-from agentcache.drift.diff import common_prefix
 from agentcache.drift.prompt import render
 from tests.canon.strategies import openai_requests, shuffled
 

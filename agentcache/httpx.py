@@ -1,0 +1,23 @@
+"""Public home of the httpx integration: ``from agentcache.httpx import CacheAwareTransport``."""
+
+from __future__ import annotations
+
+from agentcache.transport import (
+    SESSION_HEADER,
+    AsyncCacheAwareTransport,
+    CacheAwareTransport,
+    Ledger,
+    SessionSummary,
+    TraceRecorder,
+    Turn,
+)
+
+__all__ = [
+    "SESSION_HEADER",
+    "AsyncCacheAwareTransport",
+    "CacheAwareTransport",
+    "Ledger",
+    "SessionSummary",
+    "TraceRecorder",
+    "Turn",
+]

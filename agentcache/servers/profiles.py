@@ -1,0 +1,170 @@
+"""What each server does to a chat request before its chat template sees it, and how it caches.
+
+Predicting a server's prompt tokens exactly needs more than its template: every server first reshapes the request
+through its own request models, and the template renders what comes out. Measured on SGLang 0.5.23, vLLM 0.32.0
+and llama.cpp (llama-cpp-python 0.3.36's copy), with the test model's template (docs/engines.md):
+
+===============================  =====================  ==========================  ==========================
+                                 SGLang                 vLLM                        llama.cpp
+===============================  =====================  ==========================  ==========================
+``function`` keys                as sent, then missing  ``name``, ``description``,  ``name``, ``description``,
+                                 ``description`` and    ``parameters``, ``strict``  ``parameters``; ``strict``
+                                 ``parameters`` (null)  (missing description null)  dropped (missing desc. "")
+tool                             adds ``defer_loading``
+                                 (null) after function
+assistant ``arguments`` string   parsed into an object  parsed into an object       parsed into an object
+text parts of ``content``        joined with " "        kept as a list (``tool``:   joined with "\\n"
+                                                        joined with "\\n")
+a float such as ``1e3``          ``1000.0``             ``1000.0``                  ``1000``
+===============================  =====================  ==========================  ==========================
+
+Each profile also names the client-side cache model of the server and where its responses carry output token ids.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentcache.drift.replay import CacheOptions
+from agentcache.errors import InputError
+
+ToolShape = Callable[[Mapping[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class ServerProfile:
+    """One server's request handling before templating, its cache model, and how to ask for output token ids."""
+
+    name: str
+    cache: CacheOptions
+    tool_shape: ToolShape | None = None
+    """Rewrites one tool the way the server's request model re-serializes it; None keeps tools as sent."""
+    join_parts: Mapping[str, str] = field(default_factory=dict)
+    """Separator the server joins the text parts of a message's ``content`` with, by role (``*``: any other
+    role); a role with none keeps the list for the template."""
+    parse_arguments: bool = False
+    """Whether assistant tool-call ``arguments`` strings are parsed into objects before templating."""
+    integral_floats: bool = False
+    """Whether the server's JSON writes a float with no fraction without ``.0`` (``1000`` for ``1e3``)."""
+    output_ids_request: Mapping[str, Any] = field(default_factory=dict)
+    """Request fields that make the server return the generated token ids (non-streaming only)."""
+
+    def template_inputs(self, request: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+        """``(messages, tools)`` as the server hands them to the chat template."""
+        messages = request.get("messages")
+        if not isinstance(messages, list) or not all(isinstance(m, Mapping) for m in messages):
+            raise InputError("$.messages: a chat request needs a list of message objects")
+        shaped = [self._message(m) for m in messages]
+        tools = request.get("tools")
+        if not isinstance(tools, list) or not tools:
+            return shaped, None
+        shape = self.tool_shape
+        return shaped, [shape(t) if shape else dict(t) for t in tools if isinstance(t, Mapping)]
+
+    def _message(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        out = dict(message)
+        content = out.get("content")
+        separator = self.join_parts.get(str(out.get("role")), self.join_parts.get("*"))
+        if separator is not None and isinstance(content, list):
+            texts = [p.get("text", "") for p in content if isinstance(p, Mapping) and p.get("type") == "text"]
+            if len(texts) == len(content):  # text only: other parts stay for the template to refuse or render
+                out["content"] = separator.join(t if isinstance(t, str) else "" for t in texts)
+        calls = out.get("tool_calls")
+        if self.parse_arguments and isinstance(calls, list):
+            out["tool_calls"] = [self._call(c) for c in calls]
+        return out
+
+    def _call(self, call: Any) -> Any:
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if not isinstance(function, Mapping) or not isinstance(function.get("arguments"), str):
+            return call
+        try:
+            arguments = json.loads(function["arguments"])
+        except ValueError:
+            return call  # the server keeps (or rejects) what does not parse; render it as sent
+        if not isinstance(arguments, dict):
+            return call
+        if self.integral_floats:
+            arguments = _integral(arguments)
+        return {**call, "function": {**function, "arguments": arguments}}
+
+
+def _integral(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _integral(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integral(v) for v in value]
+    return value
+
+
+def _function(tool: Mapping[str, Any]) -> Mapping[str, Any]:
+    function = tool.get("function")
+    return function if isinstance(function, Mapping) else {}
+
+
+def _sglang_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
+    function = dict(_function(tool))
+    for name in ("description", "name", "parameters"):
+        function.setdefault(name, None)
+    return {"type": tool.get("type", "function"), "function": function, "defer_loading": tool.get("defer_loading")}
+
+
+def _vllm_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
+    function = _function(tool)
+    shaped = {name: function.get(name) for name in ("name", "description", "parameters")}
+    if function.get("strict") is not None:
+        shaped["strict"] = function["strict"]
+    return {"type": tool.get("type", "function"), "function": shaped}
+
+
+def _llama_cpp_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
+    function = _function(tool)
+    shaped = {"name": function.get("name"), "description": function.get("description") or ""}
+    shaped["parameters"] = function.get("parameters")
+    return {"type": "function", "function": shaped}
+
+
+SGLANG = ServerProfile(
+    "sglang",
+    CacheOptions("sglang"),
+    tool_shape=_sglang_tool,
+    join_parts={"*": " "},
+    parse_arguments=True,
+    output_ids_request={"return_token_ids": True},
+)
+VLLM = ServerProfile(
+    "vllm",
+    CacheOptions("vllm", block_size=16),  # vLLM's default --block-size; its CPU build needs a multiple of 32
+    tool_shape=_vllm_tool,
+    join_parts={"tool": "\n"},  # vLLM sees the template iterate over parts and keeps the other lists
+    parse_arguments=True,
+    output_ids_request={"return_token_ids": True},
+)
+LLAMA_CPP = ServerProfile(
+    "llama.cpp",
+    CacheOptions("llama.cpp"),
+    tool_shape=_llama_cpp_tool,
+    join_parts={"*": "\n"},
+    parse_arguments=True,
+    integral_floats=True,
+    output_ids_request={"return_tokens": True, "verbose": True},
+)
+OPENAI = ServerProfile("openai", CacheOptions("openai"))
+ANTHROPIC = ServerProfile("anthropic", CacheOptions("anthropic"))
+
+PROFILES = {p.name: p for p in (SGLANG, VLLM, LLAMA_CPP, OPENAI, ANTHROPIC)}
+
+
+def get_profile(name: str | ServerProfile) -> ServerProfile:
+    """A profile by name (``sglang``, ``vllm``, ``llama.cpp``, ``openai``, ``anthropic``), or the one given."""
+    if isinstance(name, ServerProfile):
+        return name
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise InputError(f"unknown server {name!r}: use one of {', '.join(PROFILES)}") from None

@@ -1,0 +1,104 @@
+"""A model's own chat template, rendered on the client exactly as the servers render it.
+
+Servers (SGLang and vLLM through transformers, llama.cpp through its Jinja port) render the Jinja template
+stored in the model's ``tokenizer_config.json`` (or ``chat_template.jinja``) with the same conventions:
+``trim_blocks`` and ``lstrip_blocks``, the ``loopcontrols`` extension, a ``tojson`` filter that keeps non-ASCII
+characters and Python's default separators, ``raise_exception`` and ``strftime_now``. Predicting the server's
+prompt tokens to the token needs the same text, so the same conventions are reproduced here. ``jinja2`` is an
+optional dependency (``agentcache[hf]``), imported when a template is loaded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, NoReturn
+
+from agentcache.errors import TokenizerError
+
+
+class ChatTemplate:
+    """One Jinja chat template plus the special-token strings it may refer to (``bos_token``, ``eos_token``)."""
+
+    def __init__(self, source: str, special_tokens: Mapping[str, str] | None = None, name: str = "chat template"):
+        try:
+            from jinja2.ext import loopcontrols
+            from jinja2.sandbox import ImmutableSandboxedEnvironment
+        except ImportError as exc:
+            raise TokenizerError(
+                f"{name}: rendering a chat template needs the optional package jinja2; "
+                "install it with `pip install 'agentcache[hf]'`"
+            ) from exc
+        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
+        env.filters["tojson"] = _tojson
+        env.globals["raise_exception"] = _raise
+        env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
+        try:
+            self._template = env.from_string(source)
+        except Exception as exc:  # jinja2.TemplateSyntaxError and friends
+            raise TokenizerError(f"{name}: not a valid Jinja template ({exc}); pass the model's chat_template") from exc
+        self.name = name
+        self.special_tokens = dict(special_tokens or {})
+
+    @classmethod
+    def from_pretrained(cls, model_dir: str | Path) -> ChatTemplate:
+        """Load the template saved with a model: ``chat_template.jinja`` if present, else ``tokenizer_config.json``."""
+        folder = Path(model_dir)
+        config_path = folder / "tokenizer_config.json"
+        try:
+            config: dict[str, Any] = json.loads(config_path.read_text()) if config_path.is_file() else {}
+        except (OSError, ValueError) as exc:
+            raise TokenizerError(f"{config_path}: cannot read it as JSON ({exc})") from exc
+        jinja = folder / "chat_template.jinja"
+        source = jinja.read_text() if jinja.is_file() else config.get("chat_template")
+        if isinstance(source, list):  # named templates: the server uses "default"
+            source = next((t.get("template") for t in source if t.get("name") == "default"), None)
+        if not isinstance(source, str):
+            raise TokenizerError(
+                f"{folder}: no chat template found (looked for chat_template.jinja and tokenizer_config.json's "
+                "chat_template); point at the folder the server loads the model from"
+            )
+        special = {k: text for k, v in config.items() if k.endswith("_token") and (text := _token_text(v)) is not None}
+        return cls(source, special, name=str(folder))
+
+    def render(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        add_generation_prompt: bool = True,
+        **extra: Any,
+    ) -> str:
+        """The prompt text, as ``apply_chat_template(..., tokenize=False)`` gives it."""
+        try:
+            text: str = self._template.render(
+                messages=messages,
+                tools=tools or None,
+                add_generation_prompt=add_generation_prompt,
+                **self.special_tokens,
+                **extra,
+            )
+        except TokenizerError:
+            raise
+        except Exception as exc:  # the template's own errors: undefined names, type errors in expressions
+            raise TokenizerError(f"{self.name}: the chat template failed on this request ({exc})") from exc
+        return text
+
+
+def _tojson(value: Any, ensure_ascii: bool = False, indent: int | None = None, separators: Any = None,
+            sort_keys: bool = False) -> str:
+    return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+
+def _raise(message: str) -> NoReturn:
+    raise TokenizerError(f"the chat template raised: {message}")
+
+
+def _token_text(value: Any) -> str | None:
+    """``bos_token`` and friends are a string or an AddedToken-like ``{"content": ...}``."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping) and isinstance(value.get("content"), str):
+        return str(value["content"])
+    return None

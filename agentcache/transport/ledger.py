@@ -1,0 +1,124 @@
+"""The per-turn record of everything the transport saw: what was sent, what the server reported, what the
+client-side model predicted, and why a turn missed."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One chat request that went through the transport."""
+
+    session: str
+    turn: int
+    """1-based position in the session, in the order requests were sent."""
+    session_source: str
+    """Where the session id came from (see :mod:`agentcache.transport.session`)."""
+    path: str
+    model: str | None
+    stream: bool
+    canonicalized: bool
+    """Whether the body sent is the canonical form (False when switched off or passed through)."""
+    passthrough: str | None
+    """Why the request was sent exactly as it came, or None."""
+    status: int | None
+    """HTTP status, None when no response arrived."""
+    error: str | None
+    """The exception (type and message) the request or the response stream raised, if any."""
+    prompt_tokens: int | None
+    """Prompt tokens the server reported."""
+    cached_tokens: int | None
+    """Cached prompt tokens the server reported; None when it did not say."""
+    predicted_prompt_tokens: int | None
+    predicted_cached: int | None
+    """Cached tokens the client-side model predicts the server reports."""
+    exact: bool
+    """Whether the prediction used the server's own template and tokenizer (else it is agentcache's estimate)."""
+    output_ids_known: bool
+    """Whether the server returned the generated token ids (else the output was re-tokenized from its text)."""
+    cause: str | None
+    """Drift cause against the session's previous request (codes of :mod:`agentcache.drift.causes`)."""
+    detail: str | None
+    divergence_token: int | None
+    """Index of the first prompt token that differs from the previous request of the session."""
+    wasted_tokens: int
+    started: float
+    seconds: float
+
+    @property
+    def hit_ratio(self) -> float | None:
+        if self.cached_tokens is None or not self.prompt_tokens:
+            return None
+        return self.cached_tokens / self.prompt_tokens
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "hit_ratio": self.hit_ratio}
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    session: str
+    turns: int
+    prompt_tokens: int
+    cached_tokens: int
+    """Server-reported, over the turns that reported it."""
+    predicted_cached: int
+    wasted_tokens: int
+    passed_through: int
+    causes: dict[str, int] = field(default_factory=dict)
+    """How many turns had each drift cause (``none`` and ``new_session`` included)."""
+
+    @property
+    def hit_ratio(self) -> float | None:
+        return self.cached_tokens / self.prompt_tokens if self.prompt_tokens else None
+
+
+class Ledger:
+    """Thread-safe list of turns, by session. ``on_turn`` is called with each turn as it is recorded."""
+
+    def __init__(self, on_turn: Callable[[Turn], None] | None = None) -> None:
+        self._turns: list[Turn] = []
+        self._next: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._on_turn = on_turn
+
+    def next_turn(self, session: str) -> int:
+        """Number the next request of ``session`` (when it is sent, so concurrent turns keep their order)."""
+        with self._lock:
+            number = self._next[session] = self._next.get(session, 0) + 1
+            return number
+
+    def record(self, turn: Turn) -> None:
+        with self._lock:
+            self._turns.append(turn)
+        if self._on_turn is not None:
+            self._on_turn(turn)
+
+    def turns(self, session: str | None = None) -> list[Turn]:
+        """Turns in the order they completed, of one session or all, sorted by session then turn number."""
+        with self._lock:
+            chosen = [t for t in self._turns if session is None or t.session == session]
+        return sorted(chosen, key=lambda t: (t.session, t.turn))
+
+    def sessions(self) -> list[str]:
+        with self._lock:
+            return sorted({t.session for t in self._turns})
+
+    def summary(self, session: str) -> SessionSummary:
+        turns = self.turns(session)
+        reported = [t for t in turns if t.cached_tokens is not None and t.prompt_tokens is not None]
+        return SessionSummary(
+            session=session,
+            turns=len(turns),
+            prompt_tokens=sum(t.prompt_tokens or 0 for t in reported),
+            cached_tokens=sum(t.cached_tokens or 0 for t in reported),
+            predicted_cached=sum(t.predicted_cached or 0 for t in turns),
+            wasted_tokens=sum(t.wasted_tokens for t in turns),
+            passed_through=sum(t.passthrough is not None for t in turns),
+            causes=dict(Counter(t.cause for t in turns if t.cause is not None)),
+        )

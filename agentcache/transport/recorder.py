@@ -1,0 +1,67 @@
+"""Record the requests a transport sends as a trace (docs/trace-format.md), for ``agentcache explain`` later.
+
+Headers are never recorded, so neither are ``Authorization``, ``x-api-key`` or any other credential. With
+``record_content=False`` every text a person or tool wrote (message contents, tool-call arguments, the system
+prompt) is replaced by a digest of the same text: equal texts stay equal and a changed one still shows as
+changed, so the drift analysis of the trace keeps its causes while the trace holds no content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+_CONTENT_KEYS = frozenset({"content", "text", "arguments", "system", "thinking"})
+_STRUCTURED_KEYS = frozenset({"input", "arguments"})
+
+
+class TraceRecorder:
+    """Appends one JSON line per request to ``path`` (thread-safe; the file is opened per write)."""
+
+    def __init__(self, path: str | Path, *, record_content: bool = True) -> None:
+        self.path = Path(path)
+        self.record_content = record_content
+        self._lock = threading.Lock()
+
+    def write(
+        self,
+        session: str,
+        request: Mapping[str, Any],
+        usage: Mapping[str, Any] | None,
+        ts: float,
+        **extra: Any,
+    ) -> None:
+        line: dict[str, Any] = {"session": session, "request": request if self.record_content else _redact(request)}
+        if usage is not None:
+            line["usage"] = usage
+        line.update(ts=ts, **extra)
+        data = orjson.dumps(line) + b"\n"
+        with self._lock, self.path.open("ab") as handle:
+            handle.write(data)
+
+
+def _redact(request: Mapping[str, Any]) -> dict[str, Any]:
+    """The request with its conversation (``messages``, ``system``) redacted; tools and parameters kept."""
+    return {k: _redact_value(v, k) if k in ("messages", "system") else v for k, v in request.items()}
+
+
+def _redact_value(value: Any, key: str | None) -> Any:
+    if key in _CONTENT_KEYS and isinstance(value, str):
+        return _digest(value)
+    if key in _STRUCTURED_KEYS and isinstance(value, (dict, list)):  # Anthropic tool_use input, parsed arguments
+        return _digest(orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode())
+    if isinstance(value, Mapping):
+        return {k: _redact_value(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_redact_value(v, key) for v in value]
+    return value
+
+
+def _digest(text: str) -> str:
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"[redacted {len(text)} chars sha256:{digest}]"

@@ -1,0 +1,178 @@
+"""Watch a response body go by, without holding it up, and read what the ledger needs from it.
+
+The caller gets every byte as the server sent it, when it arrives: the tap sees each chunk on its way. For a
+JSON body it keeps a copy (up to a limit) to parse at the end; for a server-sent-events stream it parses events
+as they pass and keeps only the usage, the output text and token ids. Content-Encoding gzip and deflate are
+decoded for reading (the caller still gets the encoded bytes); other encodings leave the usage unread.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import orjson
+
+from agentcache.backends.openai_compat import SSEParser, output_token_ids
+from agentcache.usage import CacheUsage
+
+#: A non-streamed body larger than this is passed on but not parsed (no chat completion is this large).
+MAX_BODY_BYTES = 64 * 1024 * 1024
+
+
+@dataclass
+class TapResult:
+    """What was read from one response body."""
+
+    complete: bool = False
+    """The body arrived whole (a stream reached its end event, or the JSON body its last byte)."""
+    usage: CacheUsage | None = None
+    raw_usage: dict[str, Any] | None = None
+    text: str = ""
+    output_ids: list[int] | None = None
+    error: str | None = None
+    """Why the body could not be read, or the exception that cut it."""
+    notes: list[str] = field(default_factory=list)
+
+
+class ResponseTap:
+    """The reading half, shared by the sync and async streams: ``feed`` each chunk, then ``close`` once."""
+
+    def __init__(self, response: httpx.Response, on_close: Callable[[TapResult], object]) -> None:
+        self.result = TapResult()
+        self._on_close = on_close
+        self._closed = False
+        self._sse = response.headers.get("content-type", "").startswith("text/event-stream")
+        self._parser = SSEParser()
+        self._body = bytearray()
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        self._inflate = _inflater(encoding)
+        if self._inflate is None and encoding not in ("", "identity"):
+            self.result.error = f"body encoded as {encoding!r}: usage not read"
+
+    def feed(self, chunk: bytes) -> None:
+        if self.result.error is not None and not self._sse:
+            return
+        data = chunk if self._inflate is None else self._inflate.decompress(chunk)
+        if not self._sse:
+            if len(self._body) + len(data) > MAX_BODY_BYTES:
+                self.result.error = f"body larger than {MAX_BODY_BYTES} bytes: usage not read"
+                self._body.clear()
+            else:
+                self._body += data
+            return
+        for event in self._parser.feed(data):
+            if event.strip() == "[DONE]":
+                self.result.complete = True
+                continue
+            try:
+                self._read(orjson.loads(event), streamed=True)
+            except orjson.JSONDecodeError:
+                self.result.notes.append("an event that is not JSON was skipped")
+
+    def close(self, error: BaseException | None = None) -> None:
+        """Finish reading (idempotent); ``error`` is what cut the body short, if anything did."""
+        if self._closed:
+            return
+        self._closed = True
+        if error is not None:
+            self.result.error = f"{type(error).__name__}: {error}"
+        elif not self._sse and self.result.error is None:
+            try:
+                body = orjson.loads(bytes(self._body))
+            except orjson.JSONDecodeError as exc:
+                self.result.error = f"response body is not JSON ({exc})"
+            else:
+                self.result.complete = True
+                self._read(body, streamed=False)
+        self._on_close(self.result)
+
+    def _read(self, body: Any, streamed: bool) -> None:
+        if not isinstance(body, Mapping):
+            return
+        message = body.get("message")  # Anthropic's message_start carries the usage inside the message
+        for source in (body, message):
+            usage = CacheUsage.from_response(source)
+            if usage is not None and usage.prompt_tokens is not None:
+                self.result.usage = usage
+                raw = source.get("usage") if isinstance(source, Mapping) else None
+                self.result.raw_usage = dict(raw) if isinstance(raw, Mapping) else None
+        if body.get("type") == "message_stop":
+            self.result.complete = True
+        self.result.text += _text(body, streamed)
+        ids = output_token_ids(body)
+        if ids is not None:
+            self.result.output_ids = ids if self.result.output_ids is None else self.result.output_ids + ids
+
+
+def _text(body: Mapping[str, Any], streamed: bool) -> str:
+    """Output text of a body or one stream event, OpenAI chat or Anthropic Messages."""
+    choices = body.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
+        part = choices[0].get("delta" if streamed else "message")
+        content = part.get("content") if isinstance(part, Mapping) else None
+        return content if isinstance(content, str) else ""
+    delta = body.get("delta")
+    if isinstance(delta, Mapping) and isinstance(delta.get("text"), str):
+        return str(delta["text"])
+    blocks = body.get("content")
+    if isinstance(blocks, list):
+        return "".join(b["text"] for b in blocks if isinstance(b, Mapping) and isinstance(b.get("text"), str))
+    return ""
+
+
+def _inflater(encoding: str) -> Any:
+    if encoding == "gzip":
+        return zlib.decompressobj(16 + zlib.MAX_WBITS)
+    if encoding == "deflate":
+        return zlib.decompressobj()
+    return None
+
+
+class TappedStream(httpx.SyncByteStream):
+    """A sync response stream passing every chunk through unchanged while the tap reads it."""
+
+    def __init__(self, inner: httpx.SyncByteStream, tap: ResponseTap) -> None:
+        self._inner = inner
+        self._tap = tap
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            for chunk in self._inner:
+                self._tap.feed(chunk)
+                yield chunk
+        except Exception as exc:
+            self._tap.close(exc)
+            raise
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+        finally:
+            self._tap.close()
+
+
+class AsyncTappedStream(httpx.AsyncByteStream):
+    """The async twin of :class:`TappedStream`."""
+
+    def __init__(self, inner: httpx.AsyncByteStream, tap: ResponseTap) -> None:
+        self._inner = inner
+        self._tap = tap
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._inner:
+                self._tap.feed(chunk)
+                yield chunk
+        except Exception as exc:
+            self._tap.close(exc)
+            raise
+
+    async def aclose(self) -> None:
+        try:
+            await self._inner.aclose()
+        finally:
+            self._tap.close()

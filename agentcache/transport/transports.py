@@ -1,0 +1,79 @@
+"""httpx transports that put :class:`CacheMiddleware` in front of any other transport, sync and async.
+
+Everything but the I/O lives in the middleware, so the two classes differ only in ``await``. Errors raised by
+the wrapped transport reach the caller as they are (same exception, same traceback); the ledger records them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from agentcache.transport.ledger import Ledger
+from agentcache.transport.middleware import CacheMiddleware
+from agentcache.transport.tap import AsyncTappedStream, TappedStream
+
+
+class CacheAwareTransport(httpx.BaseTransport):
+    """Wrap ``transport`` (default: a plain ``httpx.HTTPTransport``); options go to :class:`CacheMiddleware`.
+
+    ``httpx.Client(transport=CacheAwareTransport(server="sglang", model_dir=...))``, or the same client handed
+    to an SDK (``OpenAI(http_client=...)``).
+    """
+
+    def __init__(self, transport: httpx.BaseTransport | None = None, **options: Any) -> None:
+        self.inner = transport or httpx.HTTPTransport()
+        self.middleware = CacheMiddleware(**options)
+
+    @property
+    def ledger(self) -> Ledger:
+        return self.middleware.ledger
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        middleware = self.middleware
+        if not middleware.handles(request):
+            return self.inner.handle_request(request)
+        request.read()
+        sent, pending = middleware.prepare(request)
+        try:
+            response = self.inner.handle_request(sent)
+        except Exception as exc:
+            middleware.failed(pending, exc)
+            raise
+        assert isinstance(response.stream, httpx.SyncByteStream)
+        response.stream = TappedStream(response.stream, middleware.tap(pending, response))
+        return response
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class AsyncCacheAwareTransport(httpx.AsyncBaseTransport):
+    """The async twin of :class:`CacheAwareTransport` (default inner: ``httpx.AsyncHTTPTransport``)."""
+
+    def __init__(self, transport: httpx.AsyncBaseTransport | None = None, **options: Any) -> None:
+        self.inner = transport or httpx.AsyncHTTPTransport()
+        self.middleware = CacheMiddleware(**options)
+
+    @property
+    def ledger(self) -> Ledger:
+        return self.middleware.ledger
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        middleware = self.middleware
+        if not middleware.handles(request):
+            return await self.inner.handle_async_request(request)
+        await request.aread()
+        sent, pending = middleware.prepare(request)
+        try:
+            response = await self.inner.handle_async_request(sent)
+        except Exception as exc:
+            middleware.failed(pending, exc)
+            raise
+        assert isinstance(response.stream, httpx.AsyncByteStream)
+        response.stream = AsyncTappedStream(response.stream, middleware.tap(pending, response))
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()

@@ -1,0 +1,139 @@
+"""OpenAICompatClient and its async twin on the real engines' /v1/chat/completions, plus the SSE parser.
+
+Each engine serves the same model, so the same checks run everywhere; what differs is where a server puts the
+generated ids when asked (see ``output_token_ids``) and how much of a repeated prompt it reports cached:
+SGLang and llama-server every token but the last (n - 1), vLLM only whole blocks of those (block size 32).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentcache.backends import AsyncOpenAICompatClient, ChatResult, OpenAICompatClient, output_token_ids
+from agentcache.backends.openai_compat import SSEParser
+from agentcache.errors import InputError
+from agentcache.tokens.hf import HFTokenizer, load_tokenizer_json
+from agentcache.usage import CacheUsage
+from tests.conftest import EngineInfo
+
+VLLM_BLOCK = 32
+"""scripts/engines launches vLLM with --block-size 32; its prefix cache hits whole blocks only."""
+
+ALL_BUT_LAST: Callable[[int], int] = lambda n: n - 1  # noqa: E731
+WHOLE_BLOCKS: Callable[[int], int] = lambda n: (n - 1) // VLLM_BLOCK * VLLM_BLOCK  # noqa: E731
+
+
+def fresh_body(**extra: Any) -> dict[str, Any]:
+    """A greedy request whose prompt no earlier run sent, long enough for a few vLLM blocks."""
+    system = f"You are test {uuid.uuid4().hex}. " + "Answer briefly and stay on topic. " * 12
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": "Say something."}]
+    return {"messages": messages, "max_tokens": 4, "temperature": 0, **extra}
+
+
+@pytest.fixture(scope="module")
+def tokenizer(model_dir: Path) -> HFTokenizer:
+    return load_tokenizer_json(model_dir / "tokenizer.json")
+
+
+def check_engine(
+    engine: EngineInfo, tokenizer: HFTokenizer, ask_ids: Mapping[str, Any], cached: Callable[[int], int]
+) -> None:
+    """chat twice (usage, cache, output ids), then stream the same request (chunks, text, usage)."""
+    body = fresh_body()
+    with OpenAICompatClient(engine.url, model=engine.model) as client:
+        first = client.chat({**body, **ask_ids})
+        again = client.chat({**body, **ask_ids})
+        plain = client.chat(body)
+        stream = client.stream_chat(body)
+        chunks = list(stream)
+    assert first.usage is not None and again.usage is not None and first.usage.cached_tokens is not None
+    n = first.usage.prompt_tokens
+    assert n is not None and n > 2 * VLLM_BLOCK
+    assert again.usage.cached_tokens == cached(n) > first.usage.cached_tokens
+    assert first.text and again.text == first.text == plain.text
+    completion = first.body["usage"]["completion_tokens"]
+    assert first.output_ids is not None and len(first.output_ids) == completion
+    assert tokenizer.decode(first.output_ids) == first.text
+    assert plain.output_ids is None  # not asked for
+    assert len(chunks) > completion // 2  # one chunk per token or so, not one buffered answer
+    assert stream.text == first.text
+    assert stream.usage is not None and stream.usage.prompt_tokens == n and stream.usage.cached_tokens == cached(n)
+    assert stream.usage == plain.usage
+
+
+def test_llama_server(llama_server: EngineInfo, tokenizer: HFTokenizer) -> None:
+    check_engine(llama_server, tokenizer, {"return_tokens": True, "verbose": True}, ALL_BUT_LAST)
+
+
+def test_sglang(sglang: EngineInfo, tokenizer: HFTokenizer) -> None:
+    check_engine(sglang, tokenizer, {"return_token_ids": True}, ALL_BUT_LAST)
+
+
+def test_vllm(vllm: EngineInfo, tokenizer: HFTokenizer) -> None:
+    check_engine(vllm, tokenizer, {"return_token_ids": True}, WHOLE_BLOCKS)
+
+
+def test_llama_server_verbose_alone_gives_no_ids(llama_server: EngineInfo) -> None:
+    with OpenAICompatClient(llama_server.url + "/v1", model=llama_server.model) as client:
+        result = client.chat(fresh_body(verbose=True))
+    assert result.body["__verbose"]["tokens"] == []  # an empty list that would read as "generated nothing"
+    assert result.output_ids is None
+
+
+def test_async_twin(sglang: EngineInfo) -> None:
+    body = fresh_body()
+
+    async def main() -> tuple[ChatResult, ChatResult, list[dict[str, Any]], str, CacheUsage | None]:
+        async with AsyncOpenAICompatClient(sglang.url, model=sglang.model) as client:
+            first = await client.chat({**body, "return_token_ids": True})  # SGLang refuses it when streaming
+            again = await client.chat({**body, "return_token_ids": True})
+            async with client.stream_chat(body) as stream:
+                chunks = [chunk async for chunk in stream]
+            return first, again, chunks, stream.text, stream.usage
+
+    first, again, chunks, streamed_text, streamed_usage = asyncio.run(main())
+    assert first.usage is not None and again.usage is not None and first.usage.prompt_tokens is not None
+    assert streamed_usage is not None
+    assert again.usage.cached_tokens == streamed_usage.cached_tokens == first.usage.prompt_tokens - 1
+    assert first.output_ids is not None and first.output_ids == again.output_ids
+    assert chunks and streamed_text == first.text
+
+
+def test_chat_refuses_a_stream_body() -> None:
+    with OpenAICompatClient("http://127.0.0.1:9") as client, pytest.raises(InputError, match="stream_chat"):
+        client.chat({"messages": [], "stream": True})  # raised before anything is sent
+
+
+def test_output_token_ids_places() -> None:
+    assert output_token_ids({"choices": [{"response_token_ids": [1, 2]}]}) == [1, 2]
+    assert output_token_ids({"choices": [{"token_ids": [3]}]}) == [3]
+    assert output_token_ids({"choices": [{"token_ids": None}]}) is None
+    assert output_token_ids({"__verbose": {"tokens": [4], "tokens_predicted": 1}}) == [4]
+    assert output_token_ids({"__verbose": {"tokens": [], "tokens_predicted": 0}}) == []
+    assert output_token_ids({"choices": [{"token_ids": [True]}]}) is None
+    assert output_token_ids(["not", "a", "body"]) is None
+
+
+STREAM = (
+    b": comment\r\n"
+    b'data: {"a": "caf\xc3\xa9"}\r\n\r\n'
+    b"event: message\n"
+    b"data: first line\n"
+    b"data:second line\n\n"
+    b"data: [DONE]\r\r"
+    b"data: unfinished"
+)
+EVENTS = ['{"a": "café"}', "first line\nsecond line", "[DONE]"]
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 7, len(STREAM)])
+def test_sse_parser_any_chunking(size: int) -> None:
+    parser = SSEParser()
+    events = [event for i in range(0, len(STREAM), size) for event in parser.feed(STREAM[i : i + size])]
+    assert events == EVENTS

@@ -1,0 +1,138 @@
+"""Real inference engines for the tests, one session-scoped fixture per engine.
+
+A test that takes ``llama_server``, ``sglang`` or ``vllm`` gets a :class:`EngineInfo` of a live server started
+by the project's own ``scripts/engines/engines.py`` (installed on first use, reused when already running).
+Such tests are marked with the engine's name (``pytest -m "not vllm"``), run after the others, and the
+engines they need start in the background as soon as collection ends, so start-up overlaps the unit tests.
+An engine this session started is stopped at its end; one that was already running is left running.
+
+``AGENTCACHE_SKIP_ENGINES`` (``all``, or a comma list such as ``vllm,sglang``) opts out: those tests are
+skipped with that reason. ``.ci/run`` never sets it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ENGINES_PY = ROOT / "scripts" / "engines" / "engines.py"
+FIXTURES = {"llama_server": "llama-server", "sglang": "sglang", "vllm": "vllm"}
+"""Fixture name (and marker) to engine name."""
+SERVED_MODEL = "tiny-llama-o200k"
+
+
+@dataclass(frozen=True)
+class EngineInfo:
+    name: str
+    url: str
+    model: str
+    model_dir: Path
+    started_here: bool
+
+
+_started: dict[str, Future[EngineInfo]] = {}
+_lock = threading.Lock()
+
+
+def _skipped(engine: str) -> bool:
+    opt_out = {e.strip() for e in os.environ.get("AGENTCACHE_SKIP_ENGINES", "").split(",") if e.strip()}
+    return "all" in opt_out or engine in opt_out
+
+
+def _engines_py(*args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, str(ENGINES_PY), *args], capture_output=True, text=True, check=False, timeout=7200
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"engines.py {' '.join(args)} failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
+    return done.stdout.strip()
+
+
+def _bring_up(engine: str) -> EngineInfo:
+    _engines_py("install", "model")
+    _engines_py("install", engine)
+    was_running = (_cache() / "run" / f"{engine}.json").is_file() and "running" in _engines_py("status", engine)
+    url = _engines_py("start", engine).splitlines()[-1]
+    return EngineInfo(engine, url, SERVED_MODEL, _cache() / "models" / SERVED_MODEL, not was_running)
+
+
+def _cache() -> Path:
+    return Path(os.environ.get("AGENTCACHE_ENGINE_CACHE") or Path.home() / ".cache" / "agentcache")
+
+
+def _future(engine: str) -> Future[EngineInfo]:
+    """Start ``engine`` once per session, in a background thread."""
+    with _lock:
+        if engine not in _started:
+            future: Future[EngineInfo] = Future()
+            _started[engine] = future
+
+            def work() -> None:
+                try:
+                    future.set_result(_bring_up(engine))
+                except BaseException as exc:  # surfaced to every test that needs the engine
+                    future.set_exception(exc)
+
+            threading.Thread(target=work, name=f"start-{engine}", daemon=True).start()
+        return _started[engine]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for fixture, engine in FIXTURES.items():
+        config.addinivalue_line("markers", f"{fixture}: needs the real {engine} engine (scripts/engines)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    needed: list[str] = []
+    for item in items:
+        for fixture, engine in FIXTURES.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(getattr(pytest.mark, fixture))
+                if engine not in needed:
+                    needed.append(engine)
+    items.sort(key=lambda item: any(f in getattr(item, "fixturenames", ()) for f in FIXTURES))  # stable: engines last
+    for engine in needed:
+        if not _skipped(engine):
+            _future(engine)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    for engine, future in _started.items():
+        if future.done() and future.exception() is None and future.result().started_here:
+            _engines_py("stop", engine)
+
+
+def _engine(engine: str) -> EngineInfo:
+    if _skipped(engine):
+        pytest.skip(f"{engine} opted out by AGENTCACHE_SKIP_ENGINES")
+    return _future(engine).result()
+
+
+@pytest.fixture(scope="session")
+def llama_server() -> EngineInfo:
+    return _engine("llama-server")
+
+
+@pytest.fixture(scope="session")
+def sglang() -> EngineInfo:
+    return _engine("sglang")
+
+
+@pytest.fixture(scope="session")
+def vllm() -> EngineInfo:
+    return _engine("vllm")
+
+
+@pytest.fixture(scope="session")
+def model_dir() -> Path:
+    """The test model's folder (tokenizer.json, chat template), as every engine serves it."""
+    _engines_py("install", "model")
+    return _cache() / "models" / SERVED_MODEL
