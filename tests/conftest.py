@@ -20,6 +20,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,9 +38,26 @@ class EngineInfo:
     model_dir: Path
     started_here: bool
 
+    @property
+    def profile(self) -> str:
+        """The agentcache server profile of this engine."""
+        return "llama.cpp" if self.name == "llama-server" else self.name
+
+    def empty_cache(self) -> None:
+        """Drop every cached prefix, so a test starts from the state a fresh client-side model assumes."""
+        with httpx.Client(base_url=self.url, timeout=60) as http:
+            if self.name == "sglang":
+                http.post("/flush_cache").raise_for_status()
+            elif self.name == "vllm":  # dev-mode endpoint (engines.py starts vLLM with VLLM_SERVER_DEV_MODE=1)
+                http.post("/reset_prefix_cache").raise_for_status()
+            else:  # erasing needs --slot-save-path, which engines.py passes
+                for slot in http.get("/slots").json():
+                    http.post(f"/slots/{slot['id']}", params={"action": "erase"}).raise_for_status()
+
 
 _started: dict[str, Future[EngineInfo]] = {}
 _lock = threading.Lock()
+_install_lock = threading.Lock()
 
 
 def _skipped(engine: str) -> bool:
@@ -57,8 +75,9 @@ def _engines_py(*args: str) -> str:
 
 
 def _bring_up(engine: str) -> EngineInfo:
-    _engines_py("install", "model")
-    _engines_py("install", engine)
+    with _install_lock:  # installs share the model and the pip cache: one at a time; starts overlap
+        _engines_py("install", "model")
+        _engines_py("install", engine)
     was_running = (_cache() / "run" / f"{engine}.json").is_file() and "running" in _engines_py("status", engine)
     url = _engines_py("start", engine).splitlines()[-1]
     return EngineInfo(engine, url, SERVED_MODEL, _cache() / "models" / SERVED_MODEL, not was_running)
@@ -134,5 +153,6 @@ def vllm() -> EngineInfo:
 @pytest.fixture(scope="session")
 def model_dir() -> Path:
     """The test model's folder (tokenizer.json, chat template), as every engine serves it."""
-    _engines_py("install", "model")
+    with _install_lock:
+        _engines_py("install", "model")
     return _cache() / "models" / SERVED_MODEL

@@ -1,5 +1,6 @@
 """``agentcache demo``: a 10-turn coding-agent session with real-world drift, raw vs canonicalized, through
-client-side models of SGLang's radix cache and vLLM's block cache."""
+client-side models of SGLang's radix cache and vLLM's block cache; with ``--server``, sent to a real engine,
+its reported cached tokens next to the predicted ones."""
 
 from __future__ import annotations
 
@@ -12,12 +13,15 @@ from typing import Any
 from agentcache.cli.explain import cause_color
 from agentcache.cli.style import Style
 from agentcache.cli.table import table
+from agentcache.demo.live import run_live
 from agentcache.demo.scenario import session
 from agentcache.drift import CacheOptions, TurnReport, explain
 from agentcache.drift.summary import ratio
 from agentcache.tokens import get_tokenizer
+from agentcache.transport import Turn
 
 SCHEMA = "agentcache.demo/1"
+LIVE_SCHEMA = "agentcache.demo-live/1"
 ENGINES = {"sglang": CacheOptions("sglang"), "vllm": CacheOptions("vllm", block_size=16)}
 LABELS = {"sglang": "SGLang radix", "vllm": "vLLM blocks(16)"}
 
@@ -26,8 +30,13 @@ def register(commands: Any) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
         "demo", help="replay a drifting coding-agent session through modelled caches", description=__doc__
     )
-    parser.add_argument("--turns", type=_positive, default=10, help="turns in the session (default 10)")
+    parser.add_argument("--turns", type=_positive, default=None, help="turns in the session (default 10; 6 live)")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    live = parser.add_argument_group("against a real engine")
+    live.add_argument("--server", metavar="URL", help="send the session to this SGLang, vLLM or llama-server")
+    live.add_argument("--engine", choices=("sglang", "vllm", "llama.cpp"), help="the server's kind (default: asked)")
+    live.add_argument("--model-dir", metavar="DIR", help="the model folder the server loads: exact predictions")
+    live.add_argument("--block-size", type=_positive, default=16, help="vLLM's --block-size (default 16)")
     parser.set_defaults(run=run)
 
 
@@ -40,9 +49,12 @@ def _positive(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
+    if args.server:
+        return _live(args, started)
+    turns = args.turns or 10
     tokenizer = get_tokenizer("o200k_base")
-    drifting = session(tokenizer, args.turns, drift=True)
-    stable = session(tokenizer, args.turns, drift=False)
+    drifting = session(tokenizer, turns, drift=True)
+    stable = session(tokenizer, turns, drift=False)
     results: dict[str, tuple[list[TurnReport], list[TurnReport]]] = {
         name: (explain(drifting, tokenizer, options), explain(stable, tokenizer, options))
         for name, options in ENGINES.items()
@@ -121,4 +133,51 @@ def _json(results: dict[str, tuple[list[TurnReport], list[TurnReport]]]) -> dict
             }
             for name, (drift, ideal) in results.items()
         },
+    }
+
+
+def _live(args: argparse.Namespace, started: float) -> int:
+    result = run_live(args.server, args.turns or 6, args.engine, args.model_dir, args.block_size)
+    totals = {name: _live_totals(turns) for name, turns in (("raw", result.raw), ("canonical", result.canonical))}
+    if args.format == "json":
+        runs = {"raw": result.raw, "canonical": result.canonical}
+        out = {"schema": LIVE_SCHEMA, "simulated": False, "engine": result.engine, "model": result.model}
+        out |= {"exact": result.exact, "totals": totals}
+        out["turns"] = {name: [t.to_json() for t in turns] for name, turns in runs.items()}
+        print(json.dumps(out, indent=2))
+        return 0
+    how = "its own template and tokenizer" if result.exact else "agentcache's estimate (pass --model-dir for exact)"
+    print(f"agentcache demo against {args.server} ({result.engine}, model {result.model}): the drifting session,")
+    print("sent raw and then canonicalized. 'server' is what the engine REPORTED; 'predicted' is the client-side")
+    print(f"model of its cache, with {how}.\n")
+    rows = [
+        [raw.turn, raw.prompt_tokens, raw.cached_tokens, raw.predicted_cached, canon.cached_tokens,
+         canon.predicted_cached, raw.cause]
+        for raw, canon in zip(result.raw, result.canonical, strict=True)
+    ]
+    header = ["turn", "prompt", "raw server", "raw predicted", "canon server", "canon predicted", "why raw missed"]
+    print(table(header, rows, Style(sys.stdout), {6: cause_color}))
+    raw, canon = totals["raw"], totals["canonical"]
+    print(
+        f"\nhit ratio raw {raw['hit_ratio']:.1%}, canonicalized {canon['hit_ratio']:.1%}; canonicalization saved "
+        f"{canon['cached_tokens'] - raw['cached_tokens']:,} prefill tokens"
+    )
+    print(
+        f"predicted == server-reported on {raw['exact_turns'] + canon['exact_turns']} of "
+        f"{raw['turns'] + canon['turns']} turns"
+    )
+    print(f"\ndone in {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+def _live_totals(turns: list[Turn]) -> dict[str, Any]:
+    prompt = sum(t.prompt_tokens or 0 for t in turns)
+    cached = sum(t.cached_tokens or 0 for t in turns)
+    return {
+        "turns": len(turns),
+        "prompt_tokens": prompt,
+        "cached_tokens": cached,
+        "predicted_cached": sum(t.predicted_cached or 0 for t in turns),
+        "hit_ratio": ratio(cached, prompt),
+        "exact_turns": sum(t.cached_tokens is not None and t.cached_tokens == t.predicted_cached for t in turns),
     }

@@ -39,9 +39,9 @@ def fill(tokenizer: Tokenizer, target: int, pieces: list[str], joiner: str = "\n
     return joiner.join(out)
 
 
-def system_prompt(tokenizer: Tokenizer, now: str) -> str:
+def system_prompt(tokenizer: Tokenizer, now: str, scale: float = 1.0) -> str:
     rules = [f"{i % len(_RULES) + 1}. {rule} (#)" for i, rule in enumerate(_RULES)]
-    body = fill(tokenizer, 1950, rules)
+    body = fill(tokenizer, round(1950 * scale), rules)
     return f"You are Forge, a coding agent working in the shop-backend repository.\nCurrent time: {now}\n{body}"
 
 
@@ -127,13 +127,14 @@ _TOOLS = [
 ]
 
 
-def tools(tokenizer: Tokenizer, turn: int, drift: bool) -> list[dict[str, Any]]:
+def tools(tokenizer: Tokenizer, turn: int, drift: bool, scale: float = 1.0) -> list[dict[str, Any]]:
     """The tool definitions, padded with usage notes to about 1,500 tokens.
 
     With drift, the order changes at turns 4 and 8 (the agent's worker restarted and iterated its tool set in a
     new hash order) and the schemas' key order at turns 5 and 10 (tools rebuilt from merged dicts)."""
     bare = sum(tokenizer.count(str(_tool(name, summary, params, None))) for name, summary, params in _TOOLS)
-    notes = fill(tokenizer, max(0, 1500 - bare) // len(_TOOLS), [f"Note #: {rule}" for rule in _RULES], " ")
+    room = max(0, round(1500 * scale) - bare) // len(_TOOLS)
+    notes = fill(tokenizer, room, [f"Note #: {rule}" for rule in _RULES], " ")
     keys = random.Random(100 + (turn + 1) // 5) if drift else None
     out = [_tool(name, f"{summary} {notes}", params, keys) for name, summary, params in _TOOLS]
     if drift:
@@ -141,39 +142,40 @@ def tools(tokenizer: Tokenizer, turn: int, drift: bool) -> list[dict[str, Any]]:
     return out
 
 
-def repository_context(tokenizer: Tokenizer) -> str:
+def repository_context(tokenizer: Tokenizer, scale: float = 1.0) -> str:
     module = [
         f'def {word}_total_#(items, rate):\n    """Sum the {word} lines and apply the rate."""\n'
         f"    return round(sum(item.amount for item in items) * rate, 2)\n"
         for word in _WORDS
     ]
-    return "Repository map and the files you will need:\n" + fill(tokenizer, 6000, module)
+    return "Repository map and the files you will need:\n" + fill(tokenizer, round(6000 * scale), module)
 
 
-def tool_output(tokenizer: Tokenizer, turn: int) -> str:
+def tool_output(tokenizer: Tokenizer, turn: int, scale: float = 1.0) -> str:
     lines = [
         f"tests/test_{_WORDS[turn % len(_WORDS)]}.py::test_case_# PASSED [#%]",
         "E   KeyError: 'currency'",
         f"src/shop/{_WORDS[(turn + 3) % len(_WORDS)]}.py:# in total  -> value = row['currency']",
     ]
-    return fill(tokenizer, 500, lines)
+    return fill(tokenizer, round(500 * scale), lines)
 
 
-def session(tokenizer: Tokenizer, turns: int = 10, drift: bool = True) -> list[dict[str, Any]]:
-    """The requests of one session, turn by turn."""
-    context = repository_context(tokenizer)
+def session(tokenizer: Tokenizer, turns: int = 10, drift: bool = True, scale: float = 1.0) -> list[dict[str, Any]]:
+    """The requests of one session, turn by turn; ``scale`` multiplies every part's size (a small server's
+    context holds the session at 0.1)."""
+    context = repository_context(tokenizer, scale)
     history: list[dict[str, Any]] = [
         {"role": "user", "content": context + "\n\nThe checkout total is wrong for EUR carts. Find and fix it."}
     ]
     requests = []
     for turn in range(turns):
         now = f"2026-11-30T10:{turn * 3:02d}:{(turn * 17) % 60:02d}Z" if drift else "2026-11-30"
-        system = {"role": "system", "content": system_prompt(tokenizer, now)}
+        system = {"role": "system", "content": system_prompt(tokenizer, now, scale)}
         requests.append(
             {
                 "model": "forge-coder",
                 "temperature": 0.0,
-                "tools": tools(tokenizer, turn, drift),
+                "tools": tools(tokenizer, turn, drift, scale),
                 "messages": [system, *history],
             }
         )
@@ -196,5 +198,5 @@ def session(tokenizer: Tokenizer, turns: int = 10, drift: bool = True) -> list[d
                 ],
             }
         )
-        history.append({"role": "tool", "tool_call_id": call_id, "content": tool_output(tokenizer, turn)})
+        history.append({"role": "tool", "tool_call_id": call_id, "content": tool_output(tokenizer, turn, scale)})
     return requests
