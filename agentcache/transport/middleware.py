@@ -1,6 +1,6 @@
 """The logic the sync and async transports share: decide, canonicalize, send, then account for the turn.
 
-A request is handled when it is a POST whose path ends in ``/chat/completions`` or ``/messages``. Its body is
+A request is handled when it is a POST whose path ends in ``/chat/completions`` or ``/v1/messages``. Its body is
 canonicalized unless that is switched off or impossible; then it is sent. Anything the middleware cannot handle
 (a body that is not JSON, not a chat request, or that canonicalization refuses) is sent byte-identical, and the
 ledger says why. The response reaches the caller unchanged: the tap only reads it on the way.
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 import time
+import warnings
 from array import array
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +40,8 @@ from agentcache.transport.recorder import TraceRecorder
 from agentcache.transport.session import SESSION_HEADER, session_of
 from agentcache.transport.tap import ResponseTap, TapResult
 
-CHAT_PATHS = ("/chat/completions", "/messages")
+CHAT_PATHS = ("/chat/completions", "/v1/messages")
+"""Path endings of OpenAI chat completions and Anthropic Messages (not ``/threads/{id}/messages``)."""
 
 
 @dataclass
@@ -141,6 +143,7 @@ class CacheMiddleware:
         if content == body:
             return request, pending
         headers = httpx.Headers(request.headers)
+        headers.pop("transfer-encoding", None)  # the new body has a length; never send both framings
         headers["content-length"] = str(len(content))
         rebuilt = httpx.Request(request.method, request.url, headers=headers, content=content)
         rebuilt.extensions = request.extensions
@@ -159,14 +162,24 @@ class CacheMiddleware:
         turn = self.ledger.next_turn(session)
         return Pending(session, source, turn, request.url.path, original, sent, passthrough, stream, started)
 
-    def tap(self, pending: Pending, response: httpx.Response) -> ResponseTap:
-        """A tap that records the turn when the response body is done."""
+    def tap(self, pending: Pending, response: httpx.Response) -> ResponseTap | None:
+        """A tap that records the turn when the response body is done; None when the wrapped transport returned
+        a response it had already read (``content=``): then the turn is recorded from that body at once."""
         pending.status = response.status_code
-        return ResponseTap(response, lambda result: self.finish(pending, result))
+        tap = ResponseTap(response, lambda result: self.finish(pending, result))
+        if not response.is_closed:
+            return tap
+        tap.feed(response.content)
+        tap.close()
+        return None
 
     def failed(self, pending: Pending, error: BaseException) -> None:
-        """The request raised before any response: record the turn with the error."""
-        self.finish(pending, TapResult(error=f"{type(error).__name__}: {error}"))
+        """The request raised before any response: record the turn with the error (never raising another)."""
+        tap_result = TapResult(error=f"{type(error).__name__}: {error}".rstrip(": "))
+        try:
+            self.finish(pending, tap_result)
+        except Exception as exc:
+            warnings.warn(f"agentcache: a turn could not be recorded ({type(exc).__name__}: {exc})", stacklevel=2)
 
     def finish(self, pending: Pending, result: TapResult) -> Turn:
         """Predict, diagnose and record one turn. The server cached the prompt only if it answered 2xx."""
@@ -210,14 +223,17 @@ class CacheMiddleware:
         )
         self.ledger.record(turn)
         if self.recorder is not None and pending.original is not None:
-            self.recorder.write(
-                pending.session,
-                pending.original,
-                result.raw_usage,
-                pending.started,
-                turn=pending.turn,
-                canonicalized=turn.canonicalized,
-            )
+            try:
+                self.recorder.write(
+                    pending.session,
+                    pending.original,
+                    result.raw_usage,
+                    pending.started,
+                    turn=pending.turn,
+                    canonicalized=turn.canonicalized,
+                )
+            except OSError as exc:  # a full disk must not fail the agent's request
+                warnings.warn(f"agentcache: trace {self.recorder.path} not written: {exc}", stacklevel=2)
         return turn
 
     def _predict(

@@ -16,7 +16,10 @@ from typing import Any
 
 import orjson
 
-_CONTENT_KEYS = frozenset({"content", "text", "arguments", "system", "thinking"})
+_CONTENT_KEYS = frozenset(
+    {"content", "text", "arguments", "system", "thinking", "reasoning", "reasoning_content", "refusal", "data", "url"}
+)
+"""Keys whose string values are what a person, a tool or the model wrote (``data`` and ``url``: images)."""
 _STRUCTURED_KEYS = frozenset({"input", "arguments"})
 
 

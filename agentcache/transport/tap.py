@@ -8,6 +8,7 @@ decoded for reading (the caller still gets the encoded bytes); other encodings l
 
 from __future__ import annotations
 
+import warnings
 import zlib
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ class ResponseTap:
         self.result = TapResult()
         self._on_close = on_close
         self._closed = False
+        self._broken = False
         self._sse = response.headers.get("content-type", "").startswith("text/event-stream")
         self._parser = SSEParser()
         self._body = bytearray()
@@ -54,6 +56,16 @@ class ResponseTap:
             self.result.error = f"body encoded as {encoding!r}: usage not read"
 
     def feed(self, chunk: bytes) -> None:
+        """Read one chunk. Never raises: a body the tap cannot read is the tap's problem, not the caller's."""
+        if self._broken:
+            return
+        try:
+            self._feed(chunk)
+        except Exception as exc:  # corrupt gzip, invalid UTF-8 in a stream, ...
+            self._broken = True
+            self.result.error = f"body could not be read ({type(exc).__name__}: {exc}); usage not read"
+
+    def _feed(self, chunk: bytes) -> None:
         if self.result.error is not None and not self._sse:
             return
         data = chunk if self._inflate is None else self._inflate.decompress(chunk)
@@ -79,8 +91,8 @@ class ResponseTap:
             return
         self._closed = True
         if error is not None:
-            self.result.error = f"{type(error).__name__}: {error}"
-        elif not self._sse and self.result.error is None:
+            self.result.error = f"{type(error).__name__}: {error}".rstrip(": ")
+        elif not self._sse and self.result.error is None and not self._broken:
             try:
                 body = orjson.loads(bytes(self._body))
             except orjson.JSONDecodeError as exc:
@@ -88,7 +100,10 @@ class ResponseTap:
             else:
                 self.result.complete = True
                 self._read(body, streamed=False)
-        self._on_close(self.result)
+        try:
+            self._on_close(self.result)
+        except Exception as exc:  # recording must never fail the caller's request
+            warnings.warn(f"agentcache: a turn could not be recorded ({type(exc).__name__}: {exc})", stacklevel=2)
 
     def _read(self, body: Any, streamed: bool) -> None:
         if not isinstance(body, Mapping):
@@ -144,7 +159,9 @@ class TappedStream(httpx.SyncByteStream):
             for chunk in self._inner:
                 self._tap.feed(chunk)
                 yield chunk
-        except Exception as exc:
+        except GeneratorExit:  # the caller stopped reading: close() records the turn as incomplete
+            raise
+        except BaseException as exc:  # a cut stream, or cancellation: recorded, then raised unchanged
             self._tap.close(exc)
             raise
 
@@ -167,7 +184,9 @@ class AsyncTappedStream(httpx.AsyncByteStream):
             async for chunk in self._inner:
                 self._tap.feed(chunk)
                 yield chunk
-        except Exception as exc:
+        except GeneratorExit:
+            raise
+        except BaseException as exc:
             self._tap.close(exc)
             raise
 

@@ -38,11 +38,13 @@ class CacheAwareTransport(httpx.BaseTransport):
         sent, pending = middleware.prepare(request)
         try:
             response = self.inner.handle_request(sent)
-        except Exception as exc:
+        except BaseException as exc:  # cancellation too: recorded, then raised unchanged
             middleware.failed(pending, exc)
             raise
-        assert isinstance(response.stream, httpx.SyncByteStream)
-        response.stream = TappedStream(response.stream, middleware.tap(pending, response))
+        tap = middleware.tap(pending, response)
+        if tap is not None:
+            assert isinstance(response.stream, httpx.SyncByteStream)
+            response.stream = TappedStream(response.stream, tap)
         return response
 
     def close(self) -> None:
@@ -68,11 +70,13 @@ class AsyncCacheAwareTransport(httpx.AsyncBaseTransport):
         sent, pending = middleware.prepare(request)
         try:
             response = await self.inner.handle_async_request(sent)
-        except Exception as exc:
+        except BaseException as exc:
             middleware.failed(pending, exc)
             raise
-        assert isinstance(response.stream, httpx.AsyncByteStream)
-        response.stream = AsyncTappedStream(response.stream, middleware.tap(pending, response))
+        tap = middleware.tap(pending, response)
+        if tap is not None:
+            assert isinstance(response.stream, httpx.AsyncByteStream)
+            response.stream = AsyncTappedStream(response.stream, tap)
         return response
 
     async def aclose(self) -> None:
