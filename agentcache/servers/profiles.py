@@ -4,19 +4,24 @@ Predicting a server's prompt tokens exactly needs more than its template: every 
 through its own request models, and the template renders what comes out. Measured on SGLang 0.5.23, vLLM 0.32.0
 and llama.cpp (llama-cpp-python 0.3.36's copy), with the test model's template (docs/engines.md):
 
-===============================  =====================  ==========================  ==========================
-                                 SGLang                 vLLM                        llama.cpp
-===============================  =====================  ==========================  ==========================
-``function`` keys                as sent, then missing  ``name``, ``description``,  ``name``, ``description``,
-                                 ``description`` and    ``parameters``, ``strict``  ``parameters``; ``strict``
-                                 ``parameters`` (null)  (missing description null)  dropped (missing desc. "")
-tool                             adds ``defer_loading``
-                                 (null) after function
-assistant ``arguments`` string   parsed into an object  parsed into an object       parsed into an object
-text parts of ``content``        joined with " "        kept as a list (``tool``:   joined with "\\n"
-                                                        joined with "\\n")
-a float such as ``1e3``          ``1000.0``             ``1000.0``                  ``1000``
-===============================  =====================  ==========================  ==========================
+=============================  ========================  ===========================  ==========================
+                               SGLang                    vLLM                         llama.cpp
+=============================  ========================  ===========================  ==========================
+``function`` keys              known keys as sent;       ``name``, ``description``,   ``name``, ``description``,
+                               missing ``description``,  ``parameters``, ``strict``   ``parameters``; ``strict``
+                               ``parameters`` as null;   (missing description null)   dropped (missing desc. "",
+                               unknown keys dropped                                   missing parameters {})
+tool                           adds ``defer_loading``
+                               (null) after function
+``tool_choice``                "none": no tools; a
+                               named one: only it
+assistant ``arguments``        a JSON object is parsed   a JSON object is parsed;     any JSON is parsed
+string                         (anything else: 400)      anything else becomes {}     (not JSON: 500)
+text parts of ``content``      joined with " "           kept as a list (``tool``:    joined with "\\n"
+                                                         joined with "\\n")
+floats in ``tojson``           ``1000.0``, ``48.856614``  as SGLang                   C++ stream: ``1000``,
+                                                                                      ``48.8566``, ``2.14827e+06``
+=============================  ========================  ===========================  ==========================
 
 Each profile also names the client-side cache model of the server and where its responses carry output token ids.
 """
@@ -26,10 +31,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from agentcache.drift.replay import CacheOptions
 from agentcache.errors import InputError
+from agentcache.servers.template import FloatFormat
 
 ToolShape = Callable[[Mapping[str, Any]], dict[str, Any]]
 
@@ -45,10 +51,16 @@ class ServerProfile:
     join_parts: Mapping[str, str] = field(default_factory=dict)
     """Separator the server joins the text parts of a message's ``content`` with, by role (``*``: any other
     role); a role with none keeps the list for the template."""
-    parse_arguments: bool = False
-    """Whether assistant tool-call ``arguments`` strings are parsed into objects before templating."""
-    integral_floats: bool = False
-    """Whether the server's JSON writes a float with no fraction without ``.0`` (``1000`` for ``1e3``)."""
+    parse_arguments: Literal["no", "objects", "any"] = "no"
+    """Which assistant tool-call ``arguments`` strings are parsed before templating: none, those that hold a JSON
+    object, or any JSON."""
+    unparsed_arguments: Literal["keep", "empty"] = "keep"
+    """What becomes of an ``arguments`` string that is not parsed: kept as sent, or replaced by ``{}`` (vLLM)."""
+    float_format: FloatFormat = "python"
+    """How the server's ``tojson`` writes floats: Python's ``repr`` (``1000.0``) or C++'s default stream output,
+    6 significant digits like ``%g`` (``1000``, ``48.8566``, ``2.14827e+06``: llama.cpp)."""
+    tool_choice_filters: bool = False
+    """Whether ``tool_choice`` "none" renders no tools and a named function only that tool (SGLang)."""
     output_ids_request: Mapping[str, Any] = field(default_factory=dict)
     """Request fields that make the server return the generated token ids (non-streaming only)."""
 
@@ -59,10 +71,13 @@ class ServerProfile:
             raise InputError("$.messages: a chat request needs a list of message objects")
         shaped = [self._message(m) for m in messages]
         tools = request.get("tools")
-        if not isinstance(tools, list) or not tools:
+        if not isinstance(tools, list):
             return shaped, None
         shape = self.tool_shape
-        return shaped, [shape(t) if shape else dict(t) for t in tools if isinstance(t, Mapping)]
+        kept = [shape(t) if shape else dict(t) for t in tools if isinstance(t, Mapping)]
+        if self.tool_choice_filters:
+            kept = _chosen(kept, request.get("tool_choice"))
+        return shaped, kept if kept or tools == [] else None
 
     def _message(self, message: Mapping[str, Any]) -> dict[str, Any]:
         out = dict(message)
@@ -73,7 +88,7 @@ class ServerProfile:
             if len(texts) == len(content):  # text only: other parts stay for the template to refuse or render
                 out["content"] = separator.join(t if isinstance(t, str) else "" for t in texts)
         calls = out.get("tool_calls")
-        if self.parse_arguments and isinstance(calls, list):
+        if self.parse_arguments != "no" and isinstance(calls, list):
             out["tool_calls"] = [self._call(c) for c in calls]
         return out
 
@@ -82,24 +97,24 @@ class ServerProfile:
         if not isinstance(function, Mapping) or not isinstance(function.get("arguments"), str):
             return call
         try:
-            arguments = json.loads(function["arguments"])
+            arguments: Any = json.loads(function["arguments"])
+            parsed = self.parse_arguments == "any" or isinstance(arguments, dict)
         except ValueError:
-            return call  # the server keeps (or rejects) what does not parse; render it as sent
-        if not isinstance(arguments, dict):
-            return call
-        if self.integral_floats:
-            arguments = _integral(arguments)
+            parsed = False
+        if not parsed:  # the server keeps, empties or rejects what it does not parse
+            if self.unparsed_arguments == "keep":
+                return call
+            arguments = {}
         return {**call, "function": {**function, "arguments": arguments}}
 
 
-def _integral(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _integral(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_integral(v) for v in value]
-    return value
+def _chosen(tools: list[dict[str, Any]], choice: Any) -> list[dict[str, Any]]:
+    if choice == "none":
+        return []
+    name = choice.get("function", {}).get("name") if isinstance(choice, Mapping) else None
+    if isinstance(name, str):
+        return [t for t in tools if _function(t).get("name") == name]
+    return tools
 
 
 def _function(tool: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -107,9 +122,16 @@ def _function(tool: Mapping[str, Any]) -> Mapping[str, Any]:
     return function if isinstance(function, Mapping) else {}
 
 
+_SGLANG_FUNCTION_KEYS = ("description", "name", "parameters", "strict", "defer_loading")
+
+
 def _sglang_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
-    function = dict(_function(tool))
-    for name in ("description", "name", "parameters"):
+    """SGLang's pydantic ``Function``: known keys only, in the order sent, then the missing ones of
+    description, name and parameters as null; ``strict`` and ``defer_loading`` only when set."""
+    sent = _function(tool)
+    named, optional = _SGLANG_FUNCTION_KEYS[:3], _SGLANG_FUNCTION_KEYS[3:]
+    function = {k: v for k, v in sent.items() if k in named or (k in optional and v is not None)}
+    for name in named:
         function.setdefault(name, None)
     return {"type": tool.get("type", "function"), "function": function, "defer_loading": tool.get("defer_loading")}
 
@@ -125,7 +147,7 @@ def _vllm_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
 def _llama_cpp_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
     function = _function(tool)
     shaped = {"name": function.get("name"), "description": function.get("description") or ""}
-    shaped["parameters"] = function.get("parameters")
+    shaped["parameters"] = function.get("parameters") or {}
     return {"type": "function", "function": shaped}
 
 
@@ -134,7 +156,8 @@ SGLANG = ServerProfile(
     CacheOptions("sglang"),
     tool_shape=_sglang_tool,
     join_parts={"*": " "},
-    parse_arguments=True,
+    parse_arguments="objects",
+    tool_choice_filters=True,
     output_ids_request={"return_token_ids": True},
 )
 VLLM = ServerProfile(
@@ -142,7 +165,8 @@ VLLM = ServerProfile(
     CacheOptions("vllm", block_size=16),  # vLLM's default --block-size; its CPU build needs a multiple of 32
     tool_shape=_vllm_tool,
     join_parts={"tool": "\n"},  # vLLM sees the template iterate over parts and keeps the other lists
-    parse_arguments=True,
+    parse_arguments="objects",
+    unparsed_arguments="empty",
     output_ids_request={"return_token_ids": True},
 )
 LLAMA_CPP = ServerProfile(
@@ -150,8 +174,8 @@ LLAMA_CPP = ServerProfile(
     CacheOptions("llama.cpp"),
     tool_shape=_llama_cpp_tool,
     join_parts={"*": "\n"},
-    parse_arguments=True,
-    integral_floats=True,
+    parse_arguments="any",
+    float_format="cpp",
     output_ids_request={"return_tokens": True, "verbose": True},
 )
 OPENAI = ServerProfile("openai", CacheOptions("openai"))

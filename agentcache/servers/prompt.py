@@ -28,8 +28,9 @@ class ServerPrompt:
     @classmethod
     def from_pretrained(cls, model_dir: str | Path, server: ServerProfile | str) -> ServerPrompt:
         """Template and ``tokenizer.json`` from the folder the server loads the model from."""
-        folder = Path(model_dir)
-        return cls(server, ChatTemplate.from_pretrained(folder), load_tokenizer_json(folder / "tokenizer.json"))
+        folder, profile = Path(model_dir), get_profile(server)
+        template = ChatTemplate.from_pretrained(folder, profile.float_format)
+        return cls(profile, template, load_tokenizer_json(folder / "tokenizer.json"))
 
     def text(self, request: Mapping[str, Any]) -> str:
         messages, tools = self.profile.template_inputs(request)

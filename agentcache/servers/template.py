@@ -14,25 +14,48 @@ import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Literal, NoReturn
 
 from agentcache.errors import TokenizerError
+
+FloatFormat = Literal["python", "cpp"]
 
 
 class ChatTemplate:
     """One Jinja chat template plus the special-token strings it may refer to (``bos_token``, ``eos_token``)."""
 
-    def __init__(self, source: str, special_tokens: Mapping[str, str] | None = None, name: str = "chat template"):
+    def __init__(
+        self,
+        source: str,
+        special_tokens: Mapping[str, str] | None = None,
+        name: str = "chat template",
+        float_format: FloatFormat = "python",
+    ) -> None:
         try:
-            from jinja2.ext import loopcontrols
+            from jinja2 import nodes
+            from jinja2.ext import Extension, loopcontrols
             from jinja2.sandbox import ImmutableSandboxedEnvironment
         except ImportError as exc:
             raise TokenizerError(
                 f"{name}: rendering a chat template needs the optional package jinja2; "
                 "install it with `pip install 'agentcache[hf]'`"
             ) from exc
-        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols])
-        env.filters["tojson"] = _tojson
+
+        class Generation(Extension):
+            """``{% generation %}...{% endgeneration %}`` marks the assistant's tokens for training; servers
+            render its body unchanged (transformers' AssistantTracker, llama.cpp's no-op)."""
+
+            tags = {"generation"}  # noqa: RUF012 (jinja2 declares it a set)
+
+            def parse(self, parser: Any) -> Any:
+                lineno = next(parser.stream).lineno
+                body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+                return nodes.Scope(body, lineno=lineno)
+
+        env = ImmutableSandboxedEnvironment(
+            trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols, Generation]
+        )
+        env.filters["tojson"] = _tojson if float_format == "python" else _tojson_cpp
         env.globals["raise_exception"] = _raise
         env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
         try:
@@ -43,8 +66,9 @@ class ChatTemplate:
         self.special_tokens = dict(special_tokens or {})
 
     @classmethod
-    def from_pretrained(cls, model_dir: str | Path) -> ChatTemplate:
-        """Load the template saved with a model: ``chat_template.jinja`` if present, else ``tokenizer_config.json``."""
+    def from_pretrained(cls, model_dir: str | Path, float_format: FloatFormat = "python") -> ChatTemplate:
+        """Load the template saved with a model: ``chat_template.jinja`` if present, else ``tokenizer_config.json``.
+        ``float_format`` is how the rendering server writes floats in ``tojson`` (see :class:`ServerProfile`)."""
         folder = Path(model_dir)
         config_path = folder / "tokenizer_config.json"
         try:
@@ -61,7 +85,7 @@ class ChatTemplate:
                 "chat_template); point at the folder the server loads the model from"
             )
         special = {k: text for k, v in config.items() if k.endswith("_token") and (text := _token_text(v)) is not None}
-        return cls(source, special, name=str(folder))
+        return cls(source, special, name=str(folder), float_format=float_format)
 
     def render(
         self,
@@ -74,7 +98,7 @@ class ChatTemplate:
         try:
             text: str = self._template.render(
                 messages=messages,
-                tools=tools or None,
+                tools=tools,
                 add_generation_prompt=add_generation_prompt,
                 **self.special_tokens,
                 **extra,
@@ -89,6 +113,37 @@ class ChatTemplate:
 def _tojson(value: Any, ensure_ascii: bool = False, indent: int | None = None, separators: Any = None,
             sort_keys: bool = False) -> str:
     return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+
+def _tojson_cpp(value: Any, ensure_ascii: bool = False, indent: int | None = None, separators: Any = None,
+                sort_keys: bool = False) -> str:
+    """llama.cpp's ``tojson``: Python's layout, but floats as a C++ stream writes them (6 significant digits)."""
+    if indent is not None or separators is not None or sort_keys or ensure_ascii:
+        return _tojson(_cpp_floats(value), ensure_ascii, indent, separators, sort_keys)
+    return _cpp_json(value)
+
+
+def _cpp_json(value: Any) -> str:
+    if isinstance(value, float):
+        return format(value, "g")
+    if isinstance(value, dict):
+        items = (f"{json.dumps(str(k), ensure_ascii=False)}: {_cpp_json(v)}" for k, v in value.items())
+        return "{" + ", ".join(items) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_cpp_json(v) for v in value) + "]"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _cpp_floats(value: Any) -> Any:
+    """Floats the C++ way, for the rare tojson call with options: ints where %g has no fraction."""
+    if isinstance(value, float):
+        text = format(value, "g")
+        return int(text) if text.lstrip("-").isdigit() else float(text)
+    if isinstance(value, dict):
+        return {k: _cpp_floats(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_cpp_floats(v) for v in value]
+    return value
 
 
 def _raise(message: str) -> NoReturn:

@@ -61,10 +61,10 @@ class HFTokenizer(Tokenizer):
 
     def decode(self, tokens: Sequence[int]) -> str:
         # The Rust decoder silently drops ids it does not know; refuse them instead, like tiktoken.
-        size = self.hf.get_vocab_size(with_added_tokens=True)
-        unknown = [t for t in tokens if not 0 <= t < size or self.hf.id_to_token(t) is None]
+        # Added tokens may sit above get_vocab_size() (ids need not be contiguous): ask for each id.
+        unknown = [t for t in tokens if t < 0 or self.hf.id_to_token(t) is None]
         if unknown:
-            raise unknown_ids_error(self.name, unknown, f"0..{size - 1}")
+            raise unknown_ids_error(self.name, unknown, "the ids of this tokenizer.json")
         text: str = self.hf.decode(list(tokens), skip_special_tokens=False)
         return text
 
