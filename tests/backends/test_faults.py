@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -17,6 +17,7 @@ import pytest
 
 from agentcache.backends import AsyncOpenAICompatClient, AsyncSGLangClient, OpenAICompatClient, SGLangClient
 from agentcache.errors import BackendError
+from tests.faults import Parts
 
 Handler = Callable[[httpx.Request], httpx.Response]
 MODES = ["sync", "async"]
@@ -59,25 +60,6 @@ def stream(mode: str, handler: Handler, received: list[dict[str, Any]], api_key:
             return chat_stream
 
     return asyncio.run(main())
-
-
-class Parts(httpx.SyncByteStream, httpx.AsyncByteStream):
-    """A response body sent in ``parts``, then ``error`` raised (a connection lost mid-body), if given."""
-
-    def __init__(self, parts: list[bytes], error: Exception | None = None) -> None:
-        self.parts = parts
-        self.error = error
-
-    def __iter__(self) -> Iterator[bytes]:
-        yield from self.parts
-        if self.error:
-            raise self.error
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for part in self.parts:
-            yield part
-        if self.error:
-            raise self.error
 
 
 def sse(*parts: bytes, error: Exception | None = None) -> Handler:

@@ -25,6 +25,7 @@ import pytest
 from agentcache import canonical_json, canonicalize
 from agentcache.errors import DuplicateToolError, NestingTooDeepError
 from agentcache.httpx import AsyncCacheAwareTransport, CacheAwareTransport, TraceRecorder, Turn
+from tests.faults import Parts
 
 Handler = Callable[[httpx.Request], httpx.Response]
 Transport = CacheAwareTransport | AsyncCacheAwareTransport
@@ -44,25 +45,6 @@ EVENTS = [
     b'data: {"choices": [{"index": 0, "delta": {"content": "Hel"}}]}\n\n',
     b'data: {"choices": [{"index": 0, "delta": {"content": "lo"}}]}\n\n',
 ]
-
-
-class Parts(httpx.SyncByteStream, httpx.AsyncByteStream):
-    """A response body sent in ``parts``, then ``error`` raised (a connection lost mid-body), if given."""
-
-    def __init__(self, parts: list[bytes], error: Exception | None = None) -> None:
-        self.parts = parts
-        self.error = error
-
-    def __iter__(self) -> Iterator[bytes]:
-        yield from self.parts
-        if self.error is not None:
-            raise self.error
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for part in self.parts:
-            yield part
-        if self.error is not None:
-            raise self.error
 
 
 def answer(status: int, body: bytes, content_type: str = "application/json", **headers: str) -> httpx.Response:
