@@ -10,6 +10,7 @@ from agentcache.transport import (
     SessionSummary,
     TraceRecorder,
     Turn,
+    session_scope,
 )
 
 __all__ = [
@@ -20,4 +21,5 @@ __all__ = [
     "SessionSummary",
     "TraceRecorder",
     "Turn",
+    "session_scope",
 ]

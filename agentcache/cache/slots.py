@@ -14,7 +14,9 @@ token is never decoded into the cache).
 
 Modelled with ``--cache-ram 0``: by default llama-server also keeps evicted slot contents in host RAM and may
 restore one into the chosen slot, a second level this model leaves out, so with it the server can report more
-than predicted. Requests are modelled one at a time (a slot busy with another request is not considered).
+than predicted. The slots share one KV pool of ``-c`` cells; when it fills, llama-server purges idle slots in
+slot-id order, which this model leaves out too (size ``-c`` to hold every slot). Requests are modelled one at a
+time (a slot busy with another request is not considered).
 """
 
 from __future__ import annotations

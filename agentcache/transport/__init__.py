@@ -5,7 +5,7 @@ from __future__ import annotations
 from agentcache.transport.ledger import Ledger, SessionSummary, Turn
 from agentcache.transport.middleware import CacheMiddleware
 from agentcache.transport.recorder import TraceRecorder
-from agentcache.transport.session import SESSION_HEADER, session_of
+from agentcache.transport.session import SESSION_HEADER, Scope, session_of, session_scope
 from agentcache.transport.transports import AsyncCacheAwareTransport, CacheAwareTransport
 
 __all__ = [
@@ -14,8 +14,10 @@ __all__ = [
     "CacheAwareTransport",
     "CacheMiddleware",
     "Ledger",
+    "Scope",
     "SessionSummary",
     "TraceRecorder",
     "Turn",
     "session_of",
+    "session_scope",
 ]

@@ -37,7 +37,7 @@ from agentcache.servers import ServerProfile, ServerPrompt, get_profile
 from agentcache.tokens import Tokenizer, get_tokenizer
 from agentcache.transport.ledger import Ledger, Turn
 from agentcache.transport.recorder import TraceRecorder
-from agentcache.transport.session import SESSION_HEADER, session_of
+from agentcache.transport.session import SESSION_HEADER, Scope, current_scope, session_of
 from agentcache.transport.tap import ResponseTap, TapResult
 
 CHAT_PATHS = ("/chat/completions", "/v1/messages")
@@ -59,6 +59,8 @@ class Pending:
     passthrough: str | None
     stream: bool
     started: float
+    scope: Scope | None = None
+    """The :func:`session_scope` the request was sent in, which collects its turn."""
     status: int | None = None
 
 
@@ -160,7 +162,8 @@ class CacheMiddleware:
         session, source = session_of(request.headers, original or {}, self.session_header)
         stream = bool(original and original.get("stream"))
         turn = self.ledger.next_turn(session)
-        return Pending(session, source, turn, request.url.path, original, sent, passthrough, stream, started)
+        path = request.url.path
+        return Pending(session, source, turn, path, original, sent, passthrough, stream, started, current_scope())
 
     def tap(self, pending: Pending, response: httpx.Response) -> ResponseTap | None:
         """A tap that records the turn when the response body is done; None when the wrapped transport returned
@@ -222,6 +225,8 @@ class CacheMiddleware:
             seconds=time.time() - pending.started,
         )
         self.ledger.record(turn)
+        if pending.scope is not None:
+            pending.scope.turns.append(turn)
         if self.recorder is not None and pending.original is not None:
             try:
                 self.recorder.write(

@@ -158,7 +158,9 @@ def install_llama_server(force: bool) -> None:
 
 def launch_llama_server(port: int) -> tuple[list[str], dict[str, str]]:
     cmd = [str(LLAMA_SERVER), "-m", str(MODEL_DIR / "model.gguf"), "--alias", SERVED_NAME]
-    cmd += ["--host", "127.0.0.1", "--port", str(port), "-c", str(CONTEXT), "-t", "2", "--metrics", "--jinja"]
+    # The KV pool is shared by the 4 slots (unified); when it fills, llama-server purges idle slots. 16k cells
+    # (32 MB for this model) hold four sessions of 4k tokens, so the slot model holds without that purge.
+    cmd += ["--host", "127.0.0.1", "--port", str(port), "-c", str(4 * CONTEXT), "-t", "2", "--metrics", "--jinja"]
     # Tests empty the cache between sessions: erasing slots needs a slot-save path, and the host-RAM prompt
     # cache (a second level that restores evicted prompts) is off so that erased means erased.
     slots = RUN / f"llama-server-{port}-slots"

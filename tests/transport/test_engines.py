@@ -23,7 +23,7 @@ from agentcache.cache.blockhash import token_array
 from agentcache.cache.prefix import common_prefix
 from agentcache.drift import causes
 from agentcache.drift.replay import CacheOptions
-from agentcache.httpx import SESSION_HEADER, AsyncCacheAwareTransport, CacheAwareTransport, Turn
+from agentcache.httpx import SESSION_HEADER, AsyncCacheAwareTransport, CacheAwareTransport, Turn, session_scope
 from agentcache.servers import ServerPrompt, get_profile
 from tests.conftest import EngineInfo
 
@@ -251,3 +251,25 @@ def test_requests_it_cannot_handle_reach_the_engine_byte_identical(llama_server:
             assert through.status_code == direct.status_code >= 400
             assert through.json()["error"]["type"] == direct.json()["error"]["type"]
             assert reason(transport.ledger.turns()[-1])
+
+
+def test_session_scope_names_the_session_and_collects_its_turns(llama_server: EngineInfo) -> None:
+    """What framework integrations rely on: a thread id passed down without touching the request."""
+    transport = AsyncCacheAwareTransport(server="llama.cpp", model_dir=llama_server.model_dir)
+    body = {"model": llama_server.model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}
+
+    async def in_scope(session: str, http: httpx.AsyncClient) -> list[Turn]:
+        with session_scope(session) as scope:
+            for _ in range(2):
+                response = await http.post("/v1/chat/completions", json=body, headers={SESSION_HEADER: "ignored"})
+                assert response.status_code == 200
+        return scope.turns
+
+    async def main() -> list[list[Turn]]:
+        async with httpx.AsyncClient(transport=transport, base_url=llama_server.url, timeout=120) as http:
+            return await asyncio.gather(in_scope("thread-a", http), in_scope("thread-b", http))
+
+    a, b = asyncio.run(main())
+    assert [(t.session, t.turn, t.session_source) for t in a] == [("thread-a", 1, "scope"), ("thread-a", 2, "scope")]
+    assert [(t.session, t.turn) for t in b] == [("thread-b", 1), ("thread-b", 2)]
+    assert all(t.prompt_tokens == t.predicted_prompt_tokens for t in a + b)
