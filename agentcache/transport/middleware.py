@@ -36,6 +36,7 @@ from agentcache.errors import AgentCacheError, InputError
 from agentcache.servers import ServerProfile, ServerPrompt, get_profile
 from agentcache.tokens import Tokenizer, get_tokenizer
 from agentcache.transport.ledger import Ledger, Turn
+from agentcache.transport.otel import end_span, start_span
 from agentcache.transport.recorder import TraceRecorder
 from agentcache.transport.session import SESSION_HEADER, Scope, current_scope, session_of
 from agentcache.transport.tap import ResponseTap, TapResult
@@ -61,6 +62,8 @@ class Pending:
     started: float
     scope: Scope | None = None
     """The :func:`session_scope` the request was sent in, which collects its turn."""
+    span: Any = None
+    """The OpenTelemetry span of the call, if OpenTelemetry is installed."""
     status: int | None = None
 
 
@@ -80,7 +83,9 @@ class CacheMiddleware:
     :class:`ServerProfile`); ``cache`` overrides its cache options (e.g. vLLM's ``block_size``). ``model_dir``
     is the model folder the server loads, for exact predictions. ``ask_output_ids`` adds the server's own
     request field that makes it return the generated token ids (non-streamed requests only), so the model
-    caches exactly what the server caches; the response then carries that extra field.
+    caches exactly what the server caches; the response then carries that extra field. With OpenTelemetry
+    installed, each call is a span (``telemetry=False`` turns them off; ``tracer_provider`` overrides the global
+    provider): see :mod:`agentcache.transport.otel`.
     """
 
     def __init__(
@@ -97,6 +102,8 @@ class CacheMiddleware:
         session_header: str = SESSION_HEADER,
         ask_output_ids: bool = False,
         tokenizer: str | Tokenizer = "o200k_base",
+        telemetry: bool = True,
+        tracer_provider: Any = None,
     ) -> None:
         self.profile = get_profile(server)
         if prompt is None and model_dir is not None:
@@ -114,6 +121,8 @@ class CacheMiddleware:
         self.recorder = recorder
         self.session_header = session_header
         self.ask_output_ids = ask_output_ids
+        self.telemetry = telemetry
+        self.tracer_provider = tracer_provider
         encoder = get_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
         self._drift = Replay(self.cache_options, PromptTokenizer(encoder))
         self._sessions: dict[str, _SessionState] = {}
@@ -162,8 +171,12 @@ class CacheMiddleware:
         session, source = session_of(request.headers, original or {}, self.session_header)
         stream = bool(original and original.get("stream"))
         turn = self.ledger.next_turn(session)
+        model = None if original is None else _str(original.get("model"))
+        span = start_span(self.tracer_provider, model, self.profile.name) if self.telemetry else None
         path = request.url.path
-        return Pending(session, source, turn, path, original, sent, passthrough, stream, started, current_scope())
+        return Pending(
+            session, source, turn, path, original, sent, passthrough, stream, started, current_scope(), span
+        )
 
     def tap(self, pending: Pending, response: httpx.Response) -> ResponseTap | None:
         """A tap that records the turn when the response body is done; None when the wrapped transport returned
@@ -227,6 +240,8 @@ class CacheMiddleware:
         self.ledger.record(turn)
         if pending.scope is not None:
             pending.scope.turns.append(turn)
+        if pending.span is not None:
+            end_span(pending.span, turn, result.raw_usage, None if usage is None else usage.cache_write_tokens)
         if self.recorder is not None and pending.original is not None:
             try:
                 self.recorder.write(

@@ -1,0 +1,70 @@
+"""OpenTelemetry spans for LLM calls, with the GenAI semantic-convention usage attributes and agentcache's own.
+
+Optional: when ``opentelemetry-api`` is not installed nothing happens, and when it is installed but no tracer
+provider is configured, the API's no-op tracer makes the spans free. Each handled request gets one CLIENT span
+named ``chat {model}``, started when the request is sent (a child of whatever span is current then) and ended when
+its response body is done, so the span covers the whole call, streams included.
+
+Attributes (GenAI conventions): ``gen_ai.operation.name``, ``gen_ai.provider.name`` (the server profile),
+``gen_ai.request.model``, ``gen_ai.usage.input_tokens``, ``gen_ai.usage.output_tokens``,
+``gen_ai.usage.cache_read.input_tokens``, ``gen_ai.usage.cache_creation.input_tokens`` (Anthropic), and
+``agentcache.session``, ``agentcache.turn``, ``agentcache.predicted_cached_tokens``,
+``agentcache.predicted_prompt_tokens``, ``agentcache.cause``, ``agentcache.divergence_token``,
+``agentcache.wasted_tokens``, ``agentcache.canonicalized``, ``agentcache.passthrough``, ``agentcache.exact``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from agentcache.transport.ledger import Turn
+
+try:
+    from opentelemetry import trace
+except ImportError:  # the core does not require OpenTelemetry
+    trace = None  # type: ignore[assignment]
+
+TRACER_NAME = "agentcache"
+
+
+def start_span(provider: Any, model: str | None, server: str) -> Any | None:
+    """A started span for one call, or None without OpenTelemetry. ``provider`` None means the global one."""
+    if trace is None:
+        return None
+    tracer = trace.get_tracer(TRACER_NAME, tracer_provider=provider)
+    attributes = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": server}
+    if model:
+        attributes["gen_ai.request.model"] = model
+    return tracer.start_span(f"chat {model}" if model else "chat", kind=trace.SpanKind.CLIENT, attributes=attributes)
+
+
+def end_span(span: Any, turn: Turn, usage: Mapping[str, Any] | None, cache_write: int | None) -> None:
+    """Put the turn's numbers on the span and end it."""
+    values: dict[str, Any] = {
+        "gen_ai.usage.input_tokens": turn.prompt_tokens,
+        "gen_ai.usage.output_tokens": _int((usage or {}).get("completion_tokens", (usage or {}).get("output_tokens"))),
+        "gen_ai.usage.cache_read.input_tokens": turn.cached_tokens,
+        "gen_ai.usage.cache_creation.input_tokens": cache_write,
+        "agentcache.session": turn.session,
+        "agentcache.turn": turn.turn,
+        "agentcache.predicted_cached_tokens": turn.predicted_cached,
+        "agentcache.predicted_prompt_tokens": turn.predicted_prompt_tokens,
+        "agentcache.cause": turn.cause,
+        "agentcache.divergence_token": turn.divergence_token,
+        "agentcache.wasted_tokens": turn.wasted_tokens,
+        "agentcache.canonicalized": turn.canonicalized,
+        "agentcache.passthrough": turn.passthrough,
+        "agentcache.exact": turn.exact,
+    }
+    span.set_attributes({k: v for k, v in values.items() if v is not None})
+    if turn.status is not None:
+        span.set_attribute("http.response.status_code", turn.status)
+    failed = turn.error is not None or (turn.status is not None and turn.status >= 400)
+    if failed and trace is not None:
+        span.set_status(trace.Status(trace.StatusCode.ERROR, turn.error or f"HTTP {turn.status}"))
+    span.end()
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -1,0 +1,98 @@
+"""OpenTelemetry spans of LLM calls, collected with the SDK's in-memory exporter, against a real engine."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import textwrap
+
+import httpx
+import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from agentcache.httpx import CacheAwareTransport
+from tests.conftest import EngineInfo
+
+
+def _provider() -> tuple[TracerProvider, InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider, exporter
+
+
+def test_each_call_is_a_client_span_with_genai_usage_and_agentcache_attributes(llama_server: EngineInfo) -> None:
+    llama_server.empty_cache()
+    provider, exporter = _provider()
+    transport = CacheAwareTransport(server="llama.cpp", model_dir=llama_server.model_dir, tracer_provider=provider)
+    body = {"model": llama_server.model, "messages": [{"role": "user", "content": "Say hi. " * 20}], "max_tokens": 2}
+    parent_tracer = provider.get_tracer("agent")
+    with (
+        httpx.Client(transport=transport, base_url=llama_server.url, timeout=120) as http,
+        parent_tracer.start_as_current_span("agent step") as parent,
+    ):
+        for _ in range(2):
+            assert http.post("/v1/chat/completions", json=body).status_code == 200
+    spans = [s for s in exporter.get_finished_spans() if s.name.startswith("chat")]
+    turns = transport.ledger.turns()
+    assert len(spans) == len(turns) == 2
+    for span, turn in zip(spans, turns, strict=True):
+        attributes = dict(span.attributes or {})
+        assert span.name == f"chat {llama_server.model}" and span.kind == trace.SpanKind.CLIENT
+        assert span.parent is not None and span.parent.span_id == parent.get_span_context().span_id
+        assert attributes["gen_ai.operation.name"] == "chat"
+        assert attributes["gen_ai.provider.name"] == "llama.cpp"
+        assert attributes["gen_ai.request.model"] == llama_server.model
+        assert attributes["gen_ai.usage.input_tokens"] == turn.prompt_tokens
+        assert attributes["gen_ai.usage.output_tokens"] == 2
+        assert attributes["gen_ai.usage.cache_read.input_tokens"] == turn.cached_tokens
+        assert attributes["agentcache.predicted_cached_tokens"] == turn.predicted_cached == turn.cached_tokens
+        assert attributes["agentcache.session"] == turn.session and attributes["agentcache.turn"] == turn.turn
+        assert attributes["agentcache.cause"] == turn.cause
+        assert attributes["http.response.status_code"] == 200
+    assert spans[1].attributes is not None and spans[1].attributes["gen_ai.usage.cache_read.input_tokens"] > 0
+
+
+def test_a_failed_call_ends_its_span_with_an_error_status() -> None:
+    provider, exporter = _provider()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    transport = CacheAwareTransport(server="sglang", tracer_provider=provider)
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    with httpx.Client(transport=transport) as http, pytest.raises(httpx.ConnectError):
+        http.post(f"http://127.0.0.1:{port}/v1/chat/completions", json=body)
+    (span,) = exporter.get_finished_spans()
+    assert span.status.status_code == trace.StatusCode.ERROR and "ConnectError" in (span.status.description or "")
+
+
+def test_the_global_tracer_provider_is_used_when_configured(llama_server: EngineInfo) -> None:
+    """In a process of its own, since the global provider can be set only once."""
+    script = textwrap.dedent(
+        f"""
+        import httpx
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        from agentcache.httpx import CacheAwareTransport
+
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+        body = {{"model": "{llama_server.model}", "messages": [{{"role": "user", "content": "hi"}}], "max_tokens": 1}}
+        with httpx.Client(transport=CacheAwareTransport(server="llama.cpp"), base_url="{llama_server.url}") as http:
+            http.post("/v1/chat/completions", json=body)
+        (span,) = exporter.get_finished_spans()
+        print(span.name, span.attributes["gen_ai.usage.input_tokens"], span.attributes["agentcache.turn"])
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    name, model, prompt_tokens, turn = done.stdout.split()
+    assert f"{name} {model}" == f"chat {llama_server.model}" and int(prompt_tokens) > 0 and turn == "1"
