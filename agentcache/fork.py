@@ -1,0 +1,286 @@
+"""Fork: run n continuations of one prompt prefix so that the server computes the prefix once and every branch
+reuses it.
+
+:func:`fork` works on SGLang's native ``/generate`` in token ids, where the guarantee is exact: the prefix is
+primed into the radix cache first (``max_new_tokens=0``), then the n branches run concurrently and each reports
+the whole prefix as cached. Branches are made distinct at temperature 0 by appending a short *branch marker* (a
+few token ids, different in their first token) to the prefix; see :func:`branch_markers`. SGLang 0.5.23 honours
+``sampling_params.sampling_seed`` only on a server started with ``--enable-deterministic-inference``, so seeds
+cannot give reproducible distinct branches on an ordinary server; markers can.
+
+:func:`fork_chat` is the same fan-out over ``/v1/chat/completions`` on vLLM, llama-server or SGLang, where there is
+no prime endpoint and the server renders the prompt: the first branch is sent alone to warm the cache, then the
+rest follow. Branches differ by their ``seed``. How much each later branch finds cached is up to the server
+(vLLM: whole blocks; llama-server: only requests that land on the warm slot); docs/search.md has the measurements.
+
+Every request is recorded as an :class:`Exchange`, which is what :mod:`agentcache.search.accounting` adds up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import string
+import uuid
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+from agentcache.backends import AsyncOpenAICompatClient, AsyncSGLangClient, Generation
+from agentcache.errors import InputError
+
+__all__ = [
+    "DEFAULT_LABELS",
+    "Branch",
+    "ChatBranch",
+    "ChatFork",
+    "Exchange",
+    "ForkResult",
+    "State",
+    "branch_markers",
+    "fork",
+    "fork_chat",
+]
+
+T = TypeVar("T")
+
+State = tuple[int, ...]
+"""A search state: the token ids of a prompt prefix, exactly as the server's radix tree keys it."""
+
+ExchangeKind = Literal["prime", "branch", "judge"]
+
+DEFAULT_LABELS = tuple(f"{letter})" for letter in string.ascii_uppercase)
+"""Branch marker texts: ``A)``, ``B)``, ... Each starts with its own token in o200k and most BPE vocabularies."""
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One request the server answered, as prefill accounting needs it."""
+
+    kind: ExchangeKind
+    prompt: State
+    output: State
+    prompt_tokens: int
+    """Prompt tokens as the server counted them (equal to ``len(prompt)`` on SGLang's ``/generate``)."""
+    cached_tokens: int | None
+    """Prompt tokens the server served from its cache; None when it did not say."""
+
+    @property
+    def prefilled(self) -> int | None:
+        """Prompt tokens the server computed: ``prompt_tokens - cached_tokens``; None when cache was not reported."""
+        return None if self.cached_tokens is None else self.prompt_tokens - self.cached_tokens
+
+
+def exchange(kind: ExchangeKind, prompt: Sequence[int], generation: Generation) -> Exchange:
+    """The :class:`Exchange` of an SGLang ``/generate`` answer to ``prompt``."""
+    return Exchange(
+        kind, tuple(prompt), tuple(generation.output_ids), generation.prompt_tokens, generation.cached_tokens
+    )
+
+
+@dataclass(frozen=True)
+class Branch:
+    """One continuation of a fork: the prefix, its marker, and what the model wrote after them."""
+
+    index: int
+    marker: State
+    text: str
+    finish_reason: str | None
+    exchange: Exchange
+
+    @property
+    def prompt(self) -> State:
+        """What was sent: the prefix then the marker."""
+        return self.exchange.prompt
+
+    @property
+    def output(self) -> State:
+        return self.exchange.output
+
+    @property
+    def step(self) -> State:
+        """What this branch adds to the prefix: marker then output."""
+        return self.marker + self.output
+
+    @property
+    def state(self) -> State:
+        """The prefix extended by this branch, the state a search continues from."""
+        return self.prompt + self.output
+
+
+@dataclass(frozen=True)
+class ForkResult:
+    """What :func:`fork` did: the priming request (if any) and the branches in order."""
+
+    prefix: State
+    primed: Exchange | None
+    branches: tuple[Branch, ...]
+
+    @property
+    def exchanges(self) -> tuple[Exchange, ...]:
+        """Every request of the fork, priming first."""
+        head = () if self.primed is None else (self.primed,)
+        return head + tuple(branch.exchange for branch in self.branches)
+
+
+async def gather_all(awaitables: Iterable[Awaitable[T]]) -> list[T]:
+    """``asyncio.gather`` that cancels the remaining awaitables when one fails, so a failed fork leaves no request
+    running behind the caller's back (Python 3.10 has no TaskGroup)."""
+    tasks = [asyncio.ensure_future(a) for a in awaitables]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+async def branch_markers(client: AsyncSGLangClient, n: int, labels: Sequence[str] = DEFAULT_LABELS) -> list[State]:
+    """The token ids of the first ``n`` labels, in the server's own tokenization, checked for use as markers."""
+    if not 1 <= n <= len(labels):
+        raise InputError(f"branch_markers() needs 1 <= n <= {len(labels)} (one label per branch), got n={n}")
+    markers = [tuple(ids) for ids in await gather_all(client.tokenize(label) for label in labels[:n])]
+    check_markers(markers, n)
+    return markers
+
+
+def check_markers(markers: Sequence[Sequence[int]], n: int) -> list[State]:
+    """The first ``n`` markers, refused unless each is non-empty and each starts with a token of its own.
+
+    Distinct first tokens keep the branches from sharing anything past the prefix, so each branch reports exactly
+    the prefix as cached however the server interleaves them."""
+    if len(markers) < n:
+        raise InputError(f"fork() of {n} branches got {len(markers)} markers; pass one marker per branch")
+    chosen = [tuple(marker) for marker in markers[:n]]
+    firsts = [marker[0] for marker in chosen if marker]
+    if len(firsts) < n or len(set(firsts)) < n:
+        raise InputError(
+            f"branch markers must be non-empty and start with distinct tokens, got {chosen}; choose labels that "
+            "differ in their first token (A), B), ...), not ones sharing a prefix such as a newline"
+        )
+    return chosen
+
+
+def fresh_salt(base: str | None) -> str:
+    """A cache salt no other request has used, so the request shares nothing: the naive baseline's isolation."""
+    return f"{base or 'isolated'}-{uuid.uuid4().hex}"
+
+
+async def fork(
+    client: AsyncSGLangClient,
+    prefix: Sequence[int],
+    n: int,
+    sampling_params: Mapping[str, Any] | None = None,
+    *,
+    markers: Sequence[Sequence[int]] | None = None,
+    prime: bool = True,
+    isolate: bool = False,
+    cache_salt: str | None = None,
+) -> ForkResult:
+    """Run ``n`` continuations of ``prefix`` (token ids) concurrently on SGLang, computing the prefix once.
+
+    With ``prime`` the prefix is put into the radix cache before the branches are sent, so every branch reports
+    ``cached_tokens == len(prefix)`` (when its marker is new) instead of racing the others to prefill it. Branch
+    i's prompt is ``prefix + markers[i]``; without ``markers`` all branches send the prefix alone and differ only
+    if ``sampling_params`` sample. ``isolate`` sends every branch under a cache salt of its own and skips the
+    priming: nothing is shared, which is the naive baseline accounting compares against.
+    """
+    state = tuple(prefix)
+    if n < 1:
+        raise InputError(f"fork() needs at least one branch, got n={n}")
+    if not state:
+        raise InputError("fork() needs a non-empty prefix; a search state always holds at least the root prompt")
+    if isolate and prime:
+        raise InputError(
+            "fork(isolate=True) measures the unshared baseline; priming shares the prefix, pass prime=False"
+        )
+    suffixes = check_markers(markers, n) if markers is not None else [()] * n
+    params = dict(sampling_params or {})
+    primed = None
+    if prime:
+        primed = exchange("prime", state, await client.prime(state, cache_salt=cache_salt))
+
+    async def branch(index: int, marker: State) -> Branch:
+        prompt = state + marker
+        salt = fresh_salt(cache_salt) if isolate else cache_salt
+        generation = await client.generate(input_ids=prompt, sampling_params=params, cache_salt=salt)
+        return Branch(index, marker, generation.text, generation.finish_reason, exchange("branch", prompt, generation))
+
+    branches = await gather_all(branch(i, marker) for i, marker in enumerate(suffixes))
+    return ForkResult(state, primed, tuple(branches))
+
+
+@dataclass(frozen=True)
+class ChatBranch:
+    """One continuation of a :func:`fork_chat`."""
+
+    index: int
+    seed: int | None
+    text: str
+    output: State | None
+    """Generated ids when the body asked for them (see ``agentcache.backends.output_token_ids``)."""
+    prompt_tokens: int | None
+    cached_tokens: int | None
+
+    @property
+    def prefilled(self) -> int | None:
+        if self.prompt_tokens is None or self.cached_tokens is None:
+            return None
+        return self.prompt_tokens - self.cached_tokens
+
+
+@dataclass(frozen=True)
+class ChatFork:
+    """The branches of a :func:`fork_chat`, in order; branch 0 warmed the cache when ``warm`` was set."""
+
+    branches: tuple[ChatBranch, ...]
+
+    @property
+    def prefilled(self) -> int | None:
+        """Prompt tokens the server computed over every branch; None when one was not reported."""
+        counts = [branch.prefilled for branch in self.branches]
+        return None if any(c is None for c in counts) else sum(c for c in counts if c is not None)
+
+
+async def fork_chat(
+    client: AsyncOpenAICompatClient,
+    body: Mapping[str, Any],
+    n: int,
+    *,
+    seeds: Sequence[int] | None = None,
+    warm: bool = True,
+    concurrency: int | None = None,
+) -> ChatFork:
+    """Send the chat ``body`` ``n`` times, branch i with ``seed = seeds[i]``, reusing the server's prompt cache.
+
+    OpenAI-compatible servers have no prime endpoint, so with ``warm`` branch 0 runs alone first and the others
+    find its prompt cached, as far as the server shares: vLLM reuses whole KV blocks across concurrent requests;
+    llama-server gives concurrent requests different slots, so only one lands on the warm slot unless
+    ``concurrency=1`` sends them one at a time. Distinct branches need ``temperature > 0`` in ``body`` and seeds.
+    """
+    if n < 1:
+        raise InputError(f"fork_chat() needs at least one branch, got n={n}")
+    if seeds is not None and len(seeds) < n:
+        raise InputError(f"fork_chat() of {n} branches got {len(seeds)} seeds; pass one seed per branch")
+    if concurrency is not None and concurrency < 1:
+        raise InputError(f"fork_chat() concurrency must be at least 1 (or None for all at once), got {concurrency}")
+    limit = asyncio.Semaphore(concurrency or n)
+
+    async def branch(index: int) -> ChatBranch:
+        seed = None if seeds is None else seeds[index]
+        request = dict(body) if seed is None else {**body, "seed": seed}
+        async with limit:
+            result = await client.chat(request)
+        usage = result.usage
+        return ChatBranch(
+            index,
+            seed,
+            result.text,
+            None if result.output_ids is None else tuple(result.output_ids),
+            None if usage is None else usage.prompt_tokens,
+            None if usage is None else usage.cached_tokens,
+        )
+
+    first = [await branch(0)] if warm else []
+    rest = await gather_all(branch(i) for i in range(len(first), n))
+    return ChatFork(tuple(first + rest))

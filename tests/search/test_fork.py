@@ -1,0 +1,190 @@
+"""agentcache.fork on the real engines: SGLang's primed fork in token ids, and the chat fork on vLLM and llama-server.
+
+Every test works under a cache salt or a prompt no earlier run has used, so the counts do not depend on what the
+shared engine cached before. The cache figures asserted are those explained in docs/backends.md and docs/search.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+import httpx
+import pytest
+
+from agentcache.backends import AsyncOpenAICompatClient, AsyncSGLangClient
+from agentcache.errors import BackendError, InputError
+from agentcache.fork import ChatFork, ForkResult, branch_markers, fork, fork_chat
+from tests.conftest import EngineInfo
+
+T = TypeVar("T")
+GREEDY = {"max_new_tokens": 4, "temperature": 0}
+VLLM_BLOCK = 32
+"""scripts/engines launches vLLM with --block-size 32; its prefix cache hits whole blocks only."""
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coro)
+
+
+def puzzle(label: str) -> str:
+    return f"{label} {uuid.uuid4().hex}: move the three disks from peg A to peg C, one at a time. " * 3
+
+
+async def sglang_fork(engine: EngineInfo, n: int = 3, **options: Any) -> tuple[list[int], ForkResult]:
+    async with AsyncSGLangClient(engine.url) as client:
+        prefix = await client.tokenize(puzzle("fork"))
+        markers = await branch_markers(client, n)
+        return prefix, await fork(client, prefix, n, GREEDY, markers=markers, **options)
+
+
+def test_primed_fork_serves_every_branch_its_whole_prefix_from_cache(sglang: EngineInfo) -> None:
+    prefix, result = run(sglang_fork(sglang, cache_salt=f"fork-{uuid.uuid4().hex}"))
+    assert result.prefix == tuple(prefix)
+    assert result.primed is not None
+    assert (result.primed.prompt_tokens, result.primed.cached_tokens, result.primed.output) == (len(prefix), 0, ())
+    assert [b.index for b in result.branches] == [0, 1, 2]
+    for branch in result.branches:
+        assert branch.prompt == tuple(prefix) + branch.marker
+        assert branch.exchange.prompt_tokens == len(branch.prompt)
+        assert branch.exchange.cached_tokens == len(prefix)  # the whole prefix, computed once by the priming
+        assert branch.exchange.prefilled == len(branch.marker)
+        assert len(branch.output) == GREEDY["max_new_tokens"]
+        assert branch.state == branch.prompt + branch.output == tuple(prefix) + branch.step
+    assert len({b.state for b in result.branches}) == 3
+    assert result.exchanges == (result.primed, *(b.exchange for b in result.branches))
+
+
+def test_isolated_fork_shares_nothing_and_writes_the_same_branches(sglang: EngineInfo) -> None:
+    salt = f"fork-{uuid.uuid4().hex}"
+
+    async def both() -> tuple[ForkResult, ForkResult]:
+        async with AsyncSGLangClient(sglang.url) as client:
+            prefix = await client.tokenize(puzzle("isolate"))
+            markers = await branch_markers(client, 3)
+            shared = await fork(client, prefix, 3, GREEDY, markers=markers, cache_salt=salt)
+            alone = await fork(client, prefix, 3, GREEDY, markers=markers, prime=False, isolate=True, cache_salt=salt)
+            return shared, alone
+
+    shared, alone = run(both())
+    assert alone.primed is None
+    assert [b.exchange.cached_tokens for b in alone.branches] == [0, 0, 0]  # its own fresh salt each: nothing shared
+    assert [b.exchange.prefilled for b in alone.branches] == [len(b.prompt) for b in alone.branches]
+    assert [b.output for b in alone.branches] == [b.output for b in shared.branches]  # cache does not change outputs
+
+
+def test_fork_without_markers_sends_the_prefix_itself(sglang: EngineInfo) -> None:
+    async def unmarked() -> tuple[list[int], ForkResult]:
+        async with AsyncSGLangClient(sglang.url) as client:
+            prefix = await client.tokenize(puzzle("unmarked"))
+            return prefix, await fork(client, prefix, 2, GREEDY, cache_salt=f"fork-{uuid.uuid4().hex}")
+
+    prefix, result = run(unmarked())
+    for branch in result.branches:
+        assert branch.marker == ()
+        assert branch.exchange.cached_tokens == len(prefix) - 1  # a repeated prompt: its last token is run again
+    assert result.branches[0].output == result.branches[1].output  # temperature 0 and nothing to tell them apart
+
+
+def test_branch_markers_start_with_distinct_tokens(sglang: EngineInfo) -> None:
+    async def markers(labels: list[str] | None = None) -> list[tuple[int, ...]]:
+        async with AsyncSGLangClient(sglang.url) as client:
+            if labels is None:
+                return await branch_markers(client, 5)
+            return await branch_markers(client, len(labels), labels)
+
+    got = run(markers())
+    assert len(got) == 5 and len({m[0] for m in got}) == 5
+    with pytest.raises(InputError, match="distinct tokens"):
+        run(markers(["\nA)", "\nB)"]))  # both start with the newline token
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"n": 0}, "at least one branch"),
+        ({"prefix": []}, "non-empty prefix"),
+        ({"isolate": True}, "pass prime=False"),
+        ({"markers": [[1], [2]]}, "one marker per branch"),
+        ({"markers": [[1], [], [3]]}, "non-empty"),
+        ({"markers": [[7, 1], [7, 2], [8]]}, "distinct tokens"),
+    ],
+)
+def test_fork_refuses_bad_arguments_before_sending(sglang: EngineInfo, options: dict[str, Any], match: str) -> None:
+    arguments: dict[str, Any] = {"prefix": [1, 2, 3], "n": 3, **options}
+
+    async def attempt() -> ForkResult:
+        async with AsyncSGLangClient(sglang.url) as client:
+            return await fork(client, arguments.pop("prefix"), arguments.pop("n"), GREEDY, **arguments)
+
+    with pytest.raises(InputError, match=match):
+        run(attempt())
+
+
+def test_a_failed_branch_fails_the_fork_and_cancels_the_others() -> None:
+    """Fault injection: one branch gets HTTP 500 while the others hang; fork must not wait for them."""
+    cancelled: list[int] = []
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        marker = httpx.Response(200, content=request.content).json()["input_ids"][-1]
+        if marker == 2:
+            return httpx.Response(500, text="out of memory")
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.append(marker)
+            raise
+        raise AssertionError("a hanging branch was never cancelled")
+
+    async def attempt() -> ForkResult:
+        async with AsyncSGLangClient("http://engine", transport=httpx.MockTransport(handler)) as client:
+            return await asyncio.wait_for(fork(client, [9, 9], 3, GREEDY, markers=[[1], [2], [3]], prime=False), 10)
+
+    with pytest.raises(BackendError, match="500"):
+        run(attempt())
+    assert sorted(cancelled) == [1, 3]
+
+
+async def chat_fork(engine: EngineInfo, **options: Any) -> ChatFork:
+    body = {
+        "messages": [{"role": "system", "content": puzzle("chat")}, {"role": "user", "content": "First move?"}],
+        "max_tokens": 4,
+        "temperature": 1.0,
+    }
+    async with AsyncOpenAICompatClient(engine.url, model=engine.model) as client:
+        return await fork_chat(client, body, 3, seeds=[11, 12, 13], **options)
+
+
+def test_chat_fork_on_vllm_hits_whole_blocks_of_the_warm_prompt(vllm: EngineInfo) -> None:
+    result = run(chat_fork(vllm))
+    first, *rest = result.branches
+    assert first.prompt_tokens is not None and first.cached_tokens == 0
+    assert [b.seed for b in result.branches] == [11, 12, 13]
+    for branch in rest:
+        assert branch.prompt_tokens == first.prompt_tokens
+        assert branch.cached_tokens == (first.prompt_tokens - 1) // VLLM_BLOCK * VLLM_BLOCK
+    assert result.prefilled == sum(b.prefilled or 0 for b in result.branches)
+    assert result.prefilled == first.prompt_tokens + 2 * (first.prompt_tokens - (rest[0].cached_tokens or 0))
+
+
+def test_chat_fork_on_llama_server_one_at_a_time_finds_the_warm_slot(llama_server: EngineInfo) -> None:
+    result = run(chat_fork(llama_server, concurrency=1))
+    first, *rest = result.branches
+    assert first.prompt_tokens is not None and first.cached_tokens is not None
+    assert first.cached_tokens < first.prompt_tokens // 2  # at most the chat template's opening, never the puzzle
+    assert [b.cached_tokens for b in rest] == [first.prompt_tokens - 1] * 2  # the same prompt: all but its last token
+
+
+def test_fork_chat_refuses_bad_arguments() -> None:
+    async def attempt(n: int, **options: Any) -> ChatFork:
+        async with AsyncOpenAICompatClient("http://127.0.0.1:9") as client:
+            return await fork_chat(client, {"messages": []}, n, **options)
+
+    with pytest.raises(InputError, match="at least one branch"):
+        run(attempt(0))
+    with pytest.raises(InputError, match="one seed per branch"):
+        run(attempt(3, seeds=[1]))
+    with pytest.raises(InputError, match="concurrency"):
+        run(attempt(2, concurrency=0))
