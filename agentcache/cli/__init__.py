@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from agentcache import __version__
-from agentcache.cli import canon, demo, explain, lint, simulate
+from agentcache.cli import canon, demo, explain, lint, report, simulate
 from agentcache.errors import AgentCacheError
 
-COMMANDS = (demo, explain, simulate, lint, canon)
+COMMANDS = (demo, explain, simulate, lint, canon, report)
 EXIT_USAGE = 2
 
 
