@@ -1,0 +1,1 @@
+"""Framework integrations (integrations/) against the real engines."""
