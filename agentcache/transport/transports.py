@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 
+from agentcache.errors import InputError
 from agentcache.transport.ledger import Ledger
 from agentcache.transport.middleware import CacheMiddleware
 from agentcache.transport.tap import AsyncTappedStream, TappedStream
@@ -19,12 +20,15 @@ class CacheAwareTransport(httpx.BaseTransport):
     """Wrap ``transport`` (default: a plain ``httpx.HTTPTransport``); options go to :class:`CacheMiddleware`.
 
     ``httpx.Client(transport=CacheAwareTransport(server="sglang", model_dir=...))``, or the same client handed
-    to an SDK (``OpenAI(http_client=...)``).
+    to an SDK (``OpenAI(http_client=...)``). Pass ``middleware=`` instead of options to share one middleware (one
+    ledger, one model of the server's cache) between transports, e.g. a sync and an async client of one server.
     """
 
-    def __init__(self, transport: httpx.BaseTransport | None = None, **options: Any) -> None:
+    def __init__(
+        self, transport: httpx.BaseTransport | None = None, *, middleware: CacheMiddleware | None = None, **options: Any
+    ) -> None:
         self.inner = transport or httpx.HTTPTransport()
-        self.middleware = CacheMiddleware(**options)
+        self.middleware = _middleware(middleware, options)
 
     @property
     def ledger(self) -> Ledger:
@@ -54,9 +58,15 @@ class CacheAwareTransport(httpx.BaseTransport):
 class AsyncCacheAwareTransport(httpx.AsyncBaseTransport):
     """The async twin of :class:`CacheAwareTransport` (default inner: ``httpx.AsyncHTTPTransport``)."""
 
-    def __init__(self, transport: httpx.AsyncBaseTransport | None = None, **options: Any) -> None:
+    def __init__(
+        self,
+        transport: httpx.AsyncBaseTransport | None = None,
+        *,
+        middleware: CacheMiddleware | None = None,
+        **options: Any,
+    ) -> None:
         self.inner = transport or httpx.AsyncHTTPTransport()
-        self.middleware = CacheMiddleware(**options)
+        self.middleware = _middleware(middleware, options)
 
     @property
     def ledger(self) -> Ledger:
@@ -81,3 +91,11 @@ class AsyncCacheAwareTransport(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+def _middleware(middleware: CacheMiddleware | None, options: dict[str, Any]) -> CacheMiddleware:
+    if middleware is None:
+        return CacheMiddleware(**options)
+    if options:
+        raise InputError(f"pass either middleware= or its options, not both (got {', '.join(sorted(options))})")
+    return middleware

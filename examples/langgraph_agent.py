@@ -1,0 +1,127 @@
+"""A LangGraph agent on a local llama-server, made cache-aware by one line, printing its per-turn cache table.
+
+    python examples/langgraph_agent.py                                # installs and starts llama-server itself
+    python examples/langgraph_agent.py --url http://127.0.0.1:PORT    # an engine engines.py already started
+
+It uses the project's engine script (``scripts/engines/engines.py``) and the tiny test model it builds, so the
+replies are gibberish; what matters is the table. The system prompt carries the current time, as many agents'
+do: agentcache moves that line to the end of the request, so each turn still reuses the stable prefix, and the
+table says why a turn missed the rest (``volatile_value``). Needs ``pip install -e ".[langgraph,hf]"``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import httpx
+from langchain.agents import create_agent
+from langchain.agents.middleware import ModelRequest, dynamic_prompt
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+from langgraph.checkpoint.memory import InMemorySaver
+
+from agentcache import CanonicalPolicy
+from agentcache_langgraph import AgentCacheCallbackHandler, AgentCacheMiddleware
+
+ENGINES_PY = Path(__file__).resolve().parent.parent / "scripts" / "engines" / "engines.py"
+MODEL = "tiny-llama-o200k"
+QUESTIONS = [
+    "Which module parses the configuration?",
+    "Read that file and summarize it.",
+    "Run its tests.",
+    "Open an issue for the failure.",
+]
+
+
+@tool
+def search_code(query: str) -> str:
+    """Search the repository for code matching a query."""
+    return f"src/config.py matches {query!r}"
+
+
+@tool
+def read_file(path: str) -> str:
+    """Read a file of the repository."""
+    return f"# {path}\n..."
+
+
+@tool
+def run_tests(path: str) -> str:
+    """Run the tests of one file."""
+    return f"{path}: 1 failed"
+
+
+@dynamic_prompt
+def system_prompt(request: ModelRequest) -> str:
+    now = datetime.now(timezone.utc).isoformat(timespec="microseconds")
+    return f"You are a coding agent working in a repository.\nCurrent time: {now}\nUse the tools; answer briefly."
+
+
+def engines(*args: str) -> str:
+    """Run the engine script; its last line of output (the URL, for ``start``)."""
+    done = subprocess.run([sys.executable, str(ENGINES_PY), *args], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        sys.exit(f"engines.py {' '.join(args)} failed:\n{done.stderr[-2000:]}")
+    return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+
+
+def empty_slots(url: str) -> None:
+    """Start from an empty cache, as agentcache's model of the server does, so predictions line up from turn 1."""
+    with httpx.Client(base_url=url, timeout=60) as http:
+        for slot in http.get("/slots").json():
+            http.post(f"/slots/{slot['id']}", params={"action": "erase"}).raise_for_status()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--url", help="base URL of a running llama-server (default: start one with engines.py)")
+    args = parser.parse_args()
+    cache = Path(os.environ.get("AGENTCACHE_ENGINE_CACHE") or Path.home() / ".cache" / "agentcache")
+    model_dir = cache / "models" / MODEL
+    started = False
+    url = args.url
+    if url is None:
+        print("installing and starting llama-server with scripts/engines/engines.py (the first time builds it)...")
+        engines("install", "model")
+        engines("install", "llama-server")
+        started = "running" not in engines("status", "llama-server")
+        url = engines("start", "llama-server")
+    try:
+        empty_slots(url)
+        run(url, model_dir)
+    finally:
+        if started:
+            engines("stop", "llama-server")
+
+
+def run(url: str, model_dir: Path) -> None:
+    # The one line: the agent's model now sends canonical requests and reports each turn's cache hits.
+    cache = AgentCacheMiddleware(
+        server="llama.cpp", model_dir=model_dir, ask_output_ids=True, policy=CanonicalPolicy(relocate_volatile=True)
+    )
+    model = ChatOpenAI(base_url=f"{url}/v1", api_key="-", model=MODEL, temperature=0, max_tokens=8)
+    agent = create_agent(
+        model, [search_code, read_file, run_tests], middleware=[system_prompt, cache], checkpointer=InMemorySaver()
+    )
+    handler = AgentCacheCallbackHandler()
+    config: RunnableConfig = {"configurable": {"thread_id": "demo"}, "callbacks": [handler]}
+    for question in QUESTIONS:
+        reply = agent.invoke({"messages": [{"role": "user", "content": question}]}, config)["messages"][-1]
+        print(f"> {question}\n  {reply.content!r}")
+    print()
+    print(handler.table())
+    summary = cache.ledger.summary("demo")
+    print(
+        f"\nthread demo: {summary.turns} turns, {summary.cached_tokens} of {summary.prompt_tokens} prompt tokens "
+        f"from cache ({summary.hit_ratio or 0:.0%}), {summary.predicted_cached} predicted; causes {summary.causes}"
+    )
+
+
+if __name__ == "__main__":
+    main()
