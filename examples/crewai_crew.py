@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -29,17 +28,15 @@ os.environ.update(  # a local example: no crewai telemetry, trace upload or vers
     }
 )
 
-import httpx
 from crewai import LLM, Agent, Crew, Task
 from crewai.events import crewai_event_bus
 from crewai.lite_agent_output import LiteAgentOutput
 from crewai.tasks.task_output import TaskOutput
 from crewai.tools import tool
+from local_engine import MODEL, llama_server, model_dir
 
 from agentcache_crewai import CacheInterceptor, LLMCacheReportEvent
 
-ENGINES_PY = Path(__file__).resolve().parent.parent / "scripts" / "engines" / "engines.py"
-MODEL = "tiny-llama-o200k"
 REJECTIONS = 2
 
 
@@ -55,41 +52,12 @@ def read_file(path: str) -> str:
     return f"# {path}\n..."
 
 
-def engines(*args: str) -> str:
-    """Run the engine script; its last line of output (the URL, for ``start``)."""
-    done = subprocess.run([sys.executable, str(ENGINES_PY), *args], capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        sys.exit(f"engines.py {' '.join(args)} failed:\n{done.stderr[-2000:]}")
-    return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
-
-
-def empty_slots(url: str) -> None:
-    """Start from an empty cache, as agentcache's model of the server does, so predictions line up from call 1."""
-    with httpx.Client(base_url=url, timeout=60) as http:
-        for slot in http.get("/slots").json():
-            http.post(f"/slots/{slot['id']}", params={"action": "erase"}).raise_for_status()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", help="base URL of a running llama-server (default: start one with engines.py)")
     args = parser.parse_args()
-    cache = Path(os.environ.get("AGENTCACHE_ENGINE_CACHE") or Path.home() / ".cache" / "agentcache")
-    model_dir = cache / "models" / MODEL
-    started = False
-    url = args.url
-    if url is None:
-        print("installing and starting llama-server with scripts/engines/engines.py (the first time builds it)...")
-        engines("install", "model")
-        engines("install", "llama-server")
-        started = "running" not in engines("status", "llama-server")
-        url = engines("start", "llama-server")
-    try:
-        empty_slots(url)
-        run(url, model_dir)
-    finally:
-        if started:
-            engines("stop", "llama-server")
+    with llama_server(args.url) as url:
+        run(url, model_dir())
 
 
 def on_report(source: object, event: LLMCacheReportEvent) -> None:

@@ -1,0 +1,50 @@
+"""The examples' engine: a project test engine started (and installed, the first time) by
+``scripts/engines/engines.py``, or one already running at ``--url``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+ENGINES_PY = Path(__file__).resolve().parent.parent / "scripts" / "engines" / "engines.py"
+MODEL = "tiny-llama-o200k"
+
+
+def engines(*args: str) -> str:
+    """Run the engine script; its last line of output (the URL, for ``start``)."""
+    done = subprocess.run([sys.executable, str(ENGINES_PY), *args], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        sys.exit(f"engines.py {' '.join(args)} failed:\n{done.stderr[-2000:]}")
+    return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+
+
+def model_dir() -> Path:
+    """The folder every test engine loads the model from: its chat template and tokenizer.json."""
+    cache = Path(os.environ.get("AGENTCACHE_ENGINE_CACHE") or Path.home() / ".cache" / "agentcache")
+    return cache / "models" / MODEL
+
+
+@contextmanager
+def llama_server(url: str | None) -> Iterator[str]:
+    """A llama-server with empty slots (so predictions line up from the first call); stopped after if started."""
+    started = False
+    if url is None:
+        print("installing and starting llama-server with scripts/engines/engines.py (the first time builds it)...")
+        engines("install", "model")
+        engines("install", "llama-server")
+        started = "running" not in engines("status", "llama-server")
+        url = engines("start", "llama-server")
+    try:
+        with httpx.Client(base_url=url, timeout=60) as http:
+            for slot in http.get("/slots").json():
+                http.post(f"/slots/{slot['id']}", params={"action": "erase"}).raise_for_status()
+        yield url
+    finally:
+        if started:
+            engines("stop", "llama-server")
