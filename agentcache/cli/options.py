@@ -20,12 +20,17 @@ def add_cache_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--capacity", type=int, metavar="TOKENS", help="KV capacity in tokens (default: unbounded)")
     parser.add_argument("--page-size", type=int, default=1, metavar="N", help="SGLang page size (default 1)")
     parser.add_argument("--block-size", type=int, default=16, metavar="N", help="vLLM block size (default 16)")
+    parser.add_argument(
+        "--model-dir", metavar="DIR", help="the model folder the server loads: count the server's own prompt tokens"
+    )
 
 
 def cache_options(args: argparse.Namespace, kind: str) -> CacheOptions:
     assert kind in CACHE_KINDS
     chosen: CacheKind = kind  # type: ignore[assignment]
-    return CacheOptions(chosen, capacity=args.capacity, page_size=args.page_size, block_size=args.block_size)
+    return CacheOptions(
+        chosen, capacity=args.capacity, page_size=args.page_size, block_size=args.block_size, model_dir=args.model_dir
+    )
 
 
 #: Traces at least this long get a progress bar (on a TTY).

@@ -43,7 +43,7 @@ def simulate(trace: Trace, replay: Replay, progress: Callable[[int], None] | Non
         served = replay.serve(record.request, record.ts, record.session)
         totals = sessions.setdefault(record.session, [0, 0, 0])
         totals[0] += 1
-        totals[1] += len(served.tokens)
+        totals[1] += served.prompt_tokens
         totals[2] += served.cached
         if progress is not None:
             progress(done)

@@ -121,9 +121,9 @@ def _report(
     before = None if previous is None else (previous.request, previous.served)
     cause, detail, divergence, wasted = diagnose(before, record.request, served)
     if cause in (causes.NONE, causes.NEW_SESSION):
-        if 0 < len(served.tokens) < minimum:
-            cause, detail = causes.BELOW_MINIMUM, f"{len(served.tokens)} tokens, under the minimum of {minimum}"
-        elif reported is not None and reported < served.cached and reported_prompt in (None, len(served.tokens)):
+        if 0 < served.prompt_tokens < minimum:
+            cause, detail = causes.BELOW_MINIMUM, f"{served.prompt_tokens} tokens, under the minimum of {minimum}"
+        elif reported is not None and reported < served.cached and reported_prompt in (None, served.prompt_tokens):
             # Only when the server counts the prompt as we do: with another tokenizer the counts don't compare.
             cause = causes.EVICTED
             detail = f"server reported {reported} cached, the model predicted {served.cached}: evicted or expired"
@@ -131,7 +131,7 @@ def _report(
         session=record.session,
         turn=turn,
         line=record.line,
-        prompt_tokens=len(served.tokens),
+        prompt_tokens=served.prompt_tokens,
         predicted_cached=served.cached,
         reported_cached=reported,
         reported_prompt_tokens=reported_prompt,

@@ -8,9 +8,9 @@ from __future__ import annotations
 import contextlib
 from array import array
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from agentcache.cache.blockhash import BlockHashCache
+from agentcache.cache.blockhash import BlockHashCache, token_array
 from agentcache.cache.hosted import AnthropicPromptCache, OpenAIPromptCache
 from agentcache.cache.radix import RadixCache
 from agentcache.cache.slots import DEFAULT_SLOTS, SlotCache
@@ -18,8 +18,13 @@ from agentcache.canon import CanonicalPolicy, canonicalize
 from agentcache.drift.prompt import PromptTokenizer, Renderer, Segment
 from agentcache.errors import InputError, RequestError
 
+if TYPE_CHECKING:
+    from agentcache.servers.prompt import ServerPrompt
+
 CacheKind = Literal["sglang", "vllm", "llama.cpp", "openai", "anthropic"]
 CACHE_KINDS: tuple[str, ...] = get_args(CacheKind)
+ENGINE_KINDS = ("sglang", "vllm", "llama.cpp")
+"""The kinds whose server renders a local model's chat template."""
 
 #: The what-if of "canonicalized": the default policy plus moving volatile lines out of the system prompt.
 WHAT_IF_POLICY = CanonicalPolicy(relocate_volatile=True)
@@ -37,6 +42,17 @@ class CacheOptions:
     anthropic_model: str | None = None
     slots: int = DEFAULT_SLOTS
     """llama-server's ``--parallel``; its cache is one prefix per slot."""
+    model_dir: str | None = None
+    """The model folder the server loads (chat template, tokenizer.json). With it, SGLang, vLLM and llama.cpp
+    predictions count the server's own prompt tokens (:class:`~agentcache.servers.ServerPrompt`); without it, or
+    for the hosted APIs, agentcache's generic rendering."""
+
+    def server_prompt(self) -> ServerPrompt | None:
+        if self.model_dir is None or self.kind not in ENGINE_KINDS:
+            return None
+        from agentcache.servers.prompt import ServerPrompt  # the profiles build on CacheOptions: import late
+
+        return ServerPrompt.from_pretrained(self.model_dir, self.kind)
 
     def __post_init__(self) -> None:
         if self.kind not in CACHE_KINDS:
@@ -77,6 +93,12 @@ class Served:
     tokens: array[int]
     starts: list[int]
     cached: int
+    prompt_tokens: int = -1
+    """Prompt tokens as the modelled server counts them; ``len(tokens)`` unless the server's own prompt was used."""
+
+    def __post_init__(self) -> None:
+        if self.prompt_tokens < 0:
+            object.__setattr__(self, "prompt_tokens", len(self.tokens))
 
 
 class Replay:
@@ -87,6 +109,7 @@ class Replay:
     ) -> None:
         self.options = options
         self.model = options.build()
+        self.server_prompt = options.server_prompt()
         self.prompts = prompts
         self.renderer = renderer or Renderer()
         self.canonical = canonical
@@ -103,6 +126,12 @@ class Replay:
         self.clock = max(self.clock + 1.0 if ts is None else ts, self.clock)
         model = self.model
         namespace = cache_namespace(request)
+        if self.server_prompt is not None:  # the server's own prompt: its chat template and tokenizer
+            exact = token_array(self.server_prompt.tokens(request))
+            assert isinstance(model, (RadixCache, BlockHashCache, SlotCache))
+            cached = model.serve(exact, extra_key=namespace) if exact else 0
+            served = self.last[session] = Served(segments, tokens, starts, cached, len(exact))
+            return served
         if not tokens:
             cached = 0  # nothing to serve: servers reject an empty prompt
         elif isinstance(model, AnthropicPromptCache):

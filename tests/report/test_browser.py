@@ -30,7 +30,7 @@ import pytest
 
 from agentcache import get_tokenizer
 from agentcache.demo.scenario import session
-from agentcache.drift import read_trace
+from agentcache.drift import CacheOptions, read_trace
 from agentcache.httpx import SESSION_HEADER, CacheAwareTransport, TraceRecorder
 from agentcache.report import build_report, render_html
 from tests.conftest import EngineInfo
@@ -272,7 +272,9 @@ def record_demo(engine: EngineInfo, path: Path) -> Path:
 def test_screenshot_of_a_session_recorded_from_sglang(browser: Chromium, sglang: EngineInfo, tmp_path: Path) -> None:
     trace = read_trace(record_demo(sglang, tmp_path / "forge.jsonl"))
     assert trace.problems == [] and all(r.usage for r in trace.records)
-    report = build_report(trace, name="forge.jsonl")
+    report = build_report(trace, name="forge.jsonl", cache=CacheOptions(model_dir=str(sglang.model_dir)))
+    # with the model folder, the predicted figures count the server's own prompt: they are what SGLang reported
+    assert [t.predicted_cached for t in report.turns] == [t.reported_cached for t in report.turns]
     page = tmp_path / "report.html"
     page.write_text(render_html(report), encoding="utf-8")
     browser.open(page.as_uri())
