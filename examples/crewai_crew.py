@@ -12,7 +12,6 @@ printed as it arrives on crewai's event bus. Needs ``pip install -e ".[crewai,hf
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
@@ -33,7 +32,7 @@ from crewai.events import crewai_event_bus
 from crewai.lite_agent_output import LiteAgentOutput
 from crewai.tasks.task_output import TaskOutput
 from crewai.tools import tool
-from local_engine import MODEL, llama_server, model_dir
+from local_engine import MODEL, main
 
 from agentcache_crewai import CacheInterceptor, LLMCacheReportEvent
 
@@ -50,14 +49,6 @@ def search_code(query: str) -> str:
 def read_file(path: str) -> str:
     """Read a file of the repository."""
     return f"# {path}\n..."
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--url", help="base URL of a running llama-server (default: start one with engines.py)")
-    args = parser.parse_args()
-    with llama_server(args.url) as url:
-        run(url, model_dir())
 
 
 def on_report(source: object, event: LLMCacheReportEvent) -> None:
@@ -102,4 +93,4 @@ def run(url: str, model_dir: Path) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(run, __doc__)

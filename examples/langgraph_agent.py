@@ -11,7 +11,6 @@ table says why a turn missed the rest (``volatile_value``). Needs ``pip install 
 
 from __future__ import annotations
 
-import argparse
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
-from local_engine import MODEL, llama_server, model_dir
+from local_engine import MODEL, main
 
 from agentcache import CanonicalPolicy
 from agentcache_langgraph import AgentCacheCallbackHandler, AgentCacheMiddleware
@@ -58,14 +57,6 @@ def system_prompt(request: ModelRequest) -> str:
     return f"You are a coding agent working in a repository.\nCurrent time: {now}\nUse the tools; answer briefly."
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--url", help="base URL of a running llama-server (default: start one with engines.py)")
-    args = parser.parse_args()
-    with llama_server(args.url) as url:
-        run(url, model_dir())
-
-
 def run(url: str, model_dir: Path) -> None:
     # The one line: the agent's model now sends canonical requests and reports each turn's cache hits.
     cache = AgentCacheMiddleware(
@@ -90,4 +81,4 @@ def run(url: str, model_dir: Path) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(run, __doc__)

@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -28,6 +29,16 @@ def model_dir() -> Path:
     """The folder every test engine loads the model from: its chat template and tokenizer.json."""
     cache = Path(os.environ.get("AGENTCACHE_ENGINE_CACHE") or Path.home() / ".cache" / "agentcache")
     return cache / "models" / MODEL
+
+
+def main(run: Callable[[str, Path], None], description: str | None) -> None:
+    """An example's command line: ``--url`` of a running llama-server, or one started here; then ``run(url,
+    model_dir)``."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--url", help="base URL of a running llama-server (default: start one with engines.py)")
+    args = parser.parse_args()
+    with llama_server(args.url) as url:
+        run(url, model_dir())
 
 
 @contextmanager
