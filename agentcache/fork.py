@@ -6,7 +6,9 @@ primed into the radix cache first (``max_new_tokens=0``), then the n branches ru
 the whole prefix as cached. Branches are made distinct at temperature 0 by appending a short *branch marker* (a
 few token ids, different in their first token) to the prefix; see :func:`branch_markers`. SGLang 0.5.23 honours
 ``sampling_params.sampling_seed`` only on a server started with ``--enable-deterministic-inference``, so seeds
-cannot give reproducible distinct branches on an ordinary server; markers can.
+cannot give reproducible distinct branches on an ordinary server; markers can. :func:`fork` is
+:func:`prime_fork` then :func:`send_branch` for each branch; a framework that runs each branch as a task of its
+own (a LangGraph ``Send``) calls the two itself.
 
 :func:`fork_chat` is the same fan-out over ``/v1/chat/completions`` on vLLM, llama-server or SGLang, where there is
 no prime endpoint and the server renders the prompt: the first branch is sent alone to warm the cache, then the
@@ -34,11 +36,14 @@ __all__ = [
     "ChatBranch",
     "ChatFork",
     "Exchange",
+    "ForkPlan",
     "ForkResult",
     "State",
     "branch_markers",
     "fork",
     "fork_chat",
+    "prime_fork",
+    "send_branch",
 ]
 
 T = TypeVar("T")
@@ -166,6 +171,63 @@ def fresh_salt(base: str | None) -> str:
     return f"{base or 'isolated'}-{uuid.uuid4().hex}"
 
 
+@dataclass(frozen=True)
+class ForkPlan:
+    """A fork whose prefix is in the cache and whose branches are ready to send, all at once (:func:`fork`) or
+    one task each (:func:`send_branch`, e.g. one LangGraph ``Send`` per branch)."""
+
+    prefix: State
+    suffixes: tuple[State, ...]
+    """Branch i's marker, appended to the prefix; ``()`` for every branch when the fork has no markers."""
+    sampling_params: Mapping[str, Any]
+    primed: Exchange | None
+    isolate: bool
+    cache_salt: str | None
+
+    @property
+    def n(self) -> int:
+        return len(self.suffixes)
+
+
+async def prime_fork(
+    client: AsyncSGLangClient,
+    prefix: Sequence[int],
+    n: int,
+    sampling_params: Mapping[str, Any] | None = None,
+    *,
+    markers: Sequence[Sequence[int]] | None = None,
+    prime: bool = True,
+    isolate: bool = False,
+    cache_salt: str | None = None,
+) -> ForkPlan:
+    """Check a fork's arguments and, with ``prime``, put ``prefix`` into the radix cache (see :func:`fork`)."""
+    state = tuple(prefix)
+    if n < 1:
+        raise InputError(f"fork() needs at least one branch, got n={n}")
+    if not state:
+        raise InputError("fork() needs a non-empty prefix; a search state always holds at least the root prompt")
+    if isolate and prime:
+        raise InputError(
+            "fork(isolate=True) measures the unshared baseline; priming shares the prefix, pass prime=False"
+        )
+    suffixes = tuple(check_markers(markers, n)) if markers is not None else ((),) * n
+    primed = None
+    if prime:
+        primed = exchange("prime", state, await client.prime(state, cache_salt=cache_salt))
+    return ForkPlan(state, suffixes, dict(sampling_params or {}), primed, isolate, cache_salt)
+
+
+async def send_branch(client: AsyncSGLangClient, plan: ForkPlan, index: int) -> Branch:
+    """Run branch ``index`` of a primed fork: ``plan.prefix + plan.suffixes[index]``, continued by the model."""
+    if not 0 <= index < plan.n:
+        raise InputError(f"this fork has branches 0 to {plan.n - 1}, got branch {index}")
+    marker = plan.suffixes[index]
+    prompt = plan.prefix + marker
+    salt = fresh_salt(plan.cache_salt) if plan.isolate else plan.cache_salt
+    generation = await client.generate(input_ids=prompt, sampling_params=plan.sampling_params, cache_salt=salt)
+    return Branch(index, marker, generation.text, generation.finish_reason, exchange("branch", prompt, generation))
+
+
 async def fork(
     client: AsyncSGLangClient,
     prefix: Sequence[int],
@@ -185,29 +247,11 @@ async def fork(
     if ``sampling_params`` sample. ``isolate`` sends every branch under a cache salt of its own and skips the
     priming: nothing is shared, which is the naive baseline accounting compares against.
     """
-    state = tuple(prefix)
-    if n < 1:
-        raise InputError(f"fork() needs at least one branch, got n={n}")
-    if not state:
-        raise InputError("fork() needs a non-empty prefix; a search state always holds at least the root prompt")
-    if isolate and prime:
-        raise InputError(
-            "fork(isolate=True) measures the unshared baseline; priming shares the prefix, pass prime=False"
-        )
-    suffixes = check_markers(markers, n) if markers is not None else [()] * n
-    params = dict(sampling_params or {})
-    primed = None
-    if prime:
-        primed = exchange("prime", state, await client.prime(state, cache_salt=cache_salt))
-
-    async def branch(index: int, marker: State) -> Branch:
-        prompt = state + marker
-        salt = fresh_salt(cache_salt) if isolate else cache_salt
-        generation = await client.generate(input_ids=prompt, sampling_params=params, cache_salt=salt)
-        return Branch(index, marker, generation.text, generation.finish_reason, exchange("branch", prompt, generation))
-
-    branches = await gather_all(branch(i, marker) for i, marker in enumerate(suffixes))
-    return ForkResult(state, primed, tuple(branches))
+    plan = await prime_fork(
+        client, prefix, n, sampling_params, markers=markers, prime=prime, isolate=isolate, cache_salt=cache_salt
+    )
+    branches = await gather_all(send_branch(client, plan, i) for i in range(plan.n))
+    return ForkResult(plan.prefix, plan.primed, tuple(branches))
 
 
 @dataclass(frozen=True)

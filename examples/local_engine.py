@@ -25,6 +25,14 @@ def engines(*args: str) -> str:
     return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
 
 
+def start(engine: str) -> str:
+    """Install (the first time) and start one of the project's CPU engines, or reuse it if running; its URL."""
+    print(f"installing and starting {engine} with scripts/engines/engines.py (the first time builds it)...")
+    engines("install", "model")
+    engines("install", engine)
+    return engines("start", engine)
+
+
 def model_dir() -> Path:
     """The folder every test engine loads the model from: its chat template and tokenizer.json."""
     cache = Path(os.environ.get("AGENTCACHE_ENGINE_CACHE") or Path.home() / ".cache" / "agentcache")
@@ -46,11 +54,8 @@ def llama_server(url: str | None) -> Iterator[str]:
     """A llama-server with empty slots (so predictions line up from the first call); stopped after if started."""
     started = False
     if url is None:
-        print("installing and starting llama-server with scripts/engines/engines.py (the first time builds it)...")
-        engines("install", "model")
-        engines("install", "llama-server")
         started = "running" not in engines("status", "llama-server")
-        url = engines("start", "llama-server")
+        url = start("llama-server")
     try:
         with httpx.Client(base_url=url, timeout=60) as http:
             for slot in http.get("/slots").json():

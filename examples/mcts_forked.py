@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -80,17 +78,13 @@ async def main(url: str, judge: bool, dot: Path | None, json_path: Path | None) 
         json_path.write_text(tree.to_json())
 
 
-def engine_url() -> str:
-    engines = Path(__file__).resolve().parent.parent / "scripts" / "engines" / "engines.py"
-    done = subprocess.run([sys.executable, str(engines), "start", "sglang"], capture_output=True, text=True, check=True)
-    return done.stdout.strip().splitlines()[-1]
-
-
 if __name__ == "__main__":
+    from local_engine import start
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("url", nargs="?")
     parser.add_argument("--judge", action="store_true", help="let the model score each state")
     parser.add_argument("--dot", type=Path, help="write the tree as Graphviz DOT")
     parser.add_argument("--json", type=Path, help="write the tree as JSON")
     args = parser.parse_args()
-    asyncio.run(main(args.url or engine_url(), args.judge, args.dot, args.json))
+    asyncio.run(main(args.url or start("sglang"), args.judge, args.dot, args.json))

@@ -43,6 +43,11 @@ class EngineInfo:
         """The agentcache server profile of this engine."""
         return "llama.cpp" if self.name == "llama-server" else self.name
 
+    @property
+    def python(self) -> Path:
+        """The interpreter of the engine's own venv (SGLang, vLLM): what runs code that imports the engine."""
+        return _cache() / "venvs" / self.name / "bin" / "python"
+
     def empty_cache(self) -> None:
         """Drop every cached prefix, so a test starts from the state a fresh client-side model assumes."""
         with httpx.Client(base_url=self.url, timeout=60) as http:
