@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
@@ -95,6 +96,8 @@ class Served:
     cached: int
     prompt_tokens: int = -1
     """Prompt tokens as the modelled server counts them; ``len(tokens)`` unless the server's own prompt was used."""
+    exact: array[int] | None = None
+    """The server's own prompt tokens, when the replay has its chat template and tokenizer."""
 
     def __post_init__(self) -> None:
         if self.prompt_tokens < 0:
@@ -105,11 +108,17 @@ class Replay:
     """A cache model plus the tokenizer that turns requests into its tokens."""
 
     def __init__(
-        self, options: CacheOptions, prompts: PromptTokenizer, canonical: bool = False, renderer: Renderer | None = None
+        self,
+        options: CacheOptions,
+        prompts: PromptTokenizer,
+        canonical: bool = False,
+        renderer: Renderer | None = None,
+        server_prompt: ServerPrompt | None = None,
     ) -> None:
         self.options = options
         self.model = options.build()
-        self.server_prompt = options.server_prompt()
+        self.server_prompt = server_prompt or options.server_prompt()
+        """The server's own prompt (``options.model_dir``, or given): predictions count its tokens."""
         self.prompts = prompts
         self.renderer = renderer or Renderer()
         self.canonical = canonical
@@ -117,8 +126,17 @@ class Replay:
         self.last: dict[str | None, Served] = {}
         """The last request served of each session: the next one is tokenized from where it differs."""
 
-    def serve(self, request: dict[str, Any], ts: float | None = None, session: str | None = None) -> Served:
-        """Serve one request of ``session``. Without a timestamp, requests are taken to come one second apart."""
+    def serve(
+        self,
+        request: dict[str, Any],
+        ts: float | None = None,
+        session: str | None = None,
+        output: Sequence[int] = (),
+    ) -> Served:
+        """Serve one request of ``session``. Without a timestamp, requests are taken to come one second apart.
+
+        ``output``, the token ids the server generated for the request, is cached after the prompt as the server
+        caches it; it counts only with the server's own prompt, whose tokens are the server's."""
         if self.canonical:
             with contextlib.suppress(RequestError):  # as the middleware would: send what it cannot canonicalize
                 request = canonicalize(request, WHAT_IF_POLICY)
@@ -128,9 +146,14 @@ class Replay:
         namespace = cache_namespace(request)
         if self.server_prompt is not None:  # the server's own prompt: its chat template and tokenizer
             exact = token_array(self.server_prompt.tokens(request))
-            assert isinstance(model, (RadixCache, BlockHashCache, SlotCache))
-            cached = model.serve(exact, extra_key=namespace) if exact else 0
-            served = self.last[session] = Served(segments, tokens, starts, cached, len(exact))
+            if not exact:
+                cached = 0
+            elif isinstance(model, OpenAIPromptCache):
+                cached = model.serve(exact, extra_key=namespace, now=self.clock)
+            else:
+                assert isinstance(model, (RadixCache, BlockHashCache, SlotCache)), "no local template for Anthropic"
+                cached = model.serve(exact, output, extra_key=namespace)
+            served = self.last[session] = Served(segments, tokens, starts, cached, len(exact), exact)
             return served
         if not tokens:
             cached = 0  # nothing to serve: servers reject an empty prompt

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 import warnings
-from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,14 +24,12 @@ from typing import Any
 import httpx
 import orjson
 
-from agentcache.cache.blockhash import token_array
-from agentcache.cache.hosted import AnthropicPromptCache, OpenAIPromptCache
 from agentcache.cache.prefix import common_prefix
 from agentcache.canon import CanonicalPolicy, canonical_json, canonicalize
 from agentcache.drift import causes
 from agentcache.drift.explain import diagnose
 from agentcache.drift.prompt import PromptTokenizer
-from agentcache.drift.replay import CacheOptions, Replay, Served, cache_namespace
+from agentcache.drift.replay import CacheOptions, Replay, Served
 from agentcache.errors import AgentCacheError, InputError
 from agentcache.servers import ServerProfile, ServerPrompt, get_profile
 from agentcache.tokens import Tokenizer, get_tokenizer
@@ -71,7 +69,6 @@ class Pending:
 class _SessionState:
     request: dict[str, Any]
     served: Served
-    tokens: array[int] | None
     relocated: str | None
     """JSON path of the message canonicalization appended to hold volatile lines, if it did."""
 
@@ -116,7 +113,6 @@ class CacheMiddleware:
         self.canonicalize = canonicalize
         self.policy = policy or CanonicalPolicy()
         self.cache_options = cache or self.profile.cache
-        self.model = self.cache_options.build()
         self.ledger = ledger or Ledger()
         self.recorder = recorder
         self.session_header = session_header
@@ -124,7 +120,7 @@ class CacheMiddleware:
         self.telemetry = telemetry
         self.tracer_provider = tracer_provider
         encoder = get_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
-        self._drift = Replay(self.cache_options, PromptTokenizer(encoder))
+        self._drift = Replay(self.cache_options, PromptTokenizer(encoder), server_prompt=prompt)
         self._sessions: dict[str, _SessionState] = {}
         self._lock = threading.Lock()
 
@@ -261,11 +257,12 @@ class CacheMiddleware:
     ) -> tuple[int, int, str, str, int | None, int]:
         sent = pending.sent
         assert sent is not None
-        if self.prompt is None:  # the estimate: agentcache's rendering, served through the cache model
-            served = self._drift.serve(sent, pending.started, pending.session)
-        else:  # the drift only; the prediction comes from the server's own prompt below
-            segments, tokens, starts = self._drift.prompt(sent, pending.session)
-            served = self._drift.last[pending.session] = Served(segments, tokens, starts, 0)
+        output: Sequence[int] = ()  # what the server generated, in its tokens, is cached after the prompt
+        if result.output_ids is not None:
+            output = result.output_ids
+        elif self.prompt is not None and result.text:
+            output = self.prompt.tokenizer.encode(result.text)
+        served = self._drift.serve(sent, pending.started, pending.session, output)
         state = self._sessions.get(pending.session)
         cause, detail, divergence, wasted = diagnose(
             None if state is None else (state.request, state.served), sent, served
@@ -273,30 +270,13 @@ class CacheMiddleware:
         if state is not None and state.relocated and divergence and divergence.path.startswith(state.relocated):
             cause = causes.VOLATILE_VALUE
             detail = "volatile lines changed; relocated to the last message, so only the tail is prefilled again"
-        namespace = cache_namespace(sent)
-        model = self.model
-        exact_tokens: array[int] | None = None
-        if self.prompt is not None:
-            exact_tokens = token_array(self.prompt.tokens(sent))
-            output = result.output_ids
-            if output is None:
-                output = self.prompt.tokenizer.encode(result.text) if result.text else []
-            prompt_tokens = len(exact_tokens)
-            if isinstance(model, OpenAIPromptCache):
-                predicted = model.serve(exact_tokens, extra_key=namespace, now=pending.started)
-            elif isinstance(model, AnthropicPromptCache):
-                raise AssertionError("refused in __init__")
-            else:
-                predicted = model.serve(exact_tokens, output, extra_key=namespace)
-            divergence_token = None
-            if state is not None and state.tokens is not None and cause != causes.NONE:
-                divergence_token = common_prefix(state.tokens, exact_tokens)
-        else:
-            prompt_tokens, predicted = len(served.tokens), served.cached
+        if served.exact is None:  # agentcache's rendering: the divergence is in its tokens
             divergence_token = None if divergence is None else divergence.token_index
-        relocated = _appended_message(sent, pending.original)
-        self._sessions[pending.session] = _SessionState(sent, served, exact_tokens, relocated)
-        return prompt_tokens, predicted, cause, detail, divergence_token, wasted
+        else:  # the server's own tokens: where they first differ from the previous request's
+            before = None if state is None else state.served.exact
+            divergence_token = None if before is None or cause == causes.NONE else common_prefix(before, served.exact)
+        self._sessions[pending.session] = _SessionState(sent, served, _appended_message(sent, pending.original))
+        return served.prompt_tokens, served.cached, cause, detail, divergence_token, wasted
 
 
 def _str(value: Any) -> str | None:
