@@ -416,6 +416,7 @@ def stop(name: str, grace: float = 30.0) -> None:
         log(f"{name} still running {grace:.0f} s after SIGTERM: killing process group {pid}")
         os.killpg(pid, signal.SIGKILL)
     run_file(name).unlink(missing_ok=True)
+    shutil.rmtree(RUN / f"{name}-{info['port']}-slots", ignore_errors=True)  # llama-server's slot-save folder
     log(f"{name} stopped")
 
 
