@@ -182,16 +182,6 @@ def _plain_other(value: Any, room: int) -> Any:
     raise Invalid
 
 
-_EXACT = frozenset({dict, list, str, int, float, bool, type(None)})
-
-
-def exact(value: Any, room: int) -> Any:
-    """``value`` with an exact JSON type at its top (a tuple becomes a list, a subclass its base type), so a walk
-    that dispatches on ``type()`` sees what the server will see. Exact values come back as they are, at the cost
-    of one type check; others go through :func:`plain`."""
-    return value if type(value) in _EXACT else plain(value, room)
-
-
 def plain_item(key: str, value: Any, room: int) -> Any:
     """:func:`plain` as a keyed walk, for objects whose keys carry no special meaning."""
     return plain(value, room)
@@ -233,6 +223,19 @@ def map_list(value: list[Any], room: int, item_walk: Walk) -> list[Any]:
     if any(new is not old for new, old in zip(out, value, strict=True)):
         return out
     return value
+
+
+def check_depth(value: Any, room: int) -> None:
+    """Raise :class:`Invalid` when a parsed JSON value nests deeper than ``room`` (each dict and list is a level).
+
+    Only containers are visited, so a long text costs no more than a short one."""
+    kind = type(value)
+    if kind is dict or kind is list:
+        if room <= 0:
+            raise Invalid
+        for item in value.values() if kind is dict else value:
+            if type(item) is dict or type(item) is list:
+                check_depth(item, room - 1)
 
 
 def lookup(value: Any, path: tuple[str | int, ...]) -> Any:

@@ -8,9 +8,11 @@ Fields agentcache does not know are validated and passed through untouched.
 from __future__ import annotations
 
 import json
+import math
+from bisect import bisect_left
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -18,13 +20,11 @@ from agentcache.canon.jsonvalue import (
     SORTED_OPTIONS,
     Invalid,
     canonical_json,
+    check_depth,
     dumps,
-    exact,
     has_null,
     locate,
     lookup,
-    map_dict,
-    map_list,
     null_paths,
     plain,
     raise_located,
@@ -36,18 +36,13 @@ from agentcache.canon.text import normalize_prose
 from agentcache.canon.volatile import split_volatile_lines
 from agentcache.errors import BodyTooLargeError, DuplicateToolError, NotAMappingError, RequestShapeError
 
-#: Content blocks whose ``text`` is prose.
-TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
+#: Content blocks whose ``text`` is prose. A tuple, not a set: a block's ``type`` may be a list or an object, which
+#: cannot be hashed.
+TEXT_BLOCKS = ("text", "input_text", "output_text")
 #: Fields holding tool definitions, each an array of objects.
 TOOL_FIELDS = ("functions", "tools")
-
-
-@dataclass(frozen=True)
-class _Raw:
-    """Compact JSON of the parts that are memoized: each tool field, each message."""
-
-    tools: dict[str, bytes]
-    messages: list[bytes]
+#: Fields holding arrays that the walk needs as lists.
+ARRAY_FIELDS = ("messages", *TOOL_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -58,18 +53,64 @@ class _Entry:
     nulls: list[tuple[str | int, ...]]
 
     def fits(self, value: Any) -> bool:
+        """Whether ``value``, whose JSON equals this entry's key, has None at each null (not NaN or Infinity)."""
         try:
-            return all(lookup(value, path) is None for path in self.nulls)
+            for path in self.nulls:
+                if lookup(value, path) is not None:
+                    return False
         except (LookupError, TypeError):
             return False
+        return True
 
-    @classmethod
-    def of(cls, raw: bytes, value: Any = None) -> _Entry:
-        return cls(value, null_paths(orjson.loads(raw)) if has_null(raw) else [])
+
+class _History(NamedTuple):
+    """The last message list: its compact JSON, where each message ends in it, and the canonical messages.
+
+    Agents re-send their history every turn with a turn or two added, so the leading messages whose bytes match
+    the last list are reused with one comparison instead of a serialization and a memo lookup each.
+    """
+
+    raw: bytes
+    ends: list[int]
+    values: list[Any]
+    nulls: list[tuple[int, tuple[str | int, ...]]]
+    """(message index, path) of each null, in message order: where an equal-bytes list may hold NaN/Infinity."""
+
+    def reusable(self, messages: list[Any], raw: bytes) -> int:
+        """How many leading messages of ``messages``, whose list's compact JSON is ``raw``, can be reused."""
+        shared = self._shared(raw, len(messages))
+        for index, path in self.nulls:
+            if index >= shared:
+                break
+            try:
+                if lookup(messages[index], path) is None:
+                    continue
+            except (LookupError, TypeError):
+                pass
+            return index  # a NaN where the last list had a null: that message gets walked, to name it
+        return shared
+
+    def _shared(self, raw: bytes, count: int) -> int:
+        """How many of the ``count`` leading messages have the same bytes as the last list's.
+
+        A message is a JSON object, which ends at its closing brace, so equal bytes up to the end of a message mean
+        equal messages up to there. Agents mostly extend the last list, or drop its last turns to retry, so the
+        longest possible run is tried first.
+        """
+        view = memoryview(self.raw)
+        low, high = 0, min(len(self.ends), count)
+        middle = high
+        while low < high:
+            if raw.startswith(view[: self.ends[middle - 1]]):
+                low = middle
+            else:
+                high = middle - 1
+            middle = (low + high + 1) // 2
+        return low
 
 
 class Canonicalizer:
-    """Canonicalizes requests under one policy, memoizing tools and tool-call arguments by content."""
+    """Canonicalizes requests under one policy, memoizing tools, messages and tool-call arguments by content."""
 
     def __init__(self, policy: CanonicalPolicy) -> None:
         self.policy = policy
@@ -79,35 +120,36 @@ class Canonicalizer:
         self.formats: Memo[bytes, _Entry] = Memo(256, 16 << 20)
         self.message_memo: Memo[bytes, _Entry] = Memo(65536, 256 << 20)
         self.last_tools: tuple[bytes, _Entry] = (b"", _Entry([], []))
+        self.history = _History(b"[]", [], [], [])
         self.arguments: Memo[str, str] = Memo(8192, 16 << 20)
 
     def canonicalize(self, request: Any) -> dict[str, Any]:
-        if not isinstance(request, Mapping):
-            raise NotAMappingError(
-                "$",
-                f"the request is {_json_type(request)}, not a JSON object",
-                "pass the parsed body (a dict), e.g. json.loads(body)",
-            )
         if type(request) is not dict:
+            if not isinstance(request, Mapping):
+                raise NotAMappingError(
+                    "$",
+                    f"the request is {_json_type(request)}, not a JSON object",
+                    "pass the parsed body (a dict), e.g. json.loads(body)",
+                )
             request = dict(request)
-        for key in ("messages", *TOOL_FIELDS):  # tuples are JSON arrays too
+        for key in ARRAY_FIELDS:  # tuples are JSON arrays too
             if isinstance(request.get(key), tuple):
                 request = {**request, key: list(request[key])}
         policy = self.policy
         room = policy.max_depth - 1
-        raw = self._serialize(request)
+        tools_raw, messages_raw = self._serialize(request)
         out: dict[str, Any] = {}
         try:
             for key in sorted(request):
                 value = request[key]
                 if key == "messages":
-                    out[key] = self.messages(value, raw.messages)
+                    out[key] = self.messages(value, messages_raw)
                 elif key in TOOL_FIELDS:
-                    out[key] = self.tool_list(value, key, raw.tools[key])
+                    out[key] = self.tool_list(value, key, tools_raw[key])
                 elif key == "system":
-                    out[key] = self.content(value, room)
+                    out[key] = self.content(self.fresh(value, room).value)
                 elif key == "response_format" and isinstance(value, dict):
-                    out[key] = self.definition(value, "$.response_format", room, self.formats)
+                    out[key] = self.definition(value, "$.response_format", room, self.formats).value
                 elif key in ("response_format", "tool_choice"):
                     out[key] = plain(value, room)
                 else:
@@ -119,25 +161,29 @@ class Canonicalizer:
             relocate_volatile(out, policy.volatile_role)
         return out
 
-    def _serialize(self, request: dict[str, Any]) -> _Raw:
+    def _serialize(self, request: dict[str, Any]) -> tuple[dict[str, bytes], bytes]:
         """Serialize in C, validating key types, surrogates and unknown types, and enforce the size limit.
 
-        The compact JSON of each tool field and each message is kept: they are the memo keys.
+        The compact JSON of each tool field and of the message list is kept: they are the memo keys. The size
+        counts each message's JSON, without the list's brackets and commas.
         """
-        raw = _Raw({}, [])
+        tools: dict[str, bytes] = {}
+        messages_raw = b"[]"
         try:
             rest = dict(request)
             for key in TOOL_FIELDS:
                 if key in rest:
-                    raw.tools[key] = dumps(rest.pop(key))
+                    tools[key] = dumps(rest.pop(key))
+            size = sum(map(len, tools.values()))
             if "messages" in rest:
                 messages = rest.pop("messages")
                 if type(messages) is not list:
                     raise RequestShapeError(
                         "$.messages", f"expected an array of messages, got {_json_type(messages)}", "send a list"
                     )
-                raw.messages[:] = [dumps(message) for message in messages]
-            size = len(dumps(rest)) + sum(map(len, raw.tools.values())) + sum(map(len, raw.messages))
+                messages_raw = dumps(messages)
+                size += len(messages_raw) - 1 - max(len(messages), 1)
+            size += len(dumps(rest))
         except TypeError as exc:
             raise_located(request, "$", self.policy.max_depth, exc)
         if size > self.policy.max_body_bytes:
@@ -146,89 +192,95 @@ class Canonicalizer:
                 f"the body is {size:,} bytes of JSON, over the limit of {self.policy.max_body_bytes:,}",
                 "raise CanonicalPolicy.max_body_bytes, or send this request as it is",
             )
-        return raw
+        return tools, messages_raw
 
     # -- messages -------------------------------------------------------------------------------------------
 
-    def messages(self, messages: list[Any], raws: list[bytes]) -> list[Any]:
+    def messages(self, messages: list[Any], raw: bytes) -> list[Any]:
+        """The canonical messages: those the last list also began with are reused, the rest are memoized one by
+        one, so another conversation interleaved with this one still costs lookups rather than walks."""
+        history = self.history
+        shared = history.reusable(messages, raw)
+        if shared == len(messages):  # the last list, or the start of it (a retry): keep the longer one
+            return history.values[:shared]
+        values = history.values[:shared]
+        ends = history.ends[:shared]
+        nulls = history.nulls[: bisect_left(history.nulls, (shared,))]
+        end = ends[-1] if ends else 0
         room = self.policy.max_depth - 2
-        memo = self.message_memo.get
-        out = []
-        for index, raw in enumerate(raws):
+        for index in range(shared, len(messages)):
             message = messages[index]
-            known = memo(raw)
-            if known is None or (known.nulls and not known.fits(message)):
+            # Keys sorted, so one message sent with its keys in any order is one entry; sorting keeps the length.
+            message_raw = orjson.dumps(message, option=SORTED_OPTIONS)
+            known = self.message_memo.get(message_raw)
+            if known is None or not known.fits(message):
                 if not isinstance(message, dict):
                     raise RequestShapeError(
                         f"$.messages[{index}]",
                         f"a message must be an object, got {_json_type(message)}",
                         'send {"role": ..., "content": ...}',
                     )
-                known = _Entry.of(raw, self.message(message, room))
-                self.message_memo.put(raw, known)
-            out.append(known.value)
-        return out
+                known = self.fresh(message, room, message_raw)
+                self.message(known.value)
+                self.message_memo.put(message_raw, known)
+            values.append(known.value)
+            end += 1 + len(message_raw)  # the "[" or "," before the message, then the message
+            ends.append(end)
+            nulls.extend((index, path) for path in known.nulls)
+        self.history = _History(raw, ends, values, nulls)
+        return list(values)
 
-    def message(self, message: Any, room: int) -> Any:
-        return map_dict(exact(message, room), room, self.message_field)
+    def fresh(self, value: Any, room: int, raw: bytes | None = None) -> _Entry:
+        """A private copy of ``value`` for the walks below to edit in place and for the memo to keep: nothing the
+        caller holds, and may edit later, is kept. ``raw`` is ``value``'s compact JSON with sorted keys.
 
-    def message_field(self, key: str, value: Any, room: int) -> Any:
-        if key == "content":
-            return self.content(value, room)
-        value = exact(value, room)
-        if key == "tool_calls" and type(value) is list:
-            return map_list(value, room, self.tool_call)
-        if key == "function_call" and type(value) is dict:
-            return map_dict(value, room, self.call_field)
-        return plain(value, room)
+        orjson parsing its own sorted output makes the copy in C, with every object's keys sorted and every value
+        of an exact JSON type. Raises :class:`Invalid` where ``value`` holds NaN/Infinity (written as null) or
+        nests deeper than ``room``.
+        """
+        if raw is None:
+            raw = orjson.dumps(value, option=SORTED_OPTIONS)
+        copy = orjson.loads(raw)
+        entry = _Entry(copy, null_paths(copy) if has_null(raw) else [])
+        if not entry.fits(value):
+            raise Invalid
+        check_depth(copy, room)
+        return entry
 
-    def content(self, value: Any, room: int) -> Any:
-        """Message content or a system prompt: a string, or an array of content blocks."""
-        value = exact(value, room)
+    def message(self, message: dict[str, Any]) -> None:
+        """A message (edited in place): its content, and the arguments of its tool calls."""
+        if "content" in message:
+            message["content"] = self.content(message["content"])
+        calls = message.get("tool_calls")
+        if type(calls) is list:
+            for call in calls:
+                if type(call) is dict and type(call.get("function")) is dict:
+                    self.call(call["function"])
+        if type(message.get("function_call")) is dict:
+            self.call(message["function_call"])
+
+    def content(self, value: Any) -> Any:
+        """Message content or a system prompt: a string, or an array of content blocks (edited in place)."""
         if type(value) is str:
             return normalize_prose(value, self.policy)
         if type(value) is list:
-            return map_list(value, room, self.block)
-        return plain(value, room)
+            for block in value:
+                if type(block) is dict:
+                    self.block(block)
+        return value
 
-    def block(self, block: Any, room: int) -> Any:
+    def block(self, block: dict[str, Any]) -> None:
         """A content block. Thinking blocks are signed by the provider, so their text is never touched."""
-        block = exact(block, room)
-        if type(block) is not dict:
-            return block
         kind = block.get("type")
-        if kind in TEXT_BLOCKS:
-            return map_dict(block, room, self.text_block_field)
-        if kind == "tool_result":
-            return map_dict(block, room, self.tool_result_field)
-        return plain(block, room)
+        if kind == "tool_result" and "content" in block:
+            block["content"] = self.content(block["content"])
+        elif kind in TEXT_BLOCKS and type(block.get("text")) is str:
+            block["text"] = normalize_prose(block["text"], self.policy)
 
-    def text_block_field(self, key: str, value: Any, room: int) -> Any:
-        value = exact(value, room)
-        if key == "text" and type(value) is str:
-            return normalize_prose(value, self.policy)
-        return plain(value, room)
-
-    def tool_result_field(self, key: str, value: Any, room: int) -> Any:
-        return self.content(value, room) if key == "content" else plain(value, room)
-
-    def tool_call(self, call: Any, room: int) -> Any:
-        call = exact(call, room)
-        if type(call) is not dict:
-            return plain(call, room)
-        return map_dict(call, room, self.tool_call_field)
-
-    def tool_call_field(self, key: str, value: Any, room: int) -> Any:
-        value = exact(value, room)
-        if key == "function" and type(value) is dict:
-            return map_dict(value, room, self.call_field)
-        return plain(value, room)
-
-    def call_field(self, key: str, value: Any, room: int) -> Any:
-        value = exact(value, room)
-        if key == "arguments" and type(value) is str:
-            return self.tool_arguments(value)
-        return plain(value, room)
+    def call(self, function: dict[str, Any]) -> None:
+        """A ``tool_calls[].function`` or a legacy ``function_call``: its arguments string."""
+        if type(function.get("arguments")) is str:
+            function["arguments"] = self.tool_arguments(function["arguments"])
 
     def tool_arguments(self, text: str) -> str:
         if not self.policy.canonical_tool_arguments:
@@ -251,32 +303,35 @@ class Canonicalizer:
         if last_raw != raw:
             known = self.tool_lists.get(raw)  # type: ignore[assignment]
         if known is None or not known.fits(tools):
-            canon = []
+            entries = []
             for index, tool in enumerate(tools):
                 path = f"$.{field}[{index}]"
                 if not isinstance(tool, dict):
                     raise RequestShapeError(path, f"a tool must be an object, got {_json_type(tool)}", "send dicts")
-                canon.append(self.definition(tool, path, self.policy.max_depth - 2, self.tools))
+                entries.append(self.definition(tool, path, self.policy.max_depth - 2, self.tools))
+            canon = [entry.value for entry in entries]
             if self.policy.sort_tools:
                 canon = order_tools(canon, field)
-            known = _Entry.of(raw, canon)
+            # The list's nulls are its tools' nulls: no second scan of the list's JSON for them.
+            nulls = [(index, *path) for index, entry in enumerate(entries) for path in entry.nulls]
+            known = _Entry(canon, nulls)
             self.tool_lists.put(raw, known)
         self.last_tools = (raw, known)
         return list(known.value)
 
-    def definition(self, value: dict[str, Any], path: str, room: int, memo: Memo[bytes, _Entry]) -> Any:
+    def definition(self, value: dict[str, Any], path: str, room: int, memo: Memo[bytes, _Entry]) -> _Entry:
         """A tool or ``response_format``, memoized by its compact JSON with sorted keys, so one definition sent
         with its keys in any order is one entry. A null there may hide NaN/Infinity (orjson writes them as
         null), so only then is the slow check run."""
         raw = orjson.dumps(value, option=SORTED_OPTIONS)
         known = memo.get(raw)
         if known is None or not known.fits(value):
-            entry = _Entry.of(raw)
-            if not entry.fits(value):  # orjson wrote a NaN/Infinity as null: name it
+            unchecked = _Entry(None, null_paths(orjson.loads(raw)) if has_null(raw) else [])
+            if not unchecked.fits(value):  # orjson wrote a NaN/Infinity as null: name it
                 locate(value, path, room)
-            known = _Entry(self.schemas.parse(raw, room), entry.nulls)
+            known = _Entry(self.schemas.parse(raw, room), unchecked.nulls)
             memo.put(raw, known)
-        return known.value
+        return known
 
 
 def order_tools(tools: list[Any], field: str) -> list[Any]:
@@ -335,13 +390,19 @@ def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _finite_float(text: str) -> float:
     value = float(text)
-    if value in (float("inf"), float("-inf")):
+    if math.isinf(value):
         raise ValueError(text)
     return value
 
 
 def _reject_constant(text: str) -> None:
     raise ValueError(text)
+
+
+#: Built once: building a decoder for each call cost more than most arguments take to parse.
+_STRICT_JSON = json.JSONDecoder(
+    object_pairs_hook=_unique_object, parse_float=_finite_float, parse_constant=_reject_constant
+)
 
 
 def canonical_arguments(text: str) -> str:
@@ -351,9 +412,7 @@ def canonical_arguments(text: str) -> str:
     or hold numbers the canonical form cannot carry exactly (beyond 64-bit integers, overflowing floats).
     """
     try:
-        value = json.loads(
-            text, object_pairs_hook=_unique_object, parse_float=_finite_float, parse_constant=_reject_constant
-        )
+        value = _STRICT_JSON.decode(text)
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
     except (ValueError, TypeError, RecursionError):
         return text

@@ -172,3 +172,40 @@ def test_types_orjson_refuses_are_refused_with_their_path() -> None:
         with pytest.raises(InvalidValueError, match=r"^\$\.messages\[0\]\.extra") as info:
             canonicalize(with_message_field(value))
         assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("body", "path"),
+    [
+        ({"messages": [{"role": "user", "content": [math.inf]}]}, r"\$\.messages\[0\]\.content\[0\]"),
+        ({"messages": [], "system": ["ok", math.nan]}, r"\$\.system\[1\]"),
+    ],
+)
+def test_content_array_items_that_are_not_blocks_are_validated(body: dict[str, Any], path: str) -> None:
+    with pytest.raises(InvalidValueError, match=f"^{path}: .* is not a JSON number"):
+        canonicalize(body)
+
+
+def test_content_array_items_that_are_not_blocks_count_for_depth() -> None:
+    with pytest.raises(NestingTooDeepError, match=r"^\$\.system\[0\]"):
+        canonicalize({"messages": [], "system": [nested(10)]}, CanonicalPolicy(max_depth=8))
+
+
+def test_a_refused_nan_leaves_no_entry_for_an_equal_bytes_null() -> None:
+    with pytest.raises(InvalidValueError):
+        canonicalize({"messages": [{"role": "user", "content": [math.inf]}]})
+    out = canonicalize({"messages": [{"role": "user", "content": [None]}]})
+    assert out["messages"][0]["content"] == [None]
+
+
+def test_nan_in_place_of_a_null_the_last_request_had_is_found() -> None:
+    """The messages the last request began with are reused by their bytes; a NaN there has the bytes of null."""
+    messages: list[Any] = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "tool_calls": []},
+        {"role": "user", "content": "more"},
+    ]
+    canonicalize({"model": "m", "messages": messages})
+    messages[1]["content"] = math.nan
+    with pytest.raises(InvalidValueError, match=r"^\$\.messages\[1\]\.content: nan is not a JSON number"):
+        canonicalize({"model": "m", "messages": [*messages, {"role": "user", "content": "again"}]})

@@ -191,3 +191,24 @@ def test_same_bytes_in_every_process(workers: list[subprocess.Popen[str]], reque
         proc.stdin.write(line)
         proc.stdin.flush()
         assert proc.stdout.readline().strip() == here
+
+
+@CASES
+@given(st.lists(requests, min_size=1, max_size=3), st.randoms(use_true_random=False))
+def test_memo_and_history_never_change_the_bytes(sequence: list[dict[str, Any]], rng: random.Random) -> None:
+    """A canonicalizer that has seen other requests (earlier turns, retries, other conversations) gives the bytes
+    a fresh one gives."""
+    from agentcache import CanonicalPolicy
+    from agentcache.canon.request import Canonicalizer
+
+    policy = CanonicalPolicy()
+    warm = Canonicalizer(policy)
+    turns: list[dict[str, Any]] = []
+    for index, request in enumerate(sequence):
+        messages = request["messages"]
+        later = sequence[(index + 1) % len(sequence)]["messages"]
+        turns += [request, {**request, "messages": messages[: rng.randint(0, len(messages))]}]
+        turns.append({**request, "messages": [*messages, *later]})
+    for turn in turns:
+        body = json.loads(json.dumps(turn))
+        assert canonical_json(warm.canonicalize(body)) == canonical_json(Canonicalizer(policy).canonicalize(body))

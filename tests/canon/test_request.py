@@ -322,3 +322,98 @@ def test_response_format_depth_counts_from_the_request() -> None:
     for _ in range(6):
         nested = {"a": nested}
     canonicalize({"messages": [], "response_format": nested}, CanonicalPolicy(max_depth=8))
+
+
+def cold_bytes(body: dict[str, Any]) -> bytes:
+    from agentcache.canon.request import Canonicalizer
+
+    return canonical_json(Canonicalizer(CanonicalPolicy()).canonicalize(body))
+
+
+def test_message_lists_that_extend_shorten_or_edit_the_last_one_give_the_cold_bytes() -> None:
+    from agentcache.canon.request import Canonicalizer
+
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"b": 1, "a": null}'}}
+    base: list[dict[str, Any]] = [
+        {"role": "system", "content": "rules\r\n"},
+        {"role": "user", "content": "cafe\u0301"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": "out\r\n"}]},
+    ]
+    turns = [
+        base,
+        [*base, {"role": "user", "content": "next"}],
+        base[:2],  # a retry drops the last turns
+        [*base[:2], {"role": "user", "content": "edited"}],
+        [base[0], {"role": "user", "content": "cafe\u0301 "}, *base[2:]],  # an edit in the middle
+        [],
+        [*base, {"role": "user", "content": "next"}],
+    ]
+    warm = Canonicalizer(CanonicalPolicy())
+    for messages in turns:
+        body = json.loads(json.dumps(request(messages=messages)))
+        assert canonical_json(warm.canonicalize(body)) == cold_bytes(body)
+
+
+def test_edits_made_in_place_are_never_served_from_the_memo() -> None:
+    """The memo is keyed by content, not identity: the same objects edited between calls give fresh results."""
+    from agentcache.canon.request import Canonicalizer
+
+    params = {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}
+    body = request(
+        tools=[tool("b", params), tool("a")],
+        messages=[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"}],
+    )
+    warm = Canonicalizer(CanonicalPolicy())
+    warm.canonicalize(body)
+    params["properties"]["x"]["type"] = "integer"
+    params["properties"]["y"] = {"type": "string"}
+    params["required"] = ["y", "x"]
+    body["messages"][0]["content"] = "cafe\u0301"
+    out = warm.canonicalize(body)
+    assert out["tools"][1]["function"]["parameters"]["required"] == ["x", "y"]
+    assert canonical_json(out) == cold_bytes(body)
+
+
+def test_results_share_no_list_with_the_memo() -> None:
+    """Callers may reuse the lists they get back; the next result must not see that."""
+    body = request(tools=[tool("b"), tool("a")], messages=[{"role": "user", "content": "hi"}])
+    first = canonicalize(json.loads(json.dumps(body)))
+    first["tools"].clear()
+    first["messages"].append({"role": "user", "content": "injected"})
+    assert canonical_json(canonicalize(json.loads(json.dumps(body)))) == cold_bytes(body)
+
+
+@pytest.mark.parametrize("kind", [["text"], {"type": "text"}])
+def test_a_block_type_that_is_not_a_string_marks_no_prose(kind: Any) -> None:
+    body = {
+        "messages": [{"role": "user", "content": [{"type": kind, "text": "a\r\n"}]}],
+        "system": [{"type": kind, "text": "Rules.\nNow: 2026-01-01T10:00:00Z"}],
+    }
+    for policy in (CanonicalPolicy(), CanonicalPolicy(relocate_volatile=True)):
+        out = canonicalize(body, policy)
+        assert out["messages"][0]["content"][0]["text"] == "a\r\n"
+        assert out["system"][0]["text"] == "Rules.\nNow: 2026-01-01T10:00:00Z"
+
+
+def test_an_enum_block_type_is_read_as_its_value() -> None:
+    """orjson sends an Enum member as its value, so the server sees a text block: its text is prose."""
+    import enum
+
+    class Kind(enum.Enum):
+        TEXT = "text"
+
+    out = canonicalize({"messages": [{"role": "user", "content": [{"type": Kind.TEXT, "text": "a\r\nb"}]}]})
+    assert out["messages"][0]["content"][0] == {"text": "a\nb", "type": "text"}
+    assert canonical_json(canonicalize(out)) == canonical_json(out)
+
+
+def test_editing_a_request_after_canonicalizing_it_does_not_change_later_results() -> None:
+    """The memo keeps private copies: objects the caller still holds, and may reuse, are never kept."""
+    block = {"text": "hi", "type": "text"}  # already canonical: a walk could have returned these very objects
+    body = {"messages": [{"content": [block], "role": "user"}], "model": "m"}
+    expected = json.loads(json.dumps(body))
+    canonicalize(body)
+    block["text"] = "edited"
+    body["messages"][0]["role"] = "assistant"
+    assert canonicalize(json.loads(json.dumps(expected))) == expected
