@@ -90,13 +90,17 @@ class CacheAwareEndpoint(RuntimeEndpoint):  # type: ignore[misc]  # sglang ships
 
     Use it where a ``RuntimeEndpoint`` goes: ``sgl.set_default_backend(CacheAwareEndpoint(url))``. ``policy``
     controls the text normalization (``CanonicalPolicy(normalize_newlines=False, normalize_unicode=False)``
-    sends the program's text as it is); nothing else about a request changes. Reports accumulate for the
-    endpoint's lifetime, until :meth:`reset`.
+    sends the program's text as it is); nothing else about a request changes. ``prime_forks=False`` leaves
+    priming to the frontend, for reports on what it does alone. Reports accumulate for the endpoint's lifetime,
+    until :meth:`reset`.
     """
 
-    def __init__(self, base_url: str, *, policy: CanonicalPolicy | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, base_url: str, *, policy: CanonicalPolicy | None = None, prime_forks: bool = True, **kwargs: Any
+    ) -> None:
         super().__init__(base_url, **kwargs)
         self.policy = policy or CanonicalPolicy()
+        self.prime_forks = prime_forks
         self._lock = threading.Lock()
         self._priming = threading.Lock()  # held across a prime, so a branch's siblings wait for that one prime
         self._calls: list[CallReport] = []
@@ -184,7 +188,8 @@ class CacheAwareEndpoint(RuntimeEndpoint):  # type: ignore[misc]  # sglang ships
         return _CanonicalView(s, s.text_, self.canonical(s.text_), self._fork_of(s))
 
     def _fork_of(self, s: Any) -> ForkReport | None:
-        """The fork of a branch about to send its first request, primed now if the frontend did not prime it."""
+        """The fork of a branch about to send its first request, primed now if the frontend did not prime it
+        (None when it was not primed at all)."""
         with self._lock:
             if s.sid in self._seen:
                 return None
@@ -194,7 +199,9 @@ class CacheAwareEndpoint(RuntimeEndpoint):  # type: ignore[misc]  # sglang ships
         parent = s.text_[: s.fork_start_text_pos]
         with self._priming:
             fork = self._open.get(self.canonical(parent))
-            return fork if fork is not None else self._prime(parent, s, "agentcache")
+            if fork is None and self.prime_forks:
+                fork = self._prime(parent, s, "agentcache")
+            return fork
 
     def _record(self, kind: str, view: _CanonicalView, meta: dict[str, Any]) -> None:
         report = CallReport(

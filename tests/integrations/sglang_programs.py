@@ -122,6 +122,9 @@ def main(url: str) -> None:
     out["nested"] = run(aware, tree, system=lf, width=2, depth=2)
 
     aware.flush_cache()
+    out["reporting_only"] = run(CacheAwareEndpoint(url, prime_forks=False), tree, system=lf, width=2, depth=2)
+
+    aware.flush_cache()
     out["stream"] = run(aware, tree, system=lf, width=3, depth=1, stream=True)
 
     for name, endpoint in (("canonical", aware), ("as_sent", as_sent)):

@@ -73,6 +73,14 @@ def test_nested_forks_are_each_primed_and_covered(runs: dict[str, Any]) -> None:
     assert sum(call["kind"] == "prime" for call in runs["nested"]["calls"]) == 3
 
 
+def test_reporting_only_leaves_priming_to_the_frontend(runs: dict[str, Any]) -> None:
+    run = runs["reporting_only"]
+    assert len(run["forks"]) >= 2  # a branch's fork always inherits its text, so the frontend primes it
+    assert all(fork["primed_by"] == "frontend" for fork in run["forks"])
+    assert sum(call["kind"] == "prime" for call in run["calls"]) == len(run["forks"])
+    assert [s["text"] for s in run["steps"]] == [s["text"] for s in runs["nested"]["steps"]]
+
+
 def test_canonical_text_keeps_a_changed_line_ending_from_breaking_the_prefix(runs: dict[str, Any]) -> None:
     """Run 1's system prompt ends its lines with LF, run 2's with CRLF."""
     canonical, as_sent = only_fork(runs["canonical"]), only_fork(runs["as_sent"])
