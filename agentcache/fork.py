@@ -173,8 +173,8 @@ def fresh_salt(base: str | None) -> str:
 
 @dataclass(frozen=True)
 class ForkPlan:
-    """A fork whose prefix is in the cache and whose branches are ready to send, all at once (:func:`fork`) or
-    one task each (:func:`send_branch`, e.g. one LangGraph ``Send`` per branch)."""
+    """A fork ready for its branches, which go all at once (:func:`fork`) or one task each (:func:`send_branch`,
+    e.g. one LangGraph ``Send`` per branch). Its prefix is in the cache when it was primed (``primed``)."""
 
     prefix: State
     suffixes: tuple[State, ...]

@@ -103,7 +103,7 @@ def build(
             children += tree.grow(tree.nodes[node], ForkResult(plan.prefix, plan.primed, tuple(got)), plan.n)
         await tree.score(children, distinct_share)
         ranked = sorted(children, key=lambda c: (-(c.score or 0.0), c.id))
-        tree.stop(ranked[0])
+        tree.best = ranked[0]  # the best of the deepest level reached, as TreeOfThoughts picks it
         return {"frontier": [c.id for c in ranked[:beam] if not c.finished]}
 
     def next_level(state: ToT) -> str:
@@ -136,6 +136,7 @@ async def search(
         initial: ToT = {"tree": tree, "frontier": [0], "plans": [], "branches": []}
         async for update in graph.astream(initial, stream_mode="updates"):
             ran += list(update)
+        tree.stop(tree.best)
     return tree, ran
 
 

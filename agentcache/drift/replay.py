@@ -117,7 +117,7 @@ class Replay:
     ) -> None:
         self.options = options
         self.model = options.build()
-        self.server_prompt = server_prompt or options.server_prompt()
+        self.server_prompt = server_prompt if server_prompt is not None else options.server_prompt()
         """The server's own prompt (``options.model_dir``, or given): predictions count its tokens."""
         self.prompts = prompts
         self.renderer = renderer or Renderer()

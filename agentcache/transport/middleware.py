@@ -103,16 +103,15 @@ class CacheMiddleware:
         tracer_provider: Any = None,
     ) -> None:
         self.profile = get_profile(server)
+        self.cache_options = cache or self.profile.cache
         if prompt is None and model_dir is not None:
             prompt = ServerPrompt.from_pretrained(model_dir, self.profile)
-        if prompt is not None and self.profile.cache.kind == "anthropic":
+        if prompt is not None and self.cache_options.kind == "anthropic":
             raise InputError(
                 "an Anthropic server has no local chat template: leave model_dir and prompt unset for it"
             )
-        self.prompt = prompt
         self.canonicalize = canonicalize
         self.policy = policy or CanonicalPolicy()
-        self.cache_options = cache or self.profile.cache
         self.ledger = ledger or Ledger()
         self.recorder = recorder
         self.session_header = session_header
@@ -121,6 +120,8 @@ class CacheMiddleware:
         self.tracer_provider = tracer_provider
         encoder = get_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
         self._drift = Replay(self.cache_options, PromptTokenizer(encoder), server_prompt=prompt)
+        self.prompt = self._drift.server_prompt
+        """The server's own prompt, given or from ``model_dir`` (here or in ``cache``): predictions are exact."""
         self._sessions: dict[str, _SessionState] = {}
         self._lock = threading.Lock()
 

@@ -3,16 +3,21 @@
 The frontend (``sgl.function`` programs) means to prime a prefix before ``fork``: ``StreamExecutor.fork`` commits
 the parent's text with a zero-token ``/generate`` so that it sits in the radix tree when the branches arrive. In
 sglang 0.5.23 it decides whether to do so by reading the parent's text *before* waiting for the parent's worker
-thread, so when that thread has not yet run the program's last ``+=`` (the usual case) the text looks empty, the
-prime is skipped, and the branches all prefill the whole prefix side by side. :class:`CacheAwareEndpoint` primes
-the prefix itself on a branch's first request when the frontend did not, once per prefix, with the other branches
-waiting for that one prime. Every text it sends goes through agentcache's prose normalization, and every answer's
-``meta_info`` is kept, so each fork gets a :class:`ForkReport` of its prefix and of what each branch found cached.
+thread, so when that thread has not yet run any of the program's text (a program that forks right after its
+first ``+=``) the text looks empty, the prime is skipped, and concurrent branches each prefill the whole prefix.
+:class:`CacheAwareEndpoint` primes the prefix itself on a branch's first request when the frontend did not, once
+per program and prefix, the other branches waiting for that one prime. Every text it sends goes through
+agentcache's prose normalization, and every answer's ``meta_info`` is kept, so each fork gets a
+:class:`ForkReport` of its prefix and of what each branch found cached.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import threading
+import warnings
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -24,7 +29,10 @@ from agentcache.canon import CanonicalPolicy, VolatileSpan, find_volatile
 from agentcache.canon.text import normalize_prose
 
 PRIME, GENERATE, SELECT = "prime", "generate", "select"
-_TEXT_ONLY = SimpleNamespace(images_=[], sid="")  # the program state of ``cache_prefix``, which sends a bare string
+#: The program state of ``cache_prefix``, which sends a bare string for no program in particular.
+_TEXT_ONLY = SimpleNamespace(images_=[], sid="", arguments=None)
+#: Primed prefixes remembered for branches to find; a fork's branches arrive right after its prime.
+MAX_PRIMED = 1024
 
 
 @dataclass(frozen=True)
@@ -44,7 +52,7 @@ class CallReport:
 
 @dataclass
 class ForkReport:
-    """A fork: the prefix primed once, and each branch's first request after it."""
+    """A fork: its prefix, primed once, and each branch's first request after it."""
 
     prefix_tokens: int
     """The primed prefix, as the server tokenized it."""
@@ -63,8 +71,24 @@ class ForkReport:
 
     @property
     def prefill_saved(self) -> int:
-        """Prefix tokens the branches did not prefill again, against sending each branch alone without a cache."""
-        return sum(min(branch.cached_tokens, self.prefix_tokens) for branch in self.branches)
+        """Prefix tokens not prefilled, against each branch sent alone to an empty cache: what the branches found
+        cached of the prefix, less what the prime itself prefilled."""
+        reused = sum(min(branch.cached_tokens, self.prefix_tokens) for branch in self.branches)
+        return reused - (self.prefix_tokens - self.prime_cached)
+
+
+@dataclass(eq=False)
+class _Primed:
+    """A prefix put into the cache, or being put there, for the branches of one program to find."""
+
+    program: Any
+    """The program's arguments, shared by a program state and its forks: part of the key, and held so that its
+    ``id()`` is not reused while the entry lives."""
+    done: threading.Event = field(default_factory=threading.Event)
+    report: ForkReport | None = None
+    """Set when the prime succeeded."""
+    joined: bool = False
+    """Whether a branch has joined, so the report is listed."""
 
 
 class _CanonicalView:
@@ -91,8 +115,8 @@ class CacheAwareEndpoint(RuntimeEndpoint):  # type: ignore[misc]  # sglang ships
     Use it where a ``RuntimeEndpoint`` goes: ``sgl.set_default_backend(CacheAwareEndpoint(url))``. ``policy``
     controls the text normalization (``CanonicalPolicy(normalize_newlines=False, normalize_unicode=False)``
     sends the program's text as it is); nothing else about a request changes. ``prime_forks=False`` leaves
-    priming to the frontend, for reports on what it does alone. Reports accumulate for the endpoint's lifetime,
-    until :meth:`reset`.
+    priming to the frontend, for reports on what it does alone. A prime agentcache adds that fails is a warning,
+    and the branches go on unprimed. Reports accumulate for the endpoint's lifetime, until :meth:`reset`.
     """
 
     def __init__(
@@ -102,11 +126,9 @@ class CacheAwareEndpoint(RuntimeEndpoint):  # type: ignore[misc]  # sglang ships
         self.policy = policy or CanonicalPolicy()
         self.prime_forks = prime_forks
         self._lock = threading.Lock()
-        self._priming = threading.Lock()  # held across a prime, so a branch's siblings wait for that one prime
         self._calls: list[CallReport] = []
         self._forks: list[ForkReport] = []
-        self._open: dict[str, ForkReport] = {}  # the latest fork of each canonical prefix, for branches to join
-        self._seen: set[str] = set()  # program states that have sent a request
+        self._primed: OrderedDict[tuple[int, bytes], _Primed] = OrderedDict()
 
     @property
     def calls(self) -> list[CallReport]:
@@ -116,17 +138,22 @@ class CacheAwareEndpoint(RuntimeEndpoint):  # type: ignore[misc]  # sglang ships
 
     @property
     def forks(self) -> list[ForkReport]:
-        """Every fork so far, in the order they were primed."""
+        """Every fork a branch joined, in the order the first branch joined (copies: branches may still come)."""
         with self._lock:
-            return list(self._forks)
+            return [dataclasses.replace(fork, branches=list(fork.branches)) for fork in self._forks]
 
     def reset(self) -> None:
         """Forget every report."""
         with self._lock:
             self._calls.clear()
             self._forks.clear()
-            self._open.clear()
-            self._seen.clear()
+            self._primed.clear()
+
+    def flush_cache(self) -> None:
+        """Flush the server's cache, and forget which prefixes were primed: they are gone."""
+        super().flush_cache()
+        with self._lock:
+            self._primed.clear()
 
     def canonical(self, text: str) -> str:
         return normalize_prose(text, self.policy)
@@ -172,42 +199,80 @@ class CacheAwareEndpoint(RuntimeEndpoint):  # type: ignore[misc]  # sglang ships
             self._record(SELECT, s, one["meta_info"])
         return answer
 
-    def _prime(self, original: str, s: Any, by: str) -> ForkReport:
-        """Fill the cache with a prefix (zero new tokens), as the frontend means to before a fork."""
+    # Priming.
+
+    def _key(self, s: Any, text: str) -> tuple[int, bytes]:
+        """One program's prefix: its forks share its arguments object, other programs (``run_batch``, or the same
+        function run again) do not, so their branches never join each other's forks."""
+        return id(s.arguments), hashlib.blake2b(text.encode(), digest_size=16).digest()
+
+    def _prime(self, original: str, s: Any, by: str, primed: _Primed | None = None) -> _Primed:
+        """Fill the cache with a prefix (zero new tokens) and remember it for the program's branches."""
         text = self.canonical(original)
-        data = {"text": text, "sampling_params": {"max_new_tokens": 0}}
-        meta = super()._generate_http_request(s, data)["meta_info"]
-        fork = ForkReport(meta["prompt_tokens"], meta.get("cached_tokens", 0), by, tuple(find_volatile(text)))
-        with self._lock:
-            self._forks.append(fork)
-            self._open[text] = fork
+        key = self._key(s, text)
+        if primed is None:
+            primed = _Primed(s.arguments)
+            self._remember(key, primed)
+        try:
+            data = {"text": text, "sampling_params": {"max_new_tokens": 0}}
+            meta = super()._generate_http_request(s, data)["meta_info"]
+            primed.report = ForkReport(
+                meta.get("prompt_tokens", 0), meta.get("cached_tokens", 0), by, tuple(find_volatile(text))
+            )
+        except BaseException:  # forgotten, so that a later branch of the program may try again
+            with self._lock:
+                if self._primed.get(key) is primed:
+                    del self._primed[key]
+            raise
+        finally:
+            primed.done.set()  # after the report is set: the waiting branches read it
         self._record(PRIME, _CanonicalView(s, original, text, None), meta)
-        return fork
+        return primed
+
+    def _remember(self, key: tuple[int, bytes], primed: _Primed) -> None:
+        with self._lock:
+            self._primed[key] = primed
+            self._primed.move_to_end(key)
+            while len(self._primed) > MAX_PRIMED:
+                self._primed.popitem(last=False)
 
     def _view(self, s: Any) -> _CanonicalView:
         return _CanonicalView(s, s.text_, self.canonical(s.text_), self._fork_of(s))
 
     def _fork_of(self, s: Any) -> ForkReport | None:
-        """The fork of a branch about to send its first request, primed now if the frontend did not prime it
-        (None when it was not primed at all)."""
-        with self._lock:
-            if s.sid in self._seen:
-                return None
-            self._seen.add(s.sid)
-        if not s.fork_start_text_pos:  # not a branch, or forked from an empty prefix
+        """The fork of a branch about to send its first request, primed now if the frontend did not prime it.
+
+        None when this is not a branch's first request, or the prefix is not primed (``prime_forks=False``, or
+        the prime failed). Each executor is marked once seen, so nothing grows with the programs run."""
+        if getattr(s, "_agentcache_seen", False) or not s.fork_start_text_pos:
             return None
+        s._agentcache_seen = True
         parent = s.text_[: s.fork_start_text_pos]
-        with self._priming:
-            fork = self._open.get(self.canonical(parent))
-            if fork is None and self.prime_forks:
-                fork = self._prime(parent, s, "agentcache")
-            return fork
+        key = self._key(s, self.canonical(parent))
+        with self._lock:
+            primed = self._primed.get(key)
+            owner = primed is None and self.prime_forks
+            if owner:
+                primed = self._primed[key] = _Primed(s.arguments)
+        if primed is None:
+            return None
+        if owner:
+            try:
+                self._prime(parent, s, "agentcache", primed)
+            except Exception as exc:  # priming only saves work: the branch goes on without it
+                warnings.warn(f"agentcache: the fork's prefix was not primed ({exc})", stacklevel=2)
+        primed.done.wait()
+        with self._lock:
+            if primed.report is not None and not primed.joined:
+                primed.joined = True
+                self._forks.append(primed.report)
+            return primed.report
 
     def _record(self, kind: str, view: _CanonicalView, meta: dict[str, Any]) -> None:
         report = CallReport(
             kind,
             view.executor.sid,
-            meta["prompt_tokens"],
+            meta.get("prompt_tokens", 0),
             meta.get("cached_tokens", 0),
             meta.get("completion_tokens", 0),
             view.canonicalized,

@@ -42,7 +42,9 @@ def expand(s: Any, width: int, depth: int, path: str) -> list[dict[str, Any]]:
     branches = s.fork(width)
     for i, branch in enumerate(branches):
         label = f"{path}{i + 1}."
-        branch += f"Approach {label} " + sgl.gen(f"step{label}", **GREEDY) + "\n"
+        # Siblings differ from their first token on, so none can find another's tokens cached, however the
+        # server schedules them: each finds exactly the prefix.
+        branch += f"{i + 1}. Approach " + sgl.gen(f"step{label}", **GREEDY) + "\n"
         steps += expand(branch, width, depth - 1, label)
     branches.join()
     for i, branch in enumerate(branches):
@@ -69,7 +71,7 @@ def choose(s: Any, width: int) -> None:
     s += sgl.user(QUESTION)
     branches = s.fork(width)
     for i, branch in enumerate(branches):
-        branch += f"Plan {i + 1} uses " + sgl.select("method", choices=["merge sort", "a heap", "buckets"])
+        branch += f"{i + 1}. Plan uses " + sgl.select("method", choices=["merge sort", "a heap", "buckets"])
     branches.join()
 
 
@@ -94,13 +96,14 @@ def run(endpoint: RuntimeEndpoint, program: Any, **arguments: Any) -> dict[str, 
 
 
 def split_tokens(endpoint: CacheAwareEndpoint) -> dict[str, list[int]]:
-    """The model's own tokenization of ``split``'s prefix and of its first branch's prompt, for the test to derive
-    how much of the prefix a branch can match."""
+    """The model's own tokenization of ``split``'s prefix and of its branches' prompts, for the test to derive how
+    much a branch can match."""
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(f"{endpoint.get_model_name()}/tokenizer.json")
     prefix = "Options for sorting 10 GB of integers with 1 GB of RAM:"
-    return {name: tokenizer.encode(text).ids for name, text in (("prefix", prefix), ("branch", prefix + "\n1. "))}
+    texts = {"prefix": prefix, "branch 1": prefix + "\n1. ", "branch 2": prefix + "\n2. "}
+    return {name: tokenizer.encode(text).ids for name, text in texts.items()}
 
 
 def main(url: str) -> None:

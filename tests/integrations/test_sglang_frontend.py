@@ -2,7 +2,9 @@
 
 The programs run in the engine's venv (``sglang_programs.py``); these tests check the figures they bring back.
 Two SGLang facts the expectations derive from: a prompt that is wholly cached still has its last token
-prefilled (the logits come from it), and a fork's branches share exactly the tokens their prompts have in common.
+prefilled (the logits come from it), and a branch finds cached the tokens its prompt shares with what the server
+holds: the primed prefix, and a sibling's prompt when the sibling was scheduled first. The programs' siblings
+differ from their first token on, so each finds exactly the prefix.
 """
 
 from __future__ import annotations
@@ -46,16 +48,15 @@ def test_every_branch_finds_the_whole_prefix_cached(runs: dict[str, Any]) -> Non
         assert len(fork["branches"]) == width, name
         assert [b["cached_tokens"] for b in fork["branches"]] == [fork["prefix_tokens"]] * width, name
         assert fork["covered"] == width
-        assert fork["prefill_saved"] == width * fork["prefix_tokens"]
+        assert fork["prefill_saved"] == (width - 1) * fork["prefix_tokens"]  # the prime prefilled it once
 
 
 def test_the_frontend_alone_leaves_the_branches_to_prefill_the_prefix(runs: dict[str, Any]) -> None:
-    """The same program through a plain ``RuntimeEndpoint``: same outputs, and what its branches found cached
-    (its own ``get_meta_info``). The frontend's own prime is skipped when the parent's worker thread lags, which
-    is timing-dependent, so the figure is only bounded here: it never beats the primed run."""
+    """The same program through a plain ``RuntimeEndpoint`` gives the same outputs. What its branches find
+    cached depends on whether the frontend's worker thread had run the program's text when it forked, and on
+    how the server schedules the racing branches: measured in ``bench/sglang_frontend.py``, not asserted."""
     plain, aware = runs["plain"]["steps"], runs["fork"]["steps"]
     assert [s["text"] for s in plain] == [s["text"] for s in aware]  # nothing about the requests changed
-    assert all(p["cached"] <= a["cached"] for p, a in zip(plain, aware, strict=True))
 
 
 def test_a_second_run_reuses_the_prefix_up_to_its_last_token(runs: dict[str, Any]) -> None:
@@ -102,7 +103,10 @@ def test_a_fork_that_splits_a_token_loses_exactly_the_merged_tokens(runs: dict[s
     """``split``'s prefix ends with a colon and its branches start with a newline: the pre-tokenizer joins them."""
     fork, tokens = only_fork(runs["split"]), runs["split"]["tokens"]
     assert fork["prefix_tokens"] == len(tokens["prefix"])
-    shared = common_prefix(tokens["prefix"], tokens["branch"])
-    assert shared < len(tokens["prefix"])
-    assert [b["cached_tokens"] for b in fork["branches"]] == [shared, shared]
-    assert fork["covered"] == 0
+    shared = common_prefix(tokens["prefix"], tokens["branch 1"])
+    assert shared == common_prefix(tokens["prefix"], tokens["branch 2"]) < len(tokens["prefix"])
+    # The first branch the server schedules finds only what it shares with the prime; a later one may also find
+    # the merged token its sibling put there, never more than the two branches share.
+    cached = [b["cached_tokens"] for b in fork["branches"]]
+    assert min(cached) == shared
+    assert max(cached) <= common_prefix(tokens["branch 1"], tokens["branch 2"])

@@ -39,8 +39,10 @@ def _engine(request: pytest.FixtureRequest, fixture: str) -> EngineInfo:
 
 
 def _transport(engine: EngineInfo, **options: Any) -> CacheAwareTransport:
-    cache = CacheOptions("vllm", block_size=VLLM_BLOCK) if engine.name == "vllm" else None
-    return CacheAwareTransport(server=engine.profile, model_dir=engine.model_dir, cache=cache, **options)
+    if engine.name == "vllm":  # the model folder carried by the cache options, as `agentcache explain` takes it
+        cache = CacheOptions("vllm", block_size=VLLM_BLOCK, model_dir=str(engine.model_dir))
+        return CacheAwareTransport(server=engine.profile, cache=cache, **options)
+    return CacheAwareTransport(server=engine.profile, model_dir=engine.model_dir, **options)
 
 
 def _tools(rng: random.Random, shuffle: bool) -> list[dict[str, Any]]:
