@@ -275,3 +275,32 @@ def test_session_scope_names_the_session_and_collects_its_turns(llama_server: En
     assert [(t.session, t.turn, t.session_source) for t in a] == [("thread-a", 1, "scope"), ("thread-a", 2, "scope")]
     assert [(t.session, t.turn) for t in b] == [("thread-b", 1), ("thread-b", 2)]
     assert all(t.prompt_tokens == t.predicted_prompt_tokens for t in a + b)
+
+
+def test_predictions_survive_requests_finishing_out_of_start_order(llama_server: EngineInfo) -> None:
+    """The hosted-API cache model keeps a clock that must not go backwards. Concurrent requests finish in another
+    order than they started; each is still predicted, timed no earlier than the one recorded before it."""
+    transport = AsyncCacheAwareTransport(server="openai", model_dir=llama_server.model_dir)
+
+    async def one(index: int, http: httpx.AsyncClient) -> None:
+        body = {
+            "model": llama_server.model,
+            "messages": [{"role": "user", "content": f"request {index} " + "word " * (400 * (8 - index))}],
+            "max_tokens": 2,
+            "temperature": 0,
+        }
+        response = await http.post("/v1/chat/completions", json=body, headers={SESSION_HEADER: f"s{index}"})
+        assert response.status_code == 200, response.text
+
+    async def main() -> None:
+        async with httpx.AsyncClient(transport=transport, base_url=llama_server.url, timeout=600) as http:
+            await asyncio.gather(*(one(i, http) for i in range(8)))
+
+    asyncio.run(main())
+    turns = transport.ledger.turns()
+    assert len(turns) == 8
+    by_start = sorted(turns, key=lambda t: t.started)
+    assert by_start != sorted(turns, key=lambda t: t.started + t.seconds)  # some finished before earlier ones
+    for turn in turns:
+        assert turn.exact and turn.predicted_cached is not None, turn
+        assert turn.predicted_prompt_tokens == turn.prompt_tokens, turn
