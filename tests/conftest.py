@@ -114,6 +114,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{fixture}: needs the real {engine} engine (scripts/engines)")
 
 
+@pytest.hookimpl(trylast=True)  # after ``-k``/``-m`` deselection: start only the engines of tests that will run
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     needed: list[str] = []
     for item in items:
@@ -129,8 +130,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Stop the engines this session started, waiting for any still starting, so that none is left behind."""
     for engine, future in _started.items():
-        if future.done() and future.exception() is None and future.result().started_here:
+        if future.exception() is None and future.result().started_here:
             _engines_py("stop", engine)
 
 
