@@ -1,7 +1,7 @@
 """MCTS on the SGLang engine, forked against naive, in one run: server prefill tokens and wall time.
 
 Run: ``python bench/mcts.py [SGLANG_URL] [--rounds N]``. Without a URL it starts (or reuses) the project's CPU
-engine with ``scripts/engines/engines.py start sglang``.
+engine with ``scripts/engines/engines.py`` (installing it the first time).
 
 Three ways to run the same search (UCT, branching 3, depth 3, 40 nodes, a deterministic user evaluation), each
 round under fresh cache salts so no round helps another:
@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import hashlib
 import statistics
-import subprocess
 import sys
 import uuid
 from collections.abc import Callable
@@ -36,14 +35,6 @@ PROBLEM = (
     "You are planning moves for the Tower of Hanoi with four disks on peg A; move them all to peg C, never placing "
     "a larger disk on a smaller one. Propose the next move and justify it in one short sentence. "
 )
-
-
-def engine_url(argv_url: str | None) -> str:
-    if argv_url:
-        return argv_url
-    engines = ROOT / "scripts" / "engines" / "engines.py"
-    done = subprocess.run([sys.executable, str(engines), "start", "sglang"], capture_output=True, text=True, check=True)
-    return done.stdout.strip().splitlines()[-1]
 
 
 def evaluate(node: SearchNode) -> float:
@@ -114,7 +105,11 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=10, help="copies of the problem text in the root prompt")
     args = parser.parse_args()
-    return asyncio.run(bench(engine_url(args.url), args.rounds, args.repeats))
+    if args.url is None:
+        sys.path.insert(0, str(ROOT / "examples"))
+        from local_engine import start  # installs the engine the first time, as the examples do
+
+    return asyncio.run(bench(args.url or start("sglang"), args.rounds, args.repeats))
 
 
 if __name__ == "__main__":

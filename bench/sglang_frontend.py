@@ -33,24 +33,14 @@ WIDTH = 4
 SHAPES = {"flat": 1, "nested": 2}
 
 
-def engine_python() -> Path:
-    cache = Path(os.environ.get("AGENTCACHE_ENGINE_CACHE") or Path.home() / ".cache" / "agentcache")
-    return cache / "venvs" / "sglang" / "bin" / "python"
-
-
-def engines(*args: str) -> str:
-    script = ROOT / "scripts" / "engines" / "engines.py"
-    done = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, check=True)
-    return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
-
-
-def rerun_on_engine_venv() -> int:
+def rerun_on_engine_venv(url: str, rounds: int) -> int:
     """This script again, on the engine's interpreter, with the repository importable."""
-    engines("install", "model")
-    engines("install", "sglang")
+    from local_engine import engine_script
+
     paths = [str(ROOT), str(ROOT / "integrations"), os.environ.get("PYTHONPATH", "")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
-    return subprocess.run([str(engine_python()), __file__, *sys.argv[1:]], env=env, check=False).returncode
+    argv = [str(engine_script.Venv("sglang").python), __file__, url, "--rounds", str(rounds)]
+    return subprocess.run(argv, env=env, check=False).returncode
 
 
 def bench(url: str, rounds: int) -> int:
@@ -138,11 +128,16 @@ def main() -> int:
     parser.add_argument("url", nargs="?", help="SGLang base URL; default: start the project's CPU engine")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
+    sys.path.insert(0, str(ROOT / "examples"))
+    from local_engine import engines, start
+
     try:
         import sglang  # noqa: F401
     except ImportError:
-        return rerun_on_engine_venv()
-    return bench(args.url or engines("start", "sglang"), args.rounds)
+        if args.url is not None:
+            engines("install", "sglang")  # the frontend comes from the engine's venv
+        return rerun_on_engine_venv(args.url or start("sglang"), args.rounds)
+    return bench(args.url or start("sglang"), args.rounds)
 
 
 if __name__ == "__main__":

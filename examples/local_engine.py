@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -14,7 +13,10 @@ from pathlib import Path
 import httpx
 
 ENGINES_PY = Path(__file__).resolve().parent.parent / "scripts" / "engines" / "engines.py"
-MODEL = "tiny-llama-o200k"
+sys.path.insert(0, str(ENGINES_PY.parent))
+import engines as engine_script  # noqa: E402  # the one place that knows the engines' folders
+
+MODEL = engine_script.SERVED_NAME
 
 
 def engines(*args: str) -> str:
@@ -35,8 +37,7 @@ def start(engine: str) -> str:
 
 def model_dir() -> Path:
     """The folder every test engine loads the model from: its chat template and tokenizer.json."""
-    cache = Path(os.environ.get("AGENTCACHE_ENGINE_CACHE") or Path.home() / ".cache" / "agentcache")
-    return cache / "models" / MODEL
+    return engine_script.MODEL_DIR
 
 
 def main(run: Callable[[str, Path], None], description: str | None) -> None:

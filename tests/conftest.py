@@ -25,9 +25,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGINES_PY = ROOT / "scripts" / "engines" / "engines.py"
+sys.path.insert(0, str(ENGINES_PY.parent))
+import engines as engine_script  # noqa: E402  # the one place that knows the engines' folders
+
 FIXTURES = {"llama_server": "llama-server", "sglang": "sglang", "vllm": "vllm"}
 """Fixture name (and marker) to engine name."""
-SERVED_MODEL = "tiny-llama-o200k"
+SERVED_MODEL = engine_script.SERVED_NAME
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,7 @@ class EngineInfo:
     @property
     def python(self) -> Path:
         """The interpreter of the engine's own venv (SGLang, vLLM): what runs code that imports the engine."""
-        return _cache() / "venvs" / self.name / "bin" / "python"
+        return engine_script.Venv(self.name).python
 
     def empty_cache(self) -> None:
         """Drop every cached prefix, so a test starts from the state a fresh client-side model assumes."""
@@ -83,13 +86,10 @@ def _bring_up(engine: str) -> EngineInfo:
     with _install_lock:  # installs share the model and the pip cache: one at a time; starts overlap
         _engines_py("install", "model")
         _engines_py("install", engine)
-    was_running = (_cache() / "run" / f"{engine}.json").is_file() and "running" in _engines_py("status", engine)
+    was_running = engine_script.run_file(engine).is_file() and "running" in _engines_py("status", engine)
     url = _engines_py("start", engine).splitlines()[-1]
-    return EngineInfo(engine, url, SERVED_MODEL, _cache() / "models" / SERVED_MODEL, not was_running)
+    return EngineInfo(engine, url, SERVED_MODEL, engine_script.MODEL_DIR, not was_running)
 
-
-def _cache() -> Path:
-    return Path(os.environ.get("AGENTCACHE_ENGINE_CACHE") or Path.home() / ".cache" / "agentcache")
 
 
 def _future(engine: str) -> Future[EngineInfo]:
@@ -162,4 +162,4 @@ def model_dir() -> Path:
     """The test model's folder (tokenizer.json, chat template), as every engine serves it."""
     with _install_lock:
         _engines_py("install", "model")
-    return _cache() / "models" / SERVED_MODEL
+    return engine_script.MODEL_DIR
