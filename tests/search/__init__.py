@@ -13,7 +13,8 @@ from agentcache.fork import State, branch_markers
 from agentcache.search import ForkProposer, SearchNode, SearchTree
 
 T = TypeVar("T")
-GREEDY = {"max_new_tokens": 4, "temperature": 0}
+GREEDY = {"max_new_tokens": 4, "temperature": 0, "ignore_eos": True}
+"""Greedy steps of exactly four tokens: no step ends early, so two trees of the same search have the same sizes."""
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 import pytest
@@ -18,15 +17,10 @@ from agentcache.backends import AsyncOpenAICompatClient, AsyncSGLangClient
 from agentcache.errors import BackendError, InputError
 from agentcache.fork import ChatFork, ForkResult, branch_markers, fork, fork_chat
 from tests.conftest import EngineInfo
+from tests.search import GREEDY, run
 
-T = TypeVar("T")
-GREEDY = {"max_new_tokens": 4, "temperature": 0}
 VLLM_BLOCK = 32
 """scripts/engines launches vLLM with --block-size 32; its prefix cache hits whole blocks only."""
-
-
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(coro)
 
 
 def puzzle(label: str) -> str:

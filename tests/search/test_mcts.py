@@ -52,13 +52,20 @@ def test_forked_mcts_prefills_the_lower_bound(runs: tuple[SearchTree, SearchTree
 
 def test_naive_mcts_builds_the_same_tree_and_prefills_every_prompt(runs: tuple[SearchTree, SearchTree]) -> None:
     forked, naive = runs
-    assert shape(naive) == shape(forked)  # temperature 0, markers and a seed: the same search, only cached differs
+    # Not shape(naive) == shape(forked): a naive prompt prefills the parent's output tokens, whose KV the forked run
+    # reuses from decode steps, and the two differ by float rounding, which can flip a near-tied greedy token. The
+    # token counts cannot differ: whole tree, steps of exactly four tokens.
+    assert sizes(naive) == sizes(forked)
     assert all(ex.cached_tokens == 0 and ex.kind == "branch" for ex in naive.exchanges)
     prompts = sum(len(n.parent.state) + len(n.branch.marker) for n in naive.nodes if n.parent and n.branch)
     assert naive.account().server_prefill == forked.account().naive_prefill == prompts
     assert naive.account().lower_bound == forked.account().lower_bound
     forked_prefill = forked.account().server_prefill
     assert forked_prefill is not None and prompts > 10 * forked_prefill  # every node re-sends the whole root
+
+
+def sizes(tree: SearchTree) -> list[tuple[int, int]]:
+    return sorted((n.depth, len(n.state)) for n in tree.nodes)
 
 
 def test_json_export_carries_each_nodes_tokens(runs: tuple[SearchTree, SearchTree]) -> None:
