@@ -1,11 +1,13 @@
 """A small MCTS whose expansions fork on SGLang, printed as a tree with each node's cache report.
 
-Run: ``python examples/mcts_forked.py [SGLANG_URL] [--judge] [--dot FILE] [--json FILE]``. Without a URL it
-starts (or reuses) the project's CPU engine via ``scripts/engines/engines.py start sglang``. The test engine's
-model has random weights, so the steps are gibberish; the cache figures are what the example is about.
+Run: ``python examples/mcts_forked.py [SGLANG_URL] [--judge number|yes-no] [--dot FILE] [--json FILE]``.
+Without a URL it starts (or reuses) the project's CPU engine via ``scripts/engines/engines.py start sglang``. The
+test engine's model has random weights, so the steps are gibberish; the cache figures are what the example is
+about.
 
-``--judge`` scores states by asking the model (agentcache.search.ModelJudge) instead of the default user
-function, which prefers plans that keep saying something new.
+``--judge`` scores states by asking the model instead of the default user function, which prefers plans that keep
+saying something new: ``number`` parses a 0-10 rating (agentcache.search.ModelJudge), ``yes-no`` reads the model's
+probability of answering Yes rather than No (agentcache.search.ProbabilityJudge).
 """
 
 from __future__ import annotations
@@ -17,7 +19,16 @@ from pathlib import Path
 
 from agentcache.backends import AsyncSGLangClient
 from agentcache.fork import branch_markers
-from agentcache.search import MCTS, Budget, Evaluate, ForkProposer, ModelJudge, SearchNode, SearchTree
+from agentcache.search import (
+    MCTS,
+    Budget,
+    Evaluate,
+    ForkProposer,
+    ModelJudge,
+    ProbabilityJudge,
+    SearchNode,
+    SearchTree,
+)
 
 PROBLEM = (
     "Plan a three-day trip to Lisbon for two people on a budget of 900 euros. Each step adds one decision "
@@ -58,7 +69,7 @@ def show(tree: SearchTree) -> None:
     )
 
 
-async def main(url: str, judge: bool, dot: Path | None, json_path: Path | None) -> None:
+async def main(url: str, judge: str | None, dot: Path | None, json_path: Path | None) -> None:
     async with AsyncSGLangClient(url) as client:
         salt = f"example-{uuid.uuid4().hex}"  # a fresh cache namespace, so the figures are this run's alone
         root = await client.tokenize(PROBLEM)
@@ -67,8 +78,12 @@ async def main(url: str, judge: bool, dot: Path | None, json_path: Path | None) 
         params = {"max_new_tokens": 8, "temperature": 0, "frequency_penalty": 1.0}
         proposer = ForkProposer(client, markers, params, cache_salt=salt)
         evaluate: Evaluate = variety
-        if judge:
+        if judge == "number":
             evaluate = ModelJudge(client, await client.tokenize("\nScore this plan from 0 to 10:"), cache_salt=salt)
+        elif judge == "yes-no":
+            question = await client.tokenize("\nIs this plan within budget? Answer Yes or No:")
+            yes, no = await client.tokenize(" Yes"), await client.tokenize(" No")
+            evaluate = ProbabilityJudge(client, question, yes, no, cache_salt=salt)
         search = MCTS(proposer, evaluate, branching=3, max_depth=3, budget=Budget(nodes=22), seed=0)
         tree = await search.run(root)
     show(tree)
@@ -83,7 +98,7 @@ if __name__ == "__main__":
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("url", nargs="?")
-    parser.add_argument("--judge", action="store_true", help="let the model score each state")
+    parser.add_argument("--judge", choices=["number", "yes-no"], help="let the model score each state")
     parser.add_argument("--dot", type=Path, help="write the tree as Graphviz DOT")
     parser.add_argument("--json", type=Path, help="write the tree as JSON")
     args = parser.parse_args()

@@ -48,6 +48,9 @@ class Generation:
     """``meta_info.finish_reason.type``: ``"length"``, ``"stop"``, ``"abort"``."""
     meta_info: dict[str, Any]
     usage: CacheUsage
+    token_logprobs: list[dict[int, float]]
+    """Per output token, the log-probability of each id asked for with ``token_ids_logprob``, whether or not it was
+    the one sampled; empty when none were asked for."""
 
 
 class SGLangProtocol(Protocol):
@@ -66,12 +69,15 @@ class SGLangProtocol(Protocol):
         cache_salt: str | None = None,
         extra_key: str | None = None,
         priority: int | None = None,
+        token_ids_logprob: Sequence[int] | None = None,
     ) -> Call[Generation]:
         """Run ``/generate`` on exactly one of ``text`` or ``input_ids``.
 
         ``cache_salt`` and ``extra_key`` are part of the radix cache key, so prompts under different values never
         share cached tokens (use one salt per tenant). ``priority`` only matters on a server started with
-        ``--enable-priority-scheduling``.
+        ``--enable-priority-scheduling``. ``token_ids_logprob`` asks for the log-probability of those ids at every
+        output position (``Generation.token_logprobs``); it costs no cached tokens, because SGLang computes only the
+        output positions' logprobs then.
         """
         if (text is None) == (input_ids is None):
             given = "both" if text is not None else "neither"
@@ -80,6 +86,11 @@ class SGLangProtocol(Protocol):
         body["sampling_params"] = dict(sampling_params or {})
         options = {"cache_salt": cache_salt, "extra_key": extra_key, "priority": priority}
         body.update({key: value for key, value in options.items() if value is not None})
+        if token_ids_logprob is not None:
+            ids = list(token_ids_logprob)
+            if not ids or not is_token_ids(ids) or min(ids) < 0:
+                raise InputError(f"token_ids_logprob must be a non-empty list of token ids, got {ids!r}")
+            body.update(return_logprob=True, token_ids_logprob=ids)
         return Call(self.request("POST", "/generate", body), _generation)
 
     def prime(
@@ -136,6 +147,29 @@ def _generation(response: httpx.Response) -> Generation:
         finish_reason=reason if isinstance(reason, str) else None,
         meta_info=meta,
         usage=usage,
+        token_logprobs=_token_logprobs(response, meta.get("output_token_ids_logprobs")),
+    )
+
+
+def _token_logprobs(response: httpx.Response, positions: Any) -> list[dict[int, float]]:
+    """``meta_info.output_token_ids_logprobs``: per output position, ``[logprob, token id, text]`` per id asked for."""
+    if positions is None:
+        return []
+    out: list[dict[int, float]] = []
+    for position in positions if isinstance(positions, list) else [None]:
+        if not isinstance(position, list) or not all(map(_is_logprob_entry, position)):
+            raise unexpected(response, "output_token_ids_logprobs that are not lists of [logprob, token id, text]")
+        out.append({entry[1]: float(entry[0]) for entry in position})
+    return out
+
+
+def _is_logprob_entry(entry: Any) -> bool:
+    return (
+        isinstance(entry, list)
+        and len(entry) >= 2
+        and type(entry[0]) in (int, float)
+        and type(entry[1]) is int
+        and entry[1] >= 0
     )
 
 

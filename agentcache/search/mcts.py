@@ -5,23 +5,21 @@ state is computed once, the k continuations run concurrently), evaluates every c
 to the root. A node whose subtree can grow no further (maximum depth, the model stopped, or nothing proposed) is
 never selected again, so every iteration adds nodes until the budget or the tree runs out.
 
-Also here: :class:`ForkProposer` (the default ``propose``) and :class:`ModelJudge` (a model-judged ``evaluate``).
+Also here: :class:`ForkProposer`, the default ``propose``. Model-judged ``evaluate`` functions are in
+:mod:`agentcache.search.judge`.
 """
 
 from __future__ import annotations
 
 import math
 import random
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentcache.backends import AsyncSGLangClient
 from agentcache.errors import InputError
-from agentcache.fork import ForkResult, State, check_markers, exchange, fork, fresh_salt
-from agentcache.search.tree import Budget, Evaluate, Judgement, Propose, SearchNode, SearchTree
-
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+from agentcache.fork import ForkResult, State, check_markers, fork
+from agentcache.search.tree import Budget, Evaluate, Propose, SearchNode, SearchTree
 
 
 class ForkProposer:
@@ -57,42 +55,6 @@ class ForkProposer:
             isolate=self.naive,
             cache_salt=self.cache_salt,
         )
-
-
-class ModelJudge:
-    """``evaluate(node)`` by asking the model: ``node.state + question`` is sent, the first number in the answer
-    divided by ``scale`` (clamped to [0, 1]) is the score, 0 when the answer holds no number.
-
-    The question follows the node's state, which is already cached, so a judgement prefills little more than the
-    question; its request is accounted with the rest. ``naive`` isolates it like :class:`ForkProposer`'s.
-    """
-
-    def __init__(
-        self,
-        client: AsyncSGLangClient,
-        question: Sequence[int],
-        *,
-        scale: float = 10.0,
-        sampling_params: Mapping[str, Any] | None = None,
-        naive: bool = False,
-        cache_salt: str | None = None,
-    ) -> None:
-        if not question or scale <= 0:
-            raise InputError("ModelJudge needs a non-empty question (token ids) and a positive scale")
-        self.client = client
-        self.question = tuple(question)
-        self.scale = scale
-        self.sampling_params = dict(sampling_params or {"max_new_tokens": 4, "temperature": 0})
-        self.naive = naive
-        self.cache_salt = cache_salt
-
-    async def __call__(self, node: SearchNode) -> Judgement:
-        prompt = node.state + self.question
-        salt = fresh_salt(self.cache_salt) if self.naive else self.cache_salt
-        answer = await self.client.generate(input_ids=prompt, sampling_params=self.sampling_params, cache_salt=salt)
-        number = _NUMBER.search(answer.text)
-        value = 0.0 if number is None else min(max(float(number.group()) / self.scale, 0.0), 1.0)
-        return Judgement(value, exchange("judge", prompt, answer))
 
 
 class MCTS:

@@ -101,6 +101,14 @@ def test_server_error_is_backend_error_with_status(mode: str) -> None:
         (b"[1, 2]", "JSON list instead of an object"),
         (b'{"text": "x"}', "without text and meta_info.prompt_tokens"),
         (b'{"text": "x", "output_ids": "12", "meta_info": {"prompt_tokens": 3}}', "output_ids that are not"),
+        (
+            b'{"text": "x", "meta_info": {"prompt_tokens": 3, "output_token_ids_logprobs": [[[-1.5, "7", null]]]}}',
+            "output_token_ids_logprobs that are not",
+        ),
+        (
+            b'{"text": "x", "meta_info": {"prompt_tokens": 3, "output_token_ids_logprobs": [[-1.5, 7, null]]}}',
+            "output_token_ids_logprobs that are not",
+        ),
     ],
 )
 def test_unusable_body_is_backend_error(mode: str, content: bytes, problem: str) -> None:

@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from agentcache.backends import AsyncSGLangClient, Generation, SGLangClient
@@ -117,6 +118,38 @@ def test_flush_cache_empties_it(client: SGLangClient, tokenizer: HFTokenizer) ->
     assert client.generate(input_ids=ids, sampling_params=GREEDY).cached_tokens == len(ids) - 1
     client.flush_cache()
     assert client.generate(input_ids=ids, sampling_params=GREEDY).cached_tokens == 0
+
+
+def test_token_ids_logprob_scores_the_asked_ids_at_each_output_position(
+    client: SGLangClient, tokenizer: HFTokenizer, sglang: EngineInfo
+) -> None:
+    ids = tokenizer.encode(fresh("logprob"))
+    asked = tokenizer.encode(" Yes") + tokenizer.encode(" No")
+    assert len(asked) == 2
+    client.prime(ids)
+    params = {**GREEDY, "ignore_eos": True}
+    answer = client.generate(input_ids=ids, sampling_params=params, token_ids_logprob=asked)
+    assert answer.cached_tokens == len(ids) - 1  # as without logprobs: asking costs no cached tokens
+    assert len(answer.token_logprobs) == len(answer.output_ids) == GREEDY["max_new_tokens"]
+    sampled = [logprob for logprob, _, *_ in answer.meta_info["output_token_logprobs"]]
+    for position, best in zip(answer.token_logprobs, sampled, strict=True):
+        assert set(position) == set(asked)
+        assert all(logprob <= best + 1e-6 for logprob in position.values())  # greedy took the likeliest token
+    # The same figure by another road: the asked token appended to the prompt, scored as an input token.
+    for token in asked:
+        body = {"input_ids": [*ids, token], "sampling_params": {"max_new_tokens": 0}, "return_logprob": True}
+        body["logprob_start_len"] = len(ids) - 1
+        scored = httpx.post(f"{sglang.url}/generate", json=body, timeout=60).raise_for_status().json()
+        as_input = scored["meta_info"]["input_token_logprobs"][-1]
+        assert as_input[1] == token
+        assert as_input[0] == pytest.approx(answer.token_logprobs[0][token], abs=1e-4)
+    assert client.generate(input_ids=ids, sampling_params=GREEDY).token_logprobs == []  # not asked for
+
+
+@pytest.mark.parametrize("asked", [[], [-1], ["7"]])
+def test_token_ids_logprob_refuses_what_is_not_token_ids(asked: list[object]) -> None:
+    with SGLangClient("http://127.0.0.1:9") as client, pytest.raises(InputError, match="token_ids_logprob"):
+        client.generate("hi", token_ids_logprob=asked)  # type: ignore[arg-type]  # raised before anything is sent
 
 
 @pytest.mark.parametrize(

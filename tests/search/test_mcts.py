@@ -17,7 +17,7 @@ import pytest
 from agentcache.backends import AsyncSGLangClient
 from agentcache.errors import InputError
 from agentcache.fork import ForkResult, branch_markers
-from agentcache.search import MCTS, Budget, ForkProposer, ModelJudge, SearchTree
+from agentcache.search import MCTS, Budget, ForkProposer, SearchTree
 from tests.conftest import EngineInfo
 from tests.search import GREEDY, assert_siblings_hit_their_parent_prefix, hashed_score, puzzle, run, search, shape
 
@@ -151,30 +151,6 @@ def test_token_budget_stops_after_the_expansion_that_reaches_it(sglang: EngineIn
 def test_time_budget_of_zero_expands_nothing(sglang: EngineInfo) -> None:
     tree = run(search(sglang.url, mcts(budget=Budget(seconds=0))))
     assert tree.nodes == [tree.root] and tree.exchanges == [] and tree.best is tree.root
-
-
-def test_model_judge_scores_from_the_cached_state(sglang: EngineInfo) -> None:
-    async def judged() -> SearchTree:
-        async with AsyncSGLangClient(sglang.url) as client:
-            salt = f"judge-{uuid.uuid4().hex}"
-            root = await client.tokenize(puzzle())
-            question = await client.tokenize("\nRate this plan from 0 to 10:")
-            proposer = ForkProposer(client, await branch_markers(client, 2), GREEDY, cache_salt=salt)
-            judge = ModelJudge(client, question, cache_salt=salt)
-            tree: SearchTree = await MCTS(proposer, judge, branching=2, max_depth=2).run(root)
-            return tree
-
-    tree = run(judged())
-    judged_nodes = tree.nodes[1:]
-    assert len(judged_nodes) == 2 + 4
-    for node in judged_nodes:
-        assert node.judge is not None and node.score is not None and 0.0 <= node.score <= 1.0
-        assert node.judge.prompt == node.state + node.judge.prompt[len(node.state) :]
-        assert node.judge.cached_tokens == len(node.state) - 1  # all but the last output token, never run before
-    assert sum(ex.kind == "judge" for ex in tree.exchanges) == len(judged_nodes)
-    account = tree.account()
-    re_primed = sum(1 for n in tree.nodes if n.primed is not None and n.parent is not None)
-    assert account.server_prefill == account.lower_bound + re_primed  # the judge ran the state's last token already
 
 
 async def never(state: tuple[int, ...], k: int) -> ForkResult:
