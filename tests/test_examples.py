@@ -1,0 +1,68 @@
+"""The runnable examples, run as a user runs them (``python examples/NAME.py``) against the real engines, with their
+printed figures checked against each other. ``langgraph_tot.py`` is tested in tests/integrations."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.conftest import EngineInfo
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+SUMMARY = r"\d+ {unit}[:,] (\d+) of (\d+) prompt tokens from cache \(\d+%\), (\d+) predicted; causes (.*)"
+ACCOUNT = re.compile(r"server prefill (\d+) tokens; lower bound (\d+); naive \(every prompt sent alone\) (\d+)")
+
+
+def run_example(name: str, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / name), *args], capture_output=True, text=True, timeout=600, check=False
+    )
+    assert done.returncode == 0, f"{name} exited {done.returncode}:\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+def summary(output: str, unit: str) -> tuple[int, int, int, str]:
+    """``N <unit>, X of Y prompt tokens from cache (P%), Z predicted; causes {...}`` -> (X, Y, Z, causes)."""
+    found = re.search(SUMMARY.format(unit=unit), output)
+    assert found is not None, output
+    cached, prompt, predicted = (int(found.group(i)) for i in (1, 2, 3))
+    return cached, prompt, predicted, found.group(4)
+
+
+def test_langgraph_agent(llama_server: EngineInfo) -> None:
+    output = run_example("langgraph_agent.py", "--url", llama_server.url)
+    cached, prompt, predicted, causes = summary(output, "turns")
+    assert 0 < cached == predicted < prompt  # the client-side model predicted exactly what the server reused
+    assert "'volatile_value': 3" in causes  # the timestamp line, moved to the end, is what each later turn missed
+
+
+def test_crewai_crew(llama_server: EngineInfo) -> None:
+    output = run_example("crewai_crew.py", "--url", llama_server.url)
+    cached, prompt, predicted, causes = summary(output, "calls")
+    assert 0 < cached == predicted < prompt
+    assert "'history_rewritten': 2" in causes  # crewai's retry note rewrites the task message
+    assert output.count("[event bus] Code reviewer:") == 3  # one report per LLM call, as it arrives
+
+
+@pytest.mark.parametrize("judge", [None, "number", "yes-no"])
+def test_mcts_forked(sglang: EngineInfo, tmp_path: Path, judge: str | None) -> None:
+    dot, exported = tmp_path / "tree.dot", tmp_path / "tree.json"
+    options = ["--dot", str(dot), "--json", str(exported), *(["--judge", judge] if judge else [])]
+    output = run_example("mcts_forked.py", sglang.url, *options)
+    found = ACCOUNT.search(output)
+    assert found is not None, output
+    prefill, bound, naive = (int(found.group(i)) for i in (1, 2, 3))
+    tree = orjson.loads(exported.read_bytes())
+    assert (tree["account"]["server_prefill"], tree["account"]["lower_bound"]) == (prefill, bound)
+    assert len(tree["nodes"]) == 22  # the example's node budget
+    # A user evaluation pays the bound exactly; a judge has run each state's last token before it is primed.
+    re_primed = sum(1 for node in tree["nodes"] if node["parent"] is not None and node["prime"] is not None)
+    assert prefill == bound + (re_primed if judge else 0)
+    assert naive > 5 * prefill
+    assert dot.read_text().startswith("digraph")
+    assert all(f"#{node['id']} " in output for node in tree["nodes"])  # the printed tree has every node
