@@ -69,6 +69,25 @@ class Exchange:
     cached_tokens: int | None
     """Prompt tokens the server served from its cache; None when it did not say."""
 
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON data (lists, not tuples), for a checkpointer; :meth:`from_dict` reads it back."""
+        return {
+            "kind": self.kind,
+            "prompt": list(self.prompt),
+            "output": list(self.output),
+            "prompt_tokens": self.prompt_tokens,
+            "cached_tokens": self.cached_tokens,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Exchange:
+        fields = _fields(data, "Exchange", ("kind", "prompt", "output", "prompt_tokens", "cached_tokens"))
+        kind, prompt_tokens, cached = fields["kind"], fields["prompt_tokens"], fields["cached_tokens"]
+        if kind not in ("prime", "branch", "judge") or not _is_count(prompt_tokens) or not _is_count(cached, None):
+            raise _not_plain("Exchange", "kind, prompt_tokens or cached_tokens out of range")
+        prompt, output = _state(fields["prompt"], "Exchange"), _state(fields["output"], "Exchange")
+        return cls(kind, prompt, output, prompt_tokens, cached)
+
     @property
     def prefilled(self) -> int | None:
         """Prompt tokens the server computed: ``prompt_tokens - cached_tokens``; None when cache was not reported."""
@@ -110,6 +129,24 @@ class Branch:
     def state(self) -> State:
         """The prefix extended by this branch, the state a search continues from."""
         return self.prompt + self.output
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON data, for a checkpointer or a ``Send`` payload; :meth:`from_dict` reads it back."""
+        return {
+            "index": self.index,
+            "marker": list(self.marker),
+            "text": self.text,
+            "finish_reason": self.finish_reason,
+            "exchange": self.exchange.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Branch:
+        fields = _fields(data, "Branch", ("index", "marker", "text", "finish_reason", "exchange"))
+        index, text, reason = fields["index"], fields["text"], fields["finish_reason"]
+        if not _is_count(index) or type(text) is not str or not (reason is None or type(reason) is str):
+            raise _not_plain("Branch", "index, text or finish_reason of the wrong type")
+        return cls(index, _state(fields["marker"], "Branch"), text, reason, Exchange.from_dict(fields["exchange"]))
 
 
 @dataclass(frozen=True)
@@ -187,6 +224,31 @@ class ForkPlan:
     @property
     def n(self) -> int:
         return len(self.suffixes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON data, so a plan can travel in a LangGraph ``Send`` and sit in checkpointed state (tuples and
+        dataclasses do not survive a checkpointer's round trip); :meth:`from_dict` reads it back."""
+        return {
+            "prefix": list(self.prefix),
+            "suffixes": [list(suffix) for suffix in self.suffixes],
+            "sampling_params": dict(self.sampling_params),
+            "primed": None if self.primed is None else self.primed.to_dict(),
+            "isolate": self.isolate,
+            "cache_salt": self.cache_salt,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> ForkPlan:
+        names = ("prefix", "suffixes", "sampling_params", "primed", "isolate", "cache_salt")
+        fields = _fields(data, "ForkPlan", names)
+        suffixes, params, salt = fields["suffixes"], fields["sampling_params"], fields["cache_salt"]
+        if not isinstance(suffixes, list) or not isinstance(params, dict) or type(fields["isolate"]) is not bool:
+            raise _not_plain("ForkPlan", "suffixes, sampling_params or isolate of the wrong type")
+        if not (salt is None or type(salt) is str):
+            raise _not_plain("ForkPlan", "cache_salt is neither null nor a string")
+        primed = None if fields["primed"] is None else Exchange.from_dict(fields["primed"])
+        markers = tuple(_state(suffix, "ForkPlan") for suffix in suffixes)
+        return cls(_state(fields["prefix"], "ForkPlan"), markers, params, primed, fields["isolate"], salt)
 
 
 async def prime_fork(
@@ -328,3 +390,25 @@ async def fork_chat(
     first = [await branch(0)] if warm else []
     rest = await gather_all(branch(i) for i in range(len(first), n))
     return ChatFork(tuple(first + rest))
+
+
+def _fields(data: Any, kind: str, names: tuple[str, ...]) -> dict[str, Any]:
+    if not isinstance(data, Mapping) or set(data) != set(names):
+        got = sorted(data) if isinstance(data, Mapping) else type(data).__name__
+        raise _not_plain(kind, f"expected the keys {list(names)}, got {got}")
+    return dict(data)
+
+
+def _state(value: Any, kind: str) -> State:
+    if not isinstance(value, (list, tuple)) or not all(_is_count(token) for token in value):
+        raise _not_plain(kind, "a token list holds something other than non-negative integers")
+    return tuple(value)
+
+
+def _is_count(value: Any, *allowed: None) -> bool:
+    """A non-negative int (not a bool); or one of ``allowed``."""
+    return (type(value) is int and value >= 0) or (value is None and None in allowed)
+
+
+def _not_plain(kind: str, what: str) -> InputError:
+    return InputError(f"this is not the plain form of a {kind}: {what}; pass what {kind}.to_dict() returned")

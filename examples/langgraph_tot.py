@@ -6,6 +6,10 @@ conditional edge then sends one ``branch`` task per child (``Send``), each conti
 the branches, and ``select`` grows the search tree, scores the children and keeps the best ``beam`` of them for
 the next level. The tree is agentcache's ``SearchTree``: the same accounting, JSON and DOT as ``MCTS``.
 
+The graph state is plain data (``ForkPlan.to_dict()``, ``Branch.to_dict()``, ids and scores), so the graph runs
+under a checkpointer: each ``select`` rebuilds the tree from what the state recorded, and so does the caller at the
+end. The example compiles it with LangGraph's ``InMemorySaver``; any other saver takes the same state.
+
 Run: ``python examples/langgraph_tot.py [SGLANG_URL] [--naive] [--dot FILE]``. Without a URL it starts (or
 reuses) the project's CPU engine. The test model has random weights: the thoughts are gibberish, the cache
 figures are the point.
@@ -20,6 +24,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 
@@ -30,26 +36,51 @@ from agentcache.search import SearchNode, SearchTree
 PROBLEM = "Design a cache for an agent that re-sends its whole history every turn. Each step adds one idea.\nStep:"
 
 
-def gathered(old: list[tuple[int, Branch]], new: list[tuple[int, Branch]] | None) -> list[tuple[int, Branch]]:
+Record = dict[str, Any]
+"""Plain data that a checkpointer stores as it is: lists, numbers, strings."""
+
+
+def gathered(old: list[Record], new: list[Record] | None) -> list[Record]:
     """The ``branches`` reducer: each ``branch`` task adds its result; ``None`` (from ``prime``) starts a level."""
     return [] if new is None else old + new
 
 
 class ToT(TypedDict):
-    tree: SearchTree
-    """Grown in place by ``select``: the graph runs without a checkpointer, so state is never serialized."""
+    root: list[int]
+    grown: list[Record]
+    """One record per expanded state, in the order they were grown: ``node``, ``plan`` (``ForkPlan.to_dict()``),
+    ``branches`` (``Branch.to_dict()`` each, in branch order) and the children's ``scores``."""
     frontier: list[int]
     """Ids of the nodes to expand at this level."""
-    plans: list[tuple[int, ForkPlan]]
-    branches: Annotated[list[tuple[int, Branch]], gathered]
+    plans: list[Record]
+    """``node`` and ``plan`` for every state of the frontier, primed."""
+    branches: Annotated[list[Record], gathered]
+    """``node`` and ``branch``, one per ``branch`` task of this level."""
 
 
 class BranchTask(TypedDict):
     """What one ``Send`` carries: a primed fork and which of its branches to run."""
 
     node: int
-    plan: ForkPlan
+    plan: Record
     index: int
+
+
+def grow(tree: SearchTree, node: int, plan: Record, branches: Sequence[Record]) -> list[SearchNode]:
+    """Add the children that a fork of ``node`` (its plain plan and branches, in branch order) produced."""
+    fork = ForkPlan.from_dict(plan)
+    result = ForkResult(fork.prefix, fork.primed, tuple(Branch.from_dict(branch) for branch in branches))
+    return tree.grow(tree.nodes[node], result, fork.n)
+
+
+def replay(root: Sequence[int], grown: Sequence[Record], tree: SearchTree | None = None) -> SearchTree:
+    """The search tree the records describe, grown on ``tree`` (a bare root) or a new one."""
+    tree = tree or SearchTree(root)
+    for record in grown:
+        children = grow(tree, record["node"], record["plan"], record["branches"])
+        for child, score in zip(children, record["scores"], strict=True):
+            child.score = score
+    return tree
 
 
 def distinct_share(node: SearchNode) -> float:
@@ -72,7 +103,7 @@ def build(
     width = len(markers)
 
     async def prime(state: ToT) -> dict[str, Any]:
-        tree = state["tree"]
+        tree = replay(state["root"], state["grown"])
         plans = await gather_all(
             prime_fork(
                 client,
@@ -86,29 +117,37 @@ def build(
             )
             for node in state["frontier"]
         )
-        return {"plans": list(zip(state["frontier"], plans, strict=True)), "branches": None}
+        planned = zip(state["frontier"], plans, strict=True)
+        return {"plans": [{"node": node, "plan": plan.to_dict()} for node, plan in planned], "branches": None}
 
     def fan_out(state: ToT) -> list[Send]:
         """One ``branch`` task per child of every primed state."""
-        plans = state["plans"]
-        return [Send("branch", BranchTask(node=n, plan=plan, index=i)) for n, plan in plans for i in range(plan.n)]
+        return [
+            Send("branch", BranchTask(node=p["node"], plan=p["plan"], index=i))
+            for p in state["plans"]
+            for i in range(len(p["plan"]["suffixes"]))
+        ]
 
     async def branch(state: BranchTask) -> dict[str, Any]:
-        return {"branches": [(state["node"], await send_branch(client, state["plan"], state["index"]))]}
+        got = await send_branch(client, ForkPlan.from_dict(state["plan"]), state["index"])
+        return {"branches": [{"node": state["node"], "branch": got.to_dict()}]}
 
     async def select(state: ToT) -> dict[str, Any]:
-        tree, children = state["tree"], []
-        for node, plan in state["plans"]:
-            got = sorted((b for n, b in state["branches"] if n == node), key=lambda b: b.index)
-            children += tree.grow(tree.nodes[node], ForkResult(plan.prefix, plan.primed, tuple(got)), plan.n)
+        tree = replay(state["root"], state["grown"])
+        level: list[tuple[Record, list[SearchNode]]] = []
+        for planned in state["plans"]:
+            mine = [b["branch"] for b in state["branches"] if b["node"] == planned["node"]]
+            record = {**planned, "branches": sorted(mine, key=lambda b: b["index"])}
+            level.append((record, grow(tree, record["node"], record["plan"], record["branches"])))
+        children = [child for _, grew in level for child in grew]
         await tree.score(children, distinct_share)
+        grown = [*state["grown"], *({**record, "scores": [c.score for c in grew]} for record, grew in level)]
         ranked = sorted(children, key=lambda c: (-(c.score or 0.0), c.id))
-        tree.best = ranked[0]  # the best of the deepest level reached, as TreeOfThoughts picks it
-        return {"frontier": [c.id for c in ranked[:beam] if not c.finished]}
+        frontier = [c.id for c in ranked[:beam] if not c.finished]
+        return {"grown": grown, "frontier": frontier if children[0].depth < depth else []}
 
     def next_level(state: ToT) -> str:
-        frontier = state["frontier"]
-        return "prime" if frontier and state["tree"].nodes[frontier[0]].depth < depth else END
+        return "prime" if state["frontier"] else END
 
     graph = StateGraph(ToT)
     graph.add_node("prime", prime)
@@ -118,26 +157,31 @@ def build(
     graph.add_conditional_edges("prime", fan_out, ["branch"])
     graph.add_edge("branch", "select")
     graph.add_conditional_edges("select", next_level, ["prime", END])
-    return graph.compile()
+    return graph.compile(checkpointer=InMemorySaver())
 
 
 async def search(
     url: str, *, width: int = 3, depth: int = 2, beam: int = 2, naive: bool = False
-) -> tuple[SearchTree, list[str]]:
-    """Run the graph from ``PROBLEM``; the tree, and the node names LangGraph ran, in order."""
+) -> tuple[SearchTree, list[str], ToT]:
+    """Run the graph from ``PROBLEM`` under a checkpointer; the tree, the node names LangGraph ran, in order, and
+    the graph's final state as the checkpointer holds it."""
     async with AsyncSGLangClient(url) as client:
         salt = f"example-{uuid.uuid4().hex}"  # a fresh cache namespace, so the figures are this run's alone
         root = await client.tokenize(PROBLEM)
         markers = await branch_markers(client, width)
         params = {"max_new_tokens": 8, "temperature": 0, "frequency_penalty": 1.0}
         graph = build(client, markers, params, depth=depth, beam=beam, naive=naive, cache_salt=salt)
-        tree = SearchTree(root)
+        tree = SearchTree(root)  # created now, so that its clock times the whole run
         ran: list[str] = []
-        initial: ToT = {"tree": tree, "frontier": [0], "plans": [], "branches": []}
-        async for update in graph.astream(initial, stream_mode="updates"):
+        initial: ToT = {"root": root, "grown": [], "frontier": [0], "plans": [], "branches": []}
+        config: RunnableConfig = {"configurable": {"thread_id": salt}}
+        async for update in graph.astream(initial, config, stream_mode="updates"):
             ran += list(update)
-        tree.stop(tree.best)
-    return tree, ran
+        final: ToT = (await graph.aget_state(config)).values
+        replay(root, final["grown"], tree)
+    deepest = [node for node in tree.nodes if node.depth == tree.nodes[-1].depth]
+    tree.stop(min(deepest, key=lambda c: (-(c.score or 0.0), c.id)))  # the best of the deepest level, as ToT picks
+    return tree, ran, final
 
 
 def show(tree: SearchTree, ran: Sequence[str]) -> None:
@@ -166,7 +210,7 @@ if __name__ == "__main__":
     parser.add_argument("--naive", action="store_true", help="send every branch alone, unprimed and unshared")
     parser.add_argument("--dot", type=Path, help="write the tree as Graphviz DOT")
     args = parser.parse_args()
-    tree, ran = asyncio.run(search(args.url or start("sglang"), naive=args.naive))
+    tree, ran, _ = asyncio.run(search(args.url or start("sglang"), naive=args.naive))
     show(tree, ran)
     if args.dot is not None:
         args.dot.write_text(tree.to_dot())

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import orjson
 import pytest
 
 from tests.conftest import EngineInfo
@@ -28,7 +29,7 @@ def example() -> ModuleType:
 
 def test_send_branches_share_their_parents_prefix(example: ModuleType, sglang: EngineInfo) -> None:
     width, depth, beam = 3, 2, 2
-    tree, ran = asyncio.run(example.search(sglang.url, width=width, depth=depth, beam=beam))
+    tree, ran, final = asyncio.run(example.search(sglang.url, width=width, depth=depth, beam=beam))
     branches = width + beam * width
     assert ran.count("branch") == branches  # one LangGraph task per branch, through Send
     assert ran.count("prime") == ran.count("select") == depth
@@ -41,7 +42,14 @@ def test_send_branches_share_their_parents_prefix(example: ModuleType, sglang: E
     assert account.server_prefill is not None
     assert account.server_prefill <= 1.1 * account.lower_bound
 
-    naive, naive_ran = asyncio.run(example.search(sglang.url, width=width, depth=depth, beam=beam, naive=True))
+    # The checkpointed state is plain JSON (no tuple or dataclass to lose in a saver's round trip), and the tree
+    # rebuilt from it is the tree the run grew.
+    assert orjson.loads(orjson.dumps(final)) == final
+    rebuilt = example.replay(final["root"], final["grown"])
+    assert [(n.id, n.state, n.score) for n in rebuilt.nodes] == [(n.id, n.state, n.score) for n in tree.nodes]
+    assert rebuilt.account() == account
+
+    naive, naive_ran, _ = asyncio.run(example.search(sglang.url, width=width, depth=depth, beam=beam, naive=True))
     assert naive_ran.count("branch") == branches
     naive_account = naive.account()
     assert naive_account.server_prefill == naive_account.naive_prefill  # nothing shared, nothing primed

@@ -11,11 +11,23 @@ import uuid
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 
 from agentcache.backends import AsyncOpenAICompatClient, AsyncSGLangClient
 from agentcache.errors import BackendError, InputError
-from agentcache.fork import ChatFork, ForkResult, branch_markers, fork, fork_chat
+from agentcache.fork import (
+    Branch,
+    ChatFork,
+    Exchange,
+    ForkPlan,
+    ForkResult,
+    branch_markers,
+    fork,
+    fork_chat,
+    prime_fork,
+    send_branch,
+)
 from tests.conftest import EngineInfo
 from tests.search import GREEDY, run
 
@@ -182,3 +194,46 @@ def test_fork_chat_refuses_bad_arguments() -> None:
         run(attempt(3, seeds=[1]))
     with pytest.raises(InputError, match="concurrency"):
         run(attempt(2, concurrency=0))
+
+
+def test_plan_and_branch_survive_a_json_round_trip(sglang: EngineInfo) -> None:
+    """What a checkpointer does to a LangGraph state: plain JSON out, the same plan and branch back."""
+
+    async def planned() -> tuple[ForkPlan, Branch, Branch]:
+        async with AsyncSGLangClient(sglang.url) as client:
+            prefix = await client.tokenize(puzzle("plain"))
+            plan = await prime_fork(client, prefix, 2, GREEDY, markers=await branch_markers(client, 2))
+            restored = ForkPlan.from_dict(orjson.loads(orjson.dumps(plan.to_dict())))
+            assert restored == plan
+            return plan, await send_branch(client, plan, 0), await send_branch(client, restored, 1)
+
+    plan, branch, from_restored = run(planned())
+    assert plan.primed is not None and plan.primed.kind == "prime"
+    assert Branch.from_dict(orjson.loads(orjson.dumps(branch.to_dict()))) == branch
+    for sent in (branch, from_restored):  # the restored plan continues the primed prefix like the original
+        assert sent.exchange.cached_tokens == len(plan.prefix)
+
+
+EXCHANGE = Exchange("branch", (1, 2), (3,), 2, 1).to_dict()
+
+
+@pytest.mark.parametrize(
+    ("kind", "data", "what"),
+    [
+        (Exchange, [1, 2], "expected the keys"),
+        (Exchange, {**EXCHANGE, "extra": 1}, "expected the keys"),
+        (Exchange, {**EXCHANGE, "kind": "other"}, "kind, prompt_tokens or cached_tokens"),
+        (Exchange, {**EXCHANGE, "cached_tokens": True}, "kind, prompt_tokens or cached_tokens"),
+        (Exchange, {**EXCHANGE, "prompt": [1, -2]}, "non-negative integers"),
+        (Branch, {"index": 0, "marker": [5], "text": 7, "finish_reason": None, "exchange": EXCHANGE}, "text"),
+        (Branch, {"index": 0, "marker": "5", "text": "", "finish_reason": None, "exchange": EXCHANGE}, "integers"),
+        (
+            ForkPlan,
+            {"prefix": [1], "suffixes": [[2]], "sampling_params": {}, "primed": None, "isolate": 0, "cache_salt": None},
+            "isolate",
+        ),
+    ],
+)
+def test_from_dict_refuses_what_to_dict_did_not_write(kind: Any, data: object, what: str) -> None:
+    with pytest.raises(InputError, match=f"not the plain form of a {kind.__name__}: .*{what}"):
+        kind.from_dict(data)
