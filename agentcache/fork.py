@@ -27,6 +27,8 @@ from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
+import orjson
+
 from agentcache.backends import AsyncOpenAICompatClient, AsyncSGLangClient, Generation
 from agentcache.errors import InputError
 
@@ -85,6 +87,8 @@ class Exchange:
         kind, prompt_tokens, cached = fields["kind"], fields["prompt_tokens"], fields["cached_tokens"]
         if kind not in ("prime", "branch", "judge") or not _is_count(prompt_tokens) or not _is_count(cached, None):
             raise _not_plain("Exchange", "kind, prompt_tokens or cached_tokens out of range")
+        if cached is not None and cached > prompt_tokens:
+            raise _not_plain("Exchange", f"cached_tokens {cached} exceed prompt_tokens {prompt_tokens}")
         prompt, output = _state(fields["prompt"], "Exchange"), _state(fields["output"], "Exchange")
         return cls(kind, prompt, output, prompt_tokens, cached)
 
@@ -146,7 +150,10 @@ class Branch:
         index, text, reason = fields["index"], fields["text"], fields["finish_reason"]
         if not _is_count(index) or type(text) is not str or not (reason is None or type(reason) is str):
             raise _not_plain("Branch", "index, text or finish_reason of the wrong type")
-        return cls(index, _state(fields["marker"], "Branch"), text, reason, Exchange.from_dict(fields["exchange"]))
+        marker, sent = _state(fields["marker"], "Branch"), Exchange.from_dict(fields["exchange"])
+        if sent.kind != "branch" or sent.prompt[len(sent.prompt) - len(marker) :] != marker:
+            raise _not_plain("Branch", "its exchange is not a branch request ending in its marker")
+        return cls(index, marker, text, reason, sent)
 
 
 @dataclass(frozen=True)
@@ -231,7 +238,7 @@ class ForkPlan:
         return {
             "prefix": list(self.prefix),
             "suffixes": [list(suffix) for suffix in self.suffixes],
-            "sampling_params": dict(self.sampling_params),
+            "sampling_params": _plain_params(self.sampling_params, "ForkPlan"),
             "primed": None if self.primed is None else self.primed.to_dict(),
             "isolate": self.isolate,
             "cache_salt": self.cache_salt,
@@ -246,9 +253,18 @@ class ForkPlan:
             raise _not_plain("ForkPlan", "suffixes, sampling_params or isolate of the wrong type")
         if not (salt is None or type(salt) is str):
             raise _not_plain("ForkPlan", "cache_salt is neither null nor a string")
+        prefix = _state(fields["prefix"], "ForkPlan")
         primed = None if fields["primed"] is None else Exchange.from_dict(fields["primed"])
-        markers = tuple(_state(suffix, "ForkPlan") for suffix in suffixes)
-        return cls(_state(fields["prefix"], "ForkPlan"), markers, params, primed, fields["isolate"], salt)
+        if primed is not None and (primed.kind != "prime" or primed.prompt != prefix):
+            raise _not_plain("ForkPlan", "primed is not the priming of this prefix")
+        markers = [_state(suffix, "ForkPlan") for suffix in suffixes]
+        try:  # the checks prime_fork made on the plan it wrote
+            checked = _check_fork(
+                prefix, len(markers), markers if any(markers) else None, primed is not None, fields["isolate"]
+            )
+        except InputError as exc:
+            raise _not_plain("ForkPlan", str(exc)) from None
+        return cls(prefix, checked, _plain_params(params, "ForkPlan"), primed, fields["isolate"], salt)
 
 
 async def prime_fork(
@@ -264,19 +280,26 @@ async def prime_fork(
 ) -> ForkPlan:
     """Check a fork's arguments and, with ``prime``, put ``prefix`` into the radix cache (see :func:`fork`)."""
     state = tuple(prefix)
+    suffixes = _check_fork(state, n, markers, prime, isolate)
+    primed = None
+    if prime:
+        primed = exchange("prime", state, await client.prime(state, cache_salt=cache_salt))
+    return ForkPlan(state, suffixes, dict(sampling_params or {}), primed, isolate, cache_salt)
+
+
+def _check_fork(
+    prefix: State, n: int, markers: Sequence[Sequence[int]] | None, prime: bool, isolate: bool
+) -> tuple[State, ...]:
+    """The branches' suffixes, once the fork's arguments are checked: what :class:`ForkPlan` may hold."""
     if n < 1:
         raise InputError(f"fork() needs at least one branch, got n={n}")
-    if not state:
+    if not prefix:
         raise InputError("fork() needs a non-empty prefix; a search state always holds at least the root prompt")
     if isolate and prime:
         raise InputError(
             "fork(isolate=True) measures the unshared baseline; priming shares the prefix, pass prime=False"
         )
-    suffixes = tuple(check_markers(markers, n)) if markers is not None else ((),) * n
-    primed = None
-    if prime:
-        primed = exchange("prime", state, await client.prime(state, cache_salt=cache_salt))
-    return ForkPlan(state, suffixes, dict(sampling_params or {}), primed, isolate, cache_salt)
+    return tuple(check_markers(markers, n)) if markers is not None else ((),) * n
 
 
 async def send_branch(client: AsyncSGLangClient, plan: ForkPlan, index: int) -> Branch:
@@ -394,9 +417,19 @@ async def fork_chat(
 
 def _fields(data: Any, kind: str, names: tuple[str, ...]) -> dict[str, Any]:
     if not isinstance(data, Mapping) or set(data) != set(names):
-        got = sorted(data) if isinstance(data, Mapping) else type(data).__name__
+        got = sorted(map(repr, data)) if isinstance(data, Mapping) else type(data).__name__
         raise _not_plain(kind, f"expected the keys {list(names)}, got {got}")
     return dict(data)
+
+
+def _plain_params(params: Mapping[str, Any], kind: str) -> dict[str, Any]:
+    """A deep copy of sampling parameters as JSON gives them back (tuples become lists), so a plan neither shares
+    them with its caller nor changes in a checkpointer's round trip."""
+    try:
+        copy: dict[str, Any] = orjson.loads(orjson.dumps(dict(params)))
+    except TypeError as exc:
+        raise _not_plain(kind, f"sampling_params that are not JSON ({exc})") from None
+    return copy
 
 
 def _state(value: Any, kind: str) -> State:

@@ -44,6 +44,9 @@ def bench(url: str, rounds: int) -> int:
     base, prefill, decode = (statistics.median(times[name]) * 1e3 for name in SHAPES)
     per_token = (prefill - base) / (LONG - SHORT)
     per_step = (decode - base) / STEPS
+    if per_token <= 0 or per_step <= 0:
+        print(f"FAIL  no cost above the baseline's noise (per token {per_token:.4f} ms, per step {per_step:.2f} ms)")
+        return 1
     print(f"SGLang at {url}; {rounds} rounds, medians, nothing cached")
     rows = [
         (f"baseline request ({SHORT} prompt tokens, 1 new)", base, ""),

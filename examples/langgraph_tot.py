@@ -30,7 +30,17 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 
 from agentcache.backends import AsyncSGLangClient
-from agentcache.fork import Branch, ForkPlan, ForkResult, State, branch_markers, gather_all, prime_fork, send_branch
+from agentcache.fork import (
+    Branch,
+    Exchange,
+    ForkPlan,
+    ForkResult,
+    State,
+    branch_markers,
+    gather_all,
+    prime_fork,
+    send_branch,
+)
 from agentcache.search import SearchNode, SearchTree
 
 PROBLEM = "Design a cache for an agent that re-sends its whole history every turn. Each step adds one idea.\nStep:"
@@ -49,7 +59,8 @@ class ToT(TypedDict):
     root: list[int]
     grown: list[Record]
     """One record per expanded state, in the order they were grown: ``node``, ``plan`` (``ForkPlan.to_dict()``),
-    ``branches`` (``Branch.to_dict()`` each, in branch order) and the children's ``scores``."""
+    ``branches`` (``Branch.to_dict()`` each, in branch order), the children's ``scores`` and ``judges`` (a model
+    judge's request as ``Exchange.to_dict()``, else null)."""
     frontier: list[int]
     """Ids of the nodes to expand at this level."""
     plans: list[Record]
@@ -66,6 +77,12 @@ class BranchTask(TypedDict):
     index: int
 
 
+def recorded(record: Record, children: Sequence[SearchNode]) -> Record:
+    """A level's record completed with what scoring its children gave: scores, and judges' requests."""
+    judges = [None if child.judge is None else child.judge.to_dict() for child in children]
+    return {**record, "scores": [child.score for child in children], "judges": judges}
+
+
 def grow(tree: SearchTree, node: int, plan: Record, branches: Sequence[Record]) -> list[SearchNode]:
     """Add the children that a fork of ``node`` (its plain plan and branches, in branch order) produced."""
     fork = ForkPlan.from_dict(plan)
@@ -74,12 +91,19 @@ def grow(tree: SearchTree, node: int, plan: Record, branches: Sequence[Record]) 
 
 
 def replay(root: Sequence[int], grown: Sequence[Record], tree: SearchTree | None = None) -> SearchTree:
-    """The search tree the records describe, grown on ``tree`` (a bare root) or a new one."""
-    tree = tree or SearchTree(root)
+    """The search tree the records describe, grown on ``tree`` (a bare root) or a new one, with each child's score
+    and the request of a model judge, if one scored it."""
+    if tree is None:
+        tree = SearchTree(root)
+    if len(tree.nodes) != 1 or list(tree.root.state) != list(root):
+        raise ValueError("replay() grows a bare tree of this root")
     for record in grown:
         children = grow(tree, record["node"], record["plan"], record["branches"])
-        for child, score in zip(children, record["scores"], strict=True):
+        for child, score, judge in zip(children, record["scores"], record["judges"], strict=True):
             child.score = score
+            if judge is not None:
+                child.judge = Exchange.from_dict(judge)
+                tree.exchanges.append(child.judge)
     return tree
 
 
@@ -98,8 +122,10 @@ def build(
     beam: int,
     naive: bool = False,
     cache_salt: str | None = None,
+    pause: bool = False,
 ) -> Any:
-    """The compiled graph. ``naive`` sends every branch alone under a fresh cache salt, unprimed: the baseline."""
+    """The compiled graph. ``naive`` sends every branch alone under a fresh cache salt, unprimed: the baseline.
+    ``pause`` stops the graph after each level, so that it goes on from its checkpoint."""
     width = len(markers)
 
     async def prime(state: ToT) -> dict[str, Any]:
@@ -141,10 +167,11 @@ def build(
             level.append((record, grow(tree, record["node"], record["plan"], record["branches"])))
         children = [child for _, grew in level for child in grew]
         await tree.score(children, distinct_share)
-        grown = [*state["grown"], *({**record, "scores": [c.score for c in grew]} for record, grew in level)]
+        grown = [*state["grown"], *(recorded(record, grew) for record, grew in level)]
         ranked = sorted(children, key=lambda c: (-(c.score or 0.0), c.id))
         frontier = [c.id for c in ranked[:beam] if not c.finished]
-        return {"grown": grown, "frontier": frontier if children[0].depth < depth else []}
+        deepest = tree.nodes[state["frontier"][0]].depth + 1  # the level just grown
+        return {"grown": grown, "frontier": frontier if deepest < depth else []}
 
     def next_level(state: ToT) -> str:
         return "prime" if state["frontier"] else END
@@ -157,26 +184,44 @@ def build(
     graph.add_conditional_edges("prime", fan_out, ["branch"])
     graph.add_edge("branch", "select")
     graph.add_conditional_edges("select", next_level, ["prime", END])
-    return graph.compile(checkpointer=InMemorySaver())
+    return graph.compile(checkpointer=InMemorySaver(), interrupt_after=["select"] if pause else None)
+
+
+PARAMS = {"max_new_tokens": 8, "temperature": 0, "frequency_penalty": 1.0}
+"""Greedy steps; the penalty keeps the random-weight model from repeating one token. On SGLang 0.5.23 it also
+makes the steps depend on how requests are batched (measured: 2 runs of 6 grew another tree), so runs that must
+repeat each other pass ``{"max_new_tokens": 8, "temperature": 0}``."""
 
 
 async def search(
-    url: str, *, width: int = 3, depth: int = 2, beam: int = 2, naive: bool = False
+    url: str,
+    *,
+    width: int = 3,
+    depth: int = 2,
+    beam: int = 2,
+    naive: bool = False,
+    pause: bool = False,
+    sampling_params: Mapping[str, Any] = PARAMS,
 ) -> tuple[SearchTree, list[str], ToT]:
     """Run the graph from ``PROBLEM`` under a checkpointer; the tree, the node names LangGraph ran, in order, and
-    the graph's final state as the checkpointer holds it."""
+    the graph's final state as the checkpointer holds it. With ``pause`` the graph stops after each level and
+    resumes from its checkpoint, as a run does that a person reviews or a restarted process picks up."""
     async with AsyncSGLangClient(url) as client:
         salt = f"example-{uuid.uuid4().hex}"  # a fresh cache namespace, so the figures are this run's alone
         root = await client.tokenize(PROBLEM)
         markers = await branch_markers(client, width)
-        params = {"max_new_tokens": 8, "temperature": 0, "frequency_penalty": 1.0}
-        graph = build(client, markers, params, depth=depth, beam=beam, naive=naive, cache_salt=salt)
+        graph = build(
+            client, markers, sampling_params, depth=depth, beam=beam, naive=naive, cache_salt=salt, pause=pause
+        )
         tree = SearchTree(root)  # created now, so that its clock times the whole run
         ran: list[str] = []
         initial: ToT = {"root": root, "grown": [], "frontier": [0], "plans": [], "branches": []}
         config: RunnableConfig = {"configurable": {"thread_id": salt}}
-        async for update in graph.astream(initial, config, stream_mode="updates"):
-            ran += list(update)
+        start: ToT | None = initial
+        while start is initial or (await graph.aget_state(config)).next:  # None resumes from the checkpoint
+            async for update in graph.astream(start, config, stream_mode="updates"):
+                ran += [name for name in update if not name.startswith("__")]  # not "__interrupt__"
+            start = None
         final: ToT = (await graph.aget_state(config)).values
         replay(root, final["grown"], tree)
     deepest = [node for node in tree.nodes if node.depth == tree.nodes[-1].depth]

@@ -82,8 +82,8 @@ async def main(url: str, judge: str | None, dot: Path | None, json_path: Path | 
             evaluate = ModelJudge(client, await client.tokenize("\nScore this plan from 0 to 10:"), cache_salt=salt)
         elif judge == "yes-no":
             question = await client.tokenize("\nIs this plan within budget? Answer Yes or No:")
-            yes, no = await client.tokenize(" Yes"), await client.tokenize(" No")
-            evaluate = ProbabilityJudge(client, question, yes, no, cache_salt=salt)
+            (yes,), (no,) = await client.tokenize(" Yes"), await client.tokenize(" No")  # one token each
+            evaluate = ProbabilityJudge(client, question, [yes], [no], cache_salt=salt)
         search = MCTS(proposer, evaluate, branching=3, max_depth=3, budget=Budget(nodes=22), seed=0)
         tree = await search.run(root)
     show(tree)

@@ -11,8 +11,9 @@ Measured on SGLang 0.5.23 (``--enable-cache-report``, page size 1), and tested i
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -48,9 +49,9 @@ class Generation:
     """``meta_info.finish_reason.type``: ``"length"``, ``"stop"``, ``"abort"``."""
     meta_info: dict[str, Any]
     usage: CacheUsage
-    token_logprobs: list[dict[int, float]]
+    token_logprobs: list[dict[int, float]] = field(default_factory=list)
     """Per output token, the log-probability of each id asked for with ``token_ids_logprob``, whether or not it was
-    the one sampled; empty when none were asked for."""
+    the one sampled (``-inf`` where SGLang wrote null); empty when none were asked for."""
 
 
 class SGLangProtocol(Protocol):
@@ -152,25 +153,28 @@ def _generation(response: httpx.Response) -> Generation:
 
 
 def _token_logprobs(response: httpx.Response, positions: Any) -> list[dict[int, float]]:
-    """``meta_info.output_token_ids_logprobs``: per output position, ``[logprob, token id, text]`` per id asked for."""
+    """``meta_info.output_token_ids_logprobs``: per output position, ``[logprob, token id, text]`` per id asked for.
+
+    SGLang writes a position it has no values for as null, and orjson writes a ``-inf`` logprob as null: the first
+    reads as no ids, the second as ``-inf``."""
     if positions is None:
         return []
     out: list[dict[int, float]] = []
-    for position in positions if isinstance(positions, list) else [None]:
+    for position in positions if isinstance(positions, list) else [False]:
+        if position is None:
+            out.append({})
+            continue
         if not isinstance(position, list) or not all(map(_is_logprob_entry, position)):
             raise unexpected(response, "output_token_ids_logprobs that are not lists of [logprob, token id, text]")
-        out.append({entry[1]: float(entry[0]) for entry in position})
+        out.append({entry[1]: -math.inf if entry[0] is None else float(entry[0]) for entry in position})
     return out
 
 
 def _is_logprob_entry(entry: Any) -> bool:
-    return (
-        isinstance(entry, list)
-        and len(entry) >= 2
-        and type(entry[0]) in (int, float)
-        and type(entry[1]) is int
-        and entry[1] >= 0
-    )
+    if not isinstance(entry, list) or len(entry) < 2 or type(entry[1]) is not int or entry[1] < 0:
+        return False
+    logprob = entry[0]
+    return logprob is None or (type(logprob) in (int, float) and (math.isfinite(logprob) or logprob == -math.inf))
 
 
 def _tokens(response: httpx.Response) -> list[int]:

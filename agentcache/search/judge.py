@@ -14,6 +14,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from agentcache.backends import AsyncSGLangClient, Generation
+from agentcache.backends.call import is_token_ids
 from agentcache.errors import BackendError, InputError
 from agentcache.fork import State, exchange, fresh_salt
 from agentcache.search.tree import Judgement, SearchNode
@@ -92,13 +93,16 @@ class ProbabilityJudge(_Judge):
         cache_salt: str | None = None,
     ) -> None:
         super().__init__(client, question, naive=naive, cache_salt=cache_salt)
-        if not yes or set(yes) & set(no):
+        yes_ids, no_ids = list(yes), list(no)
+        if not is_token_ids(yes_ids + no_ids) or min(yes_ids + no_ids, default=0) < 0:
+            raise InputError(f"ProbabilityJudge's yes and no must be token ids, got yes={yes_ids!r}, no={no_ids!r}")
+        if not yes_ids or set(yes_ids) & set(no_ids):
             raise InputError(
-                f"ProbabilityJudge needs at least one yes id, and no id both yes and no; got yes={sorted(yes)}, "
-                f"no={sorted(no)}"
+                f"ProbabilityJudge needs at least one yes id, and no id both yes and no; got yes={sorted(yes_ids)}, "
+                f"no={sorted(no_ids)}"
             )
-        self.yes = tuple(sorted(set(yes)))
-        self.no = tuple(sorted(set(no)))
+        self.yes = tuple(sorted(set(yes_ids)))
+        self.no = tuple(sorted(set(no_ids)))
 
     async def __call__(self, node: SearchNode) -> Judgement:
         prompt, answer = await self.ask(
@@ -108,17 +112,22 @@ class ProbabilityJudge(_Judge):
         missing = [token for token in (*self.yes, *self.no) if token not in logprobs]
         if missing:
             raise BackendError(
-                f"SGLang returned no logprob for token ids {missing} (output_token_ids_logprobs); the server must "
-                "support token_ids_logprob (SGLang 0.4 or later)"
+                f"SGLang returned no logprob for token ids {missing} (output_token_ids_logprobs; the answer finished "
+                f"with {answer.finish_reason!r}); the server must support token_ids_logprob"
             )
         yes = _logsumexp([logprobs[token] for token in self.yes])
+        judged = exchange("judge", prompt, answer)
         if not self.no:
-            return Judgement(math.exp(yes), exchange("judge", prompt, answer))
+            return Judgement(math.exp(yes), judged)
         no = _logsumexp([logprobs[token] for token in self.no])
-        return Judgement(1.0 / (1.0 + math.exp(min(no - yes, 700.0))), exchange("judge", prompt, answer))
+        if yes == no == -math.inf:
+            raise BackendError(f"the model gives neither yes {list(self.yes)} nor no {list(self.no)} any probability")
+        return Judgement(math.exp(yes - _logsumexp([yes, no])), judged)  # P(yes) / (P(yes) + P(no)), in logs
 
 
 def _logsumexp(values: Sequence[float]) -> float:
     """log(sum(exp(v))) without underflow: logprobs of rare tokens are far below exp's range."""
     top = max(values)
+    if top == -math.inf:
+        return top
     return top + math.log(sum(math.exp(v - top) for v in values))

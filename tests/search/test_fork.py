@@ -215,6 +215,25 @@ def test_plan_and_branch_survive_a_json_round_trip(sglang: EngineInfo) -> None:
 
 
 EXCHANGE = Exchange("branch", (1, 2), (3,), 2, 1).to_dict()
+PLAN = {
+    "prefix": [1],
+    "suffixes": [[2]],
+    "sampling_params": {},
+    "primed": Exchange("prime", (1,), (), 1, 0).to_dict(),
+    "isolate": False,
+    "cache_salt": None,
+}
+
+
+def test_plan_params_are_copied_as_json_gives_them_back() -> None:
+    params = {"stop": ("\n",), "logit_bias": {"5": -1.0}}
+    plan = ForkPlan((1,), ((2,),), params, None, False, None)
+    plain = plan.to_dict()
+    plain["sampling_params"]["logit_bias"]["5"] = 9.0  # the caller's copy, not the plan's
+    assert plan.sampling_params["logit_bias"] == {"5": -1.0}
+    assert plain["sampling_params"]["stop"] == ["\n"]
+    restored = ForkPlan.from_dict(orjson.loads(orjson.dumps(plan.to_dict())))
+    assert restored.to_dict() == plan.to_dict()
 
 
 @pytest.mark.parametrize(
@@ -227,11 +246,15 @@ EXCHANGE = Exchange("branch", (1, 2), (3,), 2, 1).to_dict()
         (Exchange, {**EXCHANGE, "prompt": [1, -2]}, "non-negative integers"),
         (Branch, {"index": 0, "marker": [5], "text": 7, "finish_reason": None, "exchange": EXCHANGE}, "text"),
         (Branch, {"index": 0, "marker": "5", "text": "", "finish_reason": None, "exchange": EXCHANGE}, "integers"),
-        (
-            ForkPlan,
-            {"prefix": [1], "suffixes": [[2]], "sampling_params": {}, "primed": None, "isolate": 0, "cache_salt": None},
-            "isolate",
-        ),
+        (Exchange, {**EXCHANGE, "cached_tokens": 3}, "exceed prompt_tokens"),
+        (Branch, {"index": 0, "marker": [9], "text": "", "finish_reason": None, "exchange": EXCHANGE}, "marker"),
+        (ForkPlan, {**PLAN, "isolate": 0}, "isolate"),
+        (ForkPlan, {**PLAN, "suffixes": []}, "at least one branch"),
+        (ForkPlan, {**PLAN, "prefix": [], "primed": None}, "non-empty prefix"),
+        (ForkPlan, {**PLAN, "suffixes": [[2], [2, 3]]}, "distinct tokens"),
+        (ForkPlan, {**PLAN, "isolate": True}, "isolate=True"),
+        (ForkPlan, {**PLAN, "primed": {**EXCHANGE, "kind": "prime"}}, "priming of this prefix"),
+        (ForkPlan, {**PLAN, "sampling_params": {"stop": {1, 2}}}, "not JSON"),
     ],
 )
 def test_from_dict_refuses_what_to_dict_did_not_write(kind: Any, data: object, what: str) -> None:

@@ -91,7 +91,7 @@ def test_probability_judge_scores_the_servers_yes_probability(sglang: EngineInfo
 
 
 def test_probability_judge_adds_up_alternative_spellings(sglang: EngineInfo) -> None:
-    async def both() -> tuple[float, float, dict[int, float]]:
+    async def both() -> tuple[float, float, dict[int, float], tuple[int, int, int]]:
         async with AsyncSGLangClient(sglang.url) as client:
             state = tuple(await client.tokenize(puzzle()))
             question = await client.tokenize(YES_NO)
@@ -100,26 +100,41 @@ def test_probability_judge_adds_up_alternative_spellings(sglang: EngineInfo) -> 
             node = SearchNode(1, None, state, 1)
             one = await ProbabilityJudge(client, question, [yes], [no])(node)
             two = await ProbabilityJudge(client, question, [yes, bare_yes], [no])(node)
-            return one.value, two.value, await logprobs_of(sglang, state + tuple(question), [yes, bare_yes, no])
+            logprobs = await logprobs_of(sglang, state + tuple(question), [yes, bare_yes, no])
+            return one.value, two.value, logprobs, (yes, bare_yes, no)
 
-    one, two, logprobs = run(both())
+    one, two, logprobs, (yes, bare_yes, no) = run(both())
     p = {token: math.exp(logprob) for token, logprob in logprobs.items()}
-    yes, bare_yes, no = list(logprobs)
     assert two == pytest.approx((p[yes] + p[bare_yes]) / (p[yes] + p[bare_yes] + p[no]), rel=1e-3)
     assert two > one  # one more way to say yes
 
 
-def test_probability_judge_names_a_server_without_token_logprobs() -> None:
-    """Fault injection: a server that ignores token_ids_logprob (an older SGLang) answers without them."""
-    body = {"text": " Yes", "output_ids": [11377], "meta_info": {"prompt_tokens": 4, "cached_tokens": 3}}
+def judge_answering(meta: dict[str, object]) -> float:
+    """Fault injection: ProbabilityJudge's score when the server answers with this ``meta_info``."""
+    body = {"text": " Yes", "output_ids": [11377], "meta_info": {"prompt_tokens": 4, "cached_tokens": 3, **meta}}
 
-    async def judge() -> None:
+    async def judge() -> float:
         transport = httpx.MockTransport(lambda request: httpx.Response(200, json=body))
         async with AsyncSGLangClient("http://engine", transport=transport) as client:
-            await ProbabilityJudge(client, [1, 2], [11377], [3004])(SearchNode(1, None, (5, 6), 1))
+            judged = await ProbabilityJudge(client, [1, 2], [11377], [3004])(SearchNode(1, None, (5, 6), 1))
+            return judged.value
 
-    with pytest.raises(BackendError, match=r"no logprob for token ids \[11377, 3004\]"):
-        asyncio.run(judge())
+    return asyncio.run(judge())
+
+
+def test_probability_judge_names_a_server_without_token_logprobs() -> None:
+    """A server that ignores token_ids_logprob (an older SGLang) answers without them, or with a null position."""
+    for meta in ({}, {"output_token_ids_logprobs": [None]}):
+        with pytest.raises(BackendError, match=r"no logprob for token ids \[11377, 3004\]"):
+            judge_answering(meta)
+
+
+def test_probability_judge_reads_a_null_logprob_as_impossible() -> None:
+    """SGLang's JSON writes a -inf logprob as null: that answer has probability 0, and the other one wins."""
+    assert judge_answering({"output_token_ids_logprobs": [[[None, 11377, None], [-2.0, 3004, None]]]}) == 0.0
+    assert judge_answering({"output_token_ids_logprobs": [[[-2.0, 11377, None], [None, 3004, None]]]}) == 1.0
+    with pytest.raises(BackendError, match="neither yes"):
+        judge_answering({"output_token_ids_logprobs": [[[None, 11377, None], [None, 3004, None]]]})
 
 
 def test_judges_refuse_bad_settings() -> None:
@@ -134,3 +149,7 @@ def test_judges_refuse_bad_settings() -> None:
         ProbabilityJudge(client, [1], [])
     with pytest.raises(InputError, match="both yes and no"):
         ProbabilityJudge(client, [1], [5, 6], [6])
+    with pytest.raises(InputError, match="must be token ids"):
+        ProbabilityJudge(client, [1], [True], [6])
+    with pytest.raises(InputError, match="must be token ids"):
+        ProbabilityJudge(client, [1], [5], [-1])

@@ -50,8 +50,9 @@ def test_forked_mcts_prefills_the_lower_bound(runs: tuple[SearchTree, SearchTree
     assert account.lower_bound < account.unique_tokens  # the outputs the server decoded need no prefill
 
 
-def test_naive_mcts_builds_the_same_tree_and_prefills_every_prompt(runs: tuple[SearchTree, SearchTree]) -> None:
+def test_naive_mcts_prefills_every_prompt_of_a_tree_of_the_same_size(runs: tuple[SearchTree, SearchTree]) -> None:
     forked, naive = runs
+    assert [sum(n.depth == d for n in naive.nodes) for d in range(4)] == [1, 3, 9, 27]
     # Not shape(naive) == shape(forked): a naive prompt prefills the parent's output tokens, whose KV the forked run
     # reuses from decode steps, and the two differ by float rounding, which can flip a near-tied greedy token. The
     # token counts cannot differ: whole tree, steps of exactly four tokens.
