@@ -30,6 +30,7 @@ from typing import Any, Literal, TypeVar
 import orjson
 
 from agentcache.backends import AsyncOpenAICompatClient, AsyncSGLangClient, Generation
+from agentcache.backends.call import is_token_ids
 from agentcache.errors import InputError
 
 __all__ = [
@@ -85,7 +86,8 @@ class Exchange:
     def from_dict(cls, data: Any) -> Exchange:
         fields = _fields(data, "Exchange", ("kind", "prompt", "output", "prompt_tokens", "cached_tokens"))
         kind, prompt_tokens, cached = fields["kind"], fields["prompt_tokens"], fields["cached_tokens"]
-        if kind not in ("prime", "branch", "judge") or not _is_count(prompt_tokens) or not _is_count(cached, None):
+        valid_cached = cached is None or _is_count(cached)
+        if kind not in ("prime", "branch", "judge") or not _is_count(prompt_tokens) or not valid_cached:
             raise _not_plain("Exchange", "kind, prompt_tokens or cached_tokens out of range")
         if cached is not None and cached > prompt_tokens:
             raise _not_plain("Exchange", f"cached_tokens {cached} exceed prompt_tokens {prompt_tokens}")
@@ -433,14 +435,15 @@ def _plain_params(params: Mapping[str, Any], kind: str) -> dict[str, Any]:
 
 
 def _state(value: Any, kind: str) -> State:
-    if not isinstance(value, (list, tuple)) or not all(_is_count(token) for token in value):
+    tokens = list(value) if isinstance(value, (list, tuple)) else None
+    if not is_token_ids(tokens):
         raise _not_plain(kind, "a token list holds something other than non-negative integers")
-    return tuple(value)
+    return tuple(tokens)
 
 
-def _is_count(value: Any, *allowed: None) -> bool:
-    """A non-negative int (not a bool); or one of ``allowed``."""
-    return (type(value) is int and value >= 0) or (value is None and None in allowed)
+def _is_count(value: Any) -> bool:
+    """A non-negative int (not a bool)."""
+    return type(value) is int and value >= 0
 
 
 def _not_plain(kind: str, what: str) -> InputError:

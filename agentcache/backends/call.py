@@ -60,8 +60,8 @@ def describe(request: httpx.Request) -> str:
 
 
 def is_token_ids(value: Any) -> TypeGuard[list[int]]:
-    """A JSON list of token ids (``true`` is an int to Python, not an id)."""
-    return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    """A JSON list of token ids: non-negative integers (``true`` is an int to Python, not an id)."""
+    return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)
 
 
 def raise_for_status(response: httpx.Response) -> None:

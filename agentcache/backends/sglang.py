@@ -89,7 +89,7 @@ class SGLangProtocol(Protocol):
         body.update({key: value for key, value in options.items() if value is not None})
         if token_ids_logprob is not None:
             ids = list(token_ids_logprob)
-            if not ids or not is_token_ids(ids) or min(ids) < 0:
+            if not ids or not is_token_ids(ids):
                 raise InputError(f"token_ids_logprob must be a non-empty list of token ids, got {ids!r}")
             body.update(return_logprob=True, token_ids_logprob=ids)
         return Call(self.request("POST", "/generate", body), _generation)

@@ -94,7 +94,7 @@ class ProbabilityJudge(_Judge):
     ) -> None:
         super().__init__(client, question, naive=naive, cache_salt=cache_salt)
         yes_ids, no_ids = list(yes), list(no)
-        if not is_token_ids(yes_ids + no_ids) or min(yes_ids + no_ids, default=0) < 0:
+        if not is_token_ids(yes_ids + no_ids):
             raise InputError(f"ProbabilityJudge's yes and no must be token ids, got yes={yes_ids!r}, no={no_ids!r}")
         if not yes_ids or set(yes_ids) & set(no_ids):
             raise InputError(
