@@ -41,7 +41,7 @@ from agentcache.fork import (
     prime_fork,
     send_branch,
 )
-from agentcache.search import SearchNode, SearchTree
+from agentcache.search import SearchNode, SearchTree, ranked
 
 PROBLEM = "Design a cache for an agent that re-sends its whole history every turn. Each step adds one idea.\nStep:"
 
@@ -168,8 +168,7 @@ def build(
         children = [child for _, grew in level for child in grew]
         await tree.score(children, distinct_share)
         grown = [*state["grown"], *(recorded(record, grew) for record, grew in level)]
-        ranked = sorted(children, key=lambda c: (-(c.score or 0.0), c.id))
-        frontier = [c.id for c in ranked[:beam] if not c.finished]
+        frontier = [c.id for c in ranked(children)[:beam] if not c.finished]
         deepest = tree.nodes[state["frontier"][0]].depth + 1  # the level just grown
         return {"grown": grown, "frontier": frontier if deepest < depth else []}
 
@@ -225,7 +224,7 @@ async def search(
         final: ToT = (await graph.aget_state(config)).values
         replay(root, final["grown"], tree)
     deepest = [node for node in tree.nodes if node.depth == tree.nodes[-1].depth]
-    tree.stop(min(deepest, key=lambda c: (-(c.score or 0.0), c.id)))  # the best of the deepest level, as ToT picks
+    tree.stop(ranked(deepest)[0])  # the best of the deepest level, as TreeOfThoughts picks
     return tree, ran, final
 
 

@@ -15,7 +15,7 @@ from agentcache.search.accounting import PrefillAccount, account, trie_size
 from agentcache.search.judge import ModelJudge, ProbabilityJudge
 from agentcache.search.mcts import MCTS, ForkProposer
 from agentcache.search.tot import TreeOfThoughts
-from agentcache.search.tree import Budget, Evaluate, Judgement, Propose, SearchNode, SearchTree
+from agentcache.search.tree import Budget, Evaluate, Judgement, Propose, SearchNode, SearchTree, ranked
 
 __all__ = [
     "MCTS",
@@ -31,5 +31,6 @@ __all__ = [
     "SearchTree",
     "TreeOfThoughts",
     "account",
+    "ranked",
     "trie_size",
 ]

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from agentcache.errors import InputError
 from agentcache.fork import gather_all
-from agentcache.search.tree import Budget, Evaluate, Propose, SearchNode, SearchTree
+from agentcache.search.tree import Budget, Evaluate, Propose, SearchNode, SearchTree, ranked
 
 
 class TreeOfThoughts:
@@ -55,10 +55,10 @@ class TreeOfThoughts:
                 child for (node, k), result in zip(plan, results, strict=True) for child in tree.grow(node, result, k)
             ]
             await tree.score(children, self.evaluate)
-            ranked = sorted(children, key=lambda c: (-(c.score or 0.0), c.id))
-            if not ranked:
+            order = ranked(children)
+            if not order:
                 break
-            frontier, best = ranked if self.beam_width is None else ranked[: self.beam_width], ranked[0]
+            frontier, best = order if self.beam_width is None else order[: self.beam_width], order[0]
         tree.stop(best)
         return tree
 

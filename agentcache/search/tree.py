@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,6 +78,11 @@ class SearchNode:
             nodes.append(node)
             node = node.parent
         return nodes[::-1]
+
+
+def ranked(nodes: Iterable[SearchNode]) -> list[SearchNode]:
+    """Best score first, ties to the earliest created: the order a beam keeps and picks its answer in."""
+    return sorted(nodes, key=lambda node: (-(node.score or 0.0), node.id))
 
 
 @dataclass(frozen=True)
