@@ -11,17 +11,15 @@ salt, so nothing is cached; the rounds interleave the shapes, so load on the mac
 
 from __future__ import annotations
 
-import argparse
 import random
 import statistics
-import sys
 import time
 import uuid
-from pathlib import Path
+
+import sglang_engine
 
 from agentcache.backends import SGLangClient
 
-ROOT = Path(__file__).resolve().parent.parent
 SHORT, LONG, STEPS = 10, 1500, 8
 SHAPES = {"baseline": (SHORT, 1), "prefill": (LONG, 1), "decode": (SHORT, 1 + STEPS)}
 """(prompt tokens, new tokens): the baseline request, one with more prompt, one with more decode steps."""
@@ -60,15 +58,8 @@ def bench(url: str, rounds: int) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("url", nargs="?", help="SGLang base URL; default: start the project's CPU engine")
-    parser.add_argument("--rounds", type=int, default=9)
-    args = parser.parse_args()
-    if args.url is None:
-        sys.path.insert(0, str(ROOT / "examples"))
-        from local_engine import start  # installs the engine the first time, as the examples do
-
-    return bench(args.url or start("sglang"), args.rounds)
+    args = sglang_engine.arguments(__doc__, rounds=9).parse_args()
+    return bench(sglang_engine.url(args.url), args.rounds)
 
 
 if __name__ == "__main__":

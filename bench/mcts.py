@@ -16,20 +16,18 @@ Targets (issue 6): the runs build the same tree (naive: of the same token counts
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import hashlib
 import statistics
-import sys
 import uuid
 from collections.abc import Callable
-from pathlib import Path
+
+import sglang_engine
 
 from agentcache.backends import AsyncSGLangClient
 from agentcache.fork import ForkResult, State, branch_markers, fork
 from agentcache.search import MCTS, ForkProposer, Propose, SearchNode, SearchTree
 
-ROOT = Path(__file__).resolve().parent.parent
 PARAMS = {"max_new_tokens": 8, "temperature": 0, "ignore_eos": True}
 PROBLEM = (
     "You are planning moves for the Tower of Hanoi with four disks on peg A; move them all to peg C, never placing "
@@ -108,16 +106,10 @@ async def bench(url: str, rounds: int, repeats: int) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("url", nargs="?", help="SGLang base URL; default: start the project's CPU engine")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser = sglang_engine.arguments(__doc__, rounds=3)
     parser.add_argument("--repeats", type=int, default=10, help="copies of the problem text in the root prompt")
     args = parser.parse_args()
-    if args.url is None:
-        sys.path.insert(0, str(ROOT / "examples"))
-        from local_engine import start  # installs the engine the first time, as the examples do
-
-    return asyncio.run(bench(args.url or start("sglang"), args.rounds, args.repeats))
+    return asyncio.run(bench(sglang_engine.url(args.url), args.rounds, args.repeats))
 
 
 if __name__ == "__main__":

@@ -18,25 +18,24 @@ Target: every branch of the agentcache run finds its whole fork prefix cached. E
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+import sglang_engine
+
+ROOT = sglang_engine.ROOT
 WIDTH = 4
 SHAPES = {"flat": 1, "nested": 2}
 
 
 def rerun_on_engine_venv(url: str, rounds: int) -> int:
     """This script again, on the engine's interpreter, with the repository importable."""
-    from local_engine import engine_script
-
+    engine_script = sglang_engine.local_engine().engine_script
     paths = [str(ROOT), str(ROOT / "integrations"), os.environ.get("PYTHONPATH", "")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
     argv = [str(engine_script.Venv("sglang").python), __file__, url, "--rounds", str(rounds)]
@@ -45,9 +44,7 @@ def rerun_on_engine_venv(url: str, rounds: int) -> int:
 
 def bench(url: str, rounds: int) -> int:
     import sglang as sgl
-
-    sys.path.insert(0, str(ROOT / "bench"))
-    import workload
+    import workload  # beside this script, so importable on either interpreter
 
     from agentcache.canon import CanonicalPolicy
     from agentcache_sglang import CacheAwareEndpoint
@@ -124,20 +121,14 @@ def bench(url: str, rounds: int) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("url", nargs="?", help="SGLang base URL; default: start the project's CPU engine")
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
-    sys.path.insert(0, str(ROOT / "examples"))
-    from local_engine import engines, start
-
+    args = sglang_engine.arguments(__doc__, rounds=3).parse_args()
     try:
         import sglang  # noqa: F401
     except ImportError:
         if args.url is not None:
-            engines("install", "sglang")  # the frontend comes from the engine's venv
-        return rerun_on_engine_venv(args.url or start("sglang"), args.rounds)
-    return bench(args.url or start("sglang"), args.rounds)
+            sglang_engine.local_engine().engines("install", "sglang")  # the frontend comes from the engine's venv
+        return rerun_on_engine_venv(sglang_engine.url(args.url), args.rounds)
+    return bench(sglang_engine.url(args.url), args.rounds)
 
 
 if __name__ == "__main__":
