@@ -7,6 +7,23 @@ input errors also inherit from :class:`ValueError` for code that already catches
 
 from __future__ import annotations
 
+__all__ = [
+    "AgentCacheError",
+    "BackendError",
+    "BodyTooLargeError",
+    "CacheModelError",
+    "CycleError",
+    "DuplicateToolError",
+    "InputError",
+    "InvalidValueError",
+    "NestingTooDeepError",
+    "NotAMappingError",
+    "PolicyError",
+    "RequestError",
+    "RequestShapeError",
+    "TokenizerError",
+]
+
 
 class AgentCacheError(Exception):
     """Base class of every agentcache error."""

@@ -27,7 +27,7 @@ import workload
 from agentcache import explain, get_tokenizer
 from agentcache.cache.prefix import common_prefix
 from agentcache.drift import Trace, TraceRecord
-from agentcache.drift.prompt import PromptTokenizer, Segment, render
+from agentcache.predict.prompt import PromptTokenizer, Segment, render
 
 
 class NaivePrompts(PromptTokenizer):

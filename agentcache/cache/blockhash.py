@@ -124,13 +124,23 @@ class BlockHashCache:
         """Compute ``tokens`` the way a request would and keep their full blocks; returns the tokens that hit."""
         return self._run(tokens, len(tokens), extra_key)
 
-    def serve(self, prompt_tokens: Sequence[int], output_tokens: Sequence[int] = (), extra_key: Hashable = None) -> int:
+    def serve(
+        self,
+        prompt_tokens: Sequence[int],
+        output_tokens: Sequence[int] = (),
+        extra_key: Hashable = None,
+        *,
+        now: float | None = None,
+        breakpoints: Sequence[int] | None = None,
+        blocks: Sequence[int] | None = None,
+    ) -> int:
         """One whole request: returns ``usage.prompt_tokens_details.cached_tokens`` as vLLM reports it.
 
         The hit is capped at ``len(prompt_tokens) - 1`` and rounded down to blocks (``get_computed_blocks``).
         Afterwards the full blocks of the prompt and of all output tokens but the last are cached: the last
         sampled token is returned without ever being fed back, so it has no KV. vLLM omits
-        ``prompt_tokens_details`` when nothing hit; read that as 0.
+        ``prompt_tokens_details`` when nothing hit; read that as 0. ``now``, ``breakpoints`` and ``blocks`` are
+        the hosted APIs' (see :class:`PrefixCacheModel`): unused.
         """
         if not prompt_tokens:
             raise CacheModelError("an empty prompt cannot be served (vLLM rejects it); send at least one token")
@@ -140,6 +150,9 @@ class BlockHashCache:
         self._prompt_tokens += len(prompt_tokens)
         self._cached_tokens += cached
         return cached
+
+    def minimum_tokens(self) -> int:
+        return 0
 
     def evict(self, num_tokens: int) -> int:
         """Evict free cached blocks, next victim first, until ``num_tokens`` are gone; returns tokens evicted."""

@@ -188,12 +188,18 @@ class OpenAIPromptCache(_ExpiringPrefixes):
         extra_key: Hashable = None,
         *,
         now: float | None = None,
+        breakpoints: Sequence[int] | None = None,
+        blocks: Sequence[int] | None = None,
     ) -> int:
         """One request: returns ``usage.prompt_tokens_details.cached_tokens``. Only the prompt is cached; the
-        output is accepted for a uniform interface and counts once the next prompt carries it."""
+        output counts once the next prompt carries it. Caching is automatic: ``breakpoints`` and ``blocks``
+        are unused."""
         cached = self.insert(prompt_tokens, extra_key, now=now)
         self._count(len(prompt_tokens), cached)
         return cached
+
+    def minimum_tokens(self) -> int:
+        return self.MIN_TOKENS
 
     def _digests(self, tokens: Sequence[int], extra_key: Hashable) -> dict[int, bytes]:
         """Digests of the prefixes that can be reported: 1024, 1152, ... tokens, up to all of ``tokens``."""
@@ -276,6 +282,9 @@ class AnthropicPromptCache(_ExpiringPrefixes):
         self._count(len(prompt_tokens), usage.cached)
         self._written_tokens += usage.written
         return usage
+
+    def minimum_tokens(self) -> int:
+        return self.min_cacheable_tokens
 
     def stats(self) -> dict[str, int]:
         """:meth:`_ExpiringPrefixes.stats` plus ``written_tokens`` (``cache_creation_input_tokens`` summed)."""

@@ -157,12 +157,22 @@ class RadixCache:
         key = self._key(tokens)
         return self._insert(self._root(extra_key), key, 0, len(key)) // _TOKEN_BYTES
 
-    def serve(self, prompt_tokens: Sequence[int], output_tokens: Sequence[int] = (), extra_key: Hashable = None) -> int:
+    def serve(
+        self,
+        prompt_tokens: Sequence[int],
+        output_tokens: Sequence[int] = (),
+        extra_key: Hashable = None,
+        *,
+        now: float | None = None,
+        breakpoints: Sequence[int] | None = None,
+        blocks: Sequence[int] | None = None,
+    ) -> int:
         """One whole request: returns the ``cached_tokens`` SGLang reports, then keeps what SGLang keeps.
 
         The hit is looked up on the prompt without its last token (at least one token is recomputed to get
         logits), in whole pages. Then the request's own tokens are inserted below the hit, which stays pinned
-        meanwhile: the prompt and all output tokens but the last, split at the prompt's end.
+        meanwhile: the prompt and all output tokens but the last, split at the prompt's end. ``now``,
+        ``breakpoints`` and ``blocks`` are the hosted APIs' (see :class:`PrefixCacheModel`): unused.
         """
         if not prompt_tokens:
             raise CacheModelError("an empty prompt cannot be served (SGLang rejects it); send at least one token")
@@ -180,6 +190,9 @@ class RadixCache:
         self._prompt_tokens += len(prompt_tokens)
         self._cached_tokens += cached // _TOKEN_BYTES
         return cached // _TOKEN_BYTES
+
+    def minimum_tokens(self) -> int:
+        return 0
 
     def lock(self, node: RadixNode) -> None:
         """Pin ``node`` and its ancestors against eviction, as a running request does (``inc_lock_ref``)."""

@@ -80,8 +80,18 @@ class SlotCache:
         """Tokens of ``tokens`` the chosen slot holds now (what is stored, not what :meth:`serve` reports)."""
         return self._shared(self.select(tokens, extra_key), token_array(tokens), extra_key)
 
-    def serve(self, prompt_tokens: Sequence[int], output_tokens: Sequence[int] = (), extra_key: Hashable = None) -> int:
-        """One whole request: the ``cached_tokens`` llama-server reports, then the slot keeps the new tokens."""
+    def serve(
+        self,
+        prompt_tokens: Sequence[int],
+        output_tokens: Sequence[int] = (),
+        extra_key: Hashable = None,
+        *,
+        now: float | None = None,
+        breakpoints: Sequence[int] | None = None,
+        blocks: Sequence[int] | None = None,
+    ) -> int:
+        """One whole request: the ``cached_tokens`` llama-server reports, then the slot keeps the new tokens.
+        ``now``, ``breakpoints`` and ``blocks`` are the hosted APIs' (see :class:`PrefixCacheModel`): unused."""
         if not prompt_tokens:
             raise CacheModelError("an empty prompt cannot be served; send at least one token")
         prompt = token_array(prompt_tokens)
@@ -95,6 +105,9 @@ class SlotCache:
         self._prompt_tokens += len(prompt)
         self._cached_tokens += cached
         return cached
+
+    def minimum_tokens(self) -> int:
+        return 0
 
     def erase(self) -> None:
         """Empty every slot, as ``POST /slots/{id}?action=erase`` does for each."""

@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from agentcache.cache.options import CACHE_KINDS
 from agentcache.cli.options import (
     add_cache_options,
     add_trace_options,
@@ -17,7 +18,6 @@ from agentcache.cli.options import (
 from agentcache.cli.style import Style
 from agentcache.cli.table import table
 from agentcache.drift import explain, read_trace
-from agentcache.drift.replay import CACHE_KINDS
 from agentcache.drift.summary import Summary, summarize
 
 SCHEMA = "agentcache.explain/1"

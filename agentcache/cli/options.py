@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from agentcache.cache.options import CACHE_KINDS, CacheKind, CacheOptions
 from agentcache.cli.style import Progress
-from agentcache.drift.replay import CACHE_KINDS, CacheKind, CacheOptions
 from agentcache.drift.trace import Trace
 
 

@@ -6,10 +6,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from agentcache.cache.options import CACHE_KINDS
 from agentcache.cli.options import LONG_TRACE, add_cache_options, cache_options, report_problems
 from agentcache.cli.style import Progress
 from agentcache.drift import read_trace
-from agentcache.drift.replay import CACHE_KINDS
 from agentcache.errors import InputError
 from agentcache.report import build_report, render_html
 

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from agentcache.cache.options import CACHE_KINDS
 from agentcache.cli.options import (
     add_cache_options,
     add_trace_options,
@@ -16,10 +17,10 @@ from agentcache.cli.options import (
 )
 from agentcache.cli.style import Style
 from agentcache.cli.table import table
-from agentcache.drift.prompt import PromptTokenizer
-from agentcache.drift.replay import CACHE_KINDS, Replay
 from agentcache.drift.summary import ratio
 from agentcache.drift.trace import Trace, read_trace
+from agentcache.predict.prompt import PromptTokenizer
+from agentcache.predict.replay import Replay
 from agentcache.tokens import get_tokenizer
 
 SCHEMA = "agentcache.simulate/1"

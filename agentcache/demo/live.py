@@ -15,9 +15,9 @@ from typing import Any
 
 import httpx
 
+from agentcache.cache.options import CacheOptions
 from agentcache.canon import CanonicalPolicy
 from agentcache.demo.scenario import session
-from agentcache.drift.replay import CacheOptions
 from agentcache.errors import InputError
 from agentcache.servers import get_profile
 from agentcache.tokens import get_tokenizer

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from agentcache.drift.diff import Divergence
+from agentcache.cache.options import CacheOptions
 from agentcache.drift.explain import TurnReport, explain
-from agentcache.drift.replay import CacheOptions
 from agentcache.drift.trace import Trace, TraceProblem, TraceRecord, read_trace
+from agentcache.predict.diff import Divergence
 
 __all__ = ["CacheOptions", "Divergence", "Trace", "TraceProblem", "TraceRecord", "TurnReport", "explain", "read_trace"]

@@ -6,9 +6,10 @@ API's minimum are not.
 
 from __future__ import annotations
 
-from agentcache.drift import causes, explain
+from agentcache.drift import explain
 from agentcache.drift.trace import parse_trace
 from agentcache.lint.core import UNPARSABLE, Checked, Finding, NotThisKind, Rule, SourceFile
+from agentcache.predict import causes
 
 UNREADABLE = Rule(
     "AC300",

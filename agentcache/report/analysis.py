@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import get_args
 
+from agentcache.cache.options import CacheKind, CacheOptions
 from agentcache.drift.explain import TurnReport, explain
-from agentcache.drift.replay import CacheKind, CacheOptions
 from agentcache.drift.trace import Trace, TraceProblem
 from agentcache.tokens import Tokenizer, get_tokenizer
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Literal
 
-from agentcache.drift import causes
 from agentcache.drift.explain import TurnReport
 from agentcache.drift.summary import Summary, ratio
+from agentcache.predict import causes
 from agentcache.report.svg import compact, coord, element, every, svg, text, text_width, ticks, title
 
 WIDTH = 1000

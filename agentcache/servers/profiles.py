@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agentcache.drift.replay import CacheOptions
+from agentcache.cache.options import CacheOptions
 from agentcache.errors import InputError
 from agentcache.servers.template import FloatFormat
 

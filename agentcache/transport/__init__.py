@@ -1,11 +1,16 @@
-"""The cache-aware httpx transport: canonical requests out, per-turn cache accounting in."""
+"""The cache-aware httpx transport: canonical requests out, per-turn cache accounting in.
+
+:class:`CacheMiddleware` is the hook API (``begin``, ``wrap``, ``fail``, :class:`TurnListener`) the transports and
+the framework integrations are built on.
+"""
 
 from __future__ import annotations
 
+from agentcache.transport.call import Call, TurnListener
 from agentcache.transport.ledger import Ledger, SessionSummary, Turn
-from agentcache.transport.middleware import CacheMiddleware
+from agentcache.transport.middleware import CacheMiddleware, CacheSettings
 from agentcache.transport.recorder import TraceRecorder
-from agentcache.transport.session import SESSION_HEADER, Scope, session_of, session_scope
+from agentcache.transport.session import SESSION_HEADER, Scope, current_scope, session_of, session_scope
 from agentcache.transport.transports import AsyncCacheAwareTransport, CacheAwareTransport
 
 __all__ = [
@@ -13,11 +18,15 @@ __all__ = [
     "AsyncCacheAwareTransport",
     "CacheAwareTransport",
     "CacheMiddleware",
+    "CacheSettings",
+    "Call",
     "Ledger",
     "Scope",
     "SessionSummary",
     "TraceRecorder",
     "Turn",
+    "TurnListener",
+    "current_scope",
     "session_of",
     "session_scope",
 ]

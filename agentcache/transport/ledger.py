@@ -42,7 +42,7 @@ class Turn:
     output_ids_known: bool
     """Whether the server returned the generated token ids (else the output was re-tokenized from its text)."""
     cause: str | None
-    """Drift cause against the session's previous request (codes of :mod:`agentcache.drift.causes`)."""
+    """Drift cause against the session's previous request (codes of :mod:`agentcache.predict.causes`)."""
     detail: str | None
     divergence_token: int | None
     """Index of the first prompt token that differs from the previous request of the session."""

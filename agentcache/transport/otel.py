@@ -18,7 +18,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from agentcache.transport.call import Call, TurnListener
 from agentcache.transport.ledger import Turn
+from agentcache.usage import CacheUsage
 
 try:
     from opentelemetry import trace
@@ -26,26 +28,42 @@ except ImportError:  # the core does not require OpenTelemetry
     trace = None  # type: ignore[assignment]
 
 TRACER_NAME = "agentcache"
+_SPAN = "otel.span"
 
 
-def start_span(provider: Any, model: str | None, server: str) -> Any | None:
-    """A started span for one call, or None without OpenTelemetry. ``provider`` None means the global one."""
-    if trace is None:
-        return None
-    tracer = trace.get_tracer(TRACER_NAME, tracer_provider=provider)
-    attributes = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": server}
-    if model:
-        attributes["gen_ai.request.model"] = model
-    return tracer.start_span(f"chat {model}" if model else "chat", kind=trace.SpanKind.CLIENT, attributes=attributes)
+class SpanListener(TurnListener):
+    """Starts a span when a call begins (in the caller's context, so it is a child of the current span) and ends
+    it with the turn's numbers. ``provider`` None means the global tracer provider."""
+
+    def __init__(self, provider: Any, server: str) -> None:
+        self.provider = provider
+        self.server = server
+
+    def on_begin(self, call: Call) -> None:
+        if trace is None:
+            return
+        tracer = trace.get_tracer(TRACER_NAME, tracer_provider=self.provider)
+        attributes = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": self.server}
+        model = call.model
+        if model:
+            attributes["gen_ai.request.model"] = model
+        name = f"chat {model}" if model else "chat"
+        call.context[_SPAN] = tracer.start_span(name, kind=trace.SpanKind.CLIENT, attributes=attributes)
+
+    def on_turn(self, call: Call, turn: Turn) -> None:
+        span = call.context.pop(_SPAN, None)
+        if span is not None:
+            _end_span(span, turn, call.usage)
 
 
-def end_span(span: Any, turn: Turn, usage: Mapping[str, Any] | None, cache_write: int | None) -> None:
+def _end_span(span: Any, turn: Turn, usage: Mapping[str, Any] | None) -> None:
     """Put the turn's numbers on the span and end it."""
+    reading = CacheUsage.from_usage(usage)
     values: dict[str, Any] = {
         "gen_ai.usage.input_tokens": turn.prompt_tokens,
         "gen_ai.usage.output_tokens": _int((usage or {}).get("completion_tokens", (usage or {}).get("output_tokens"))),
         "gen_ai.usage.cache_read.input_tokens": turn.cached_tokens,
-        "gen_ai.usage.cache_creation.input_tokens": cache_write,
+        "gen_ai.usage.cache_creation.input_tokens": None if reading is None else reading.cache_write_tokens,
         "agentcache.session": turn.session,
         "agentcache.turn": turn.turn,
         "agentcache.predicted_cached_tokens": turn.predicted_cached,

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import orjson
+
+from agentcache.transport.call import Call, TurnListener
+from agentcache.transport.ledger import Turn
 
 _CONTENT_KEYS = frozenset(
     {"content", "text", "arguments", "system", "thinking", "reasoning", "reasoning_content", "refusal", "data", "url"}
@@ -23,13 +27,24 @@ _CONTENT_KEYS = frozenset(
 _STRUCTURED_KEYS = frozenset({"input", "arguments"})
 
 
-class TraceRecorder:
-    """Appends one JSON line per request to ``path`` (thread-safe; the file is opened per write)."""
+class TraceRecorder(TurnListener):
+    """Appends one JSON line per request to ``path`` (thread-safe; the file is opened per write). As a listener
+    of the middleware, it writes each turn whose body was JSON, as the agent sent it."""
 
     def __init__(self, path: str | Path, *, record_content: bool = True) -> None:
         self.path = Path(path)
         self.record_content = record_content
         self._lock = threading.Lock()
+
+    def on_turn(self, call: Call, turn: Turn) -> None:
+        if call.original is None:
+            return
+        try:
+            self.write(
+                call.session, call.original, call.usage, call.started, turn=turn.turn, canonicalized=turn.canonicalized
+            )
+        except OSError as exc:  # a full disk must not fail the agent's request
+            warnings.warn(f"agentcache: trace {self.path} not written: {exc}", stacklevel=2)
 
     def write(
         self,

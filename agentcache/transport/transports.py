@@ -1,19 +1,22 @@
 """httpx transports that put :class:`CacheMiddleware` in front of any other transport, sync and async.
 
-Everything but the I/O lives in the middleware, so the two classes differ only in ``await``. Errors raised by
-the wrapped transport reach the caller as they are (same exception, same traceback); the ledger records them.
+Everything but the I/O lives in the middleware (``begin``, ``wrap``, ``fail``), so the two classes differ only
+in ``await``. Errors raised by the wrapped transport reach the caller as they are (same exception, same
+traceback); the ledger records them.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import httpx
 
 from agentcache.errors import InputError
 from agentcache.transport.ledger import Ledger
-from agentcache.transport.middleware import CacheMiddleware
-from agentcache.transport.tap import AsyncTappedStream, TappedStream
+from agentcache.transport.middleware import CacheMiddleware, CacheSettings
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 
 class CacheAwareTransport(httpx.BaseTransport):
@@ -25,10 +28,14 @@ class CacheAwareTransport(httpx.BaseTransport):
     """
 
     def __init__(
-        self, transport: httpx.BaseTransport | None = None, *, middleware: CacheMiddleware | None = None, **options: Any
+        self,
+        transport: httpx.BaseTransport | None = None,
+        *,
+        middleware: CacheMiddleware | None = None,
+        **options: Unpack[CacheSettings],
     ) -> None:
         self.inner = transport or httpx.HTTPTransport()
-        self.middleware = _middleware(middleware, options)
+        self.middleware = middleware_of(middleware, options)
 
     @property
     def ledger(self) -> Ledger:
@@ -39,17 +46,13 @@ class CacheAwareTransport(httpx.BaseTransport):
         if not middleware.handles(request):
             return self.inner.handle_request(request)
         request.read()
-        sent, pending = middleware.prepare(request)
+        call = middleware.begin(request)
         try:
-            response = self.inner.handle_request(sent)
+            response = self.inner.handle_request(call.request)
         except BaseException as exc:  # cancellation too: recorded, then raised unchanged
-            middleware.failed(pending, exc)
+            middleware.fail(call, exc)
             raise
-        tap = middleware.tap(pending, response)
-        if tap is not None:
-            assert isinstance(response.stream, httpx.SyncByteStream)
-            response.stream = TappedStream(response.stream, tap)
-        return response
+        return middleware.wrap(call, response)
 
     def close(self) -> None:
         self.inner.close()
@@ -63,10 +66,10 @@ class AsyncCacheAwareTransport(httpx.AsyncBaseTransport):
         transport: httpx.AsyncBaseTransport | None = None,
         *,
         middleware: CacheMiddleware | None = None,
-        **options: Any,
+        **options: Unpack[CacheSettings],
     ) -> None:
         self.inner = transport or httpx.AsyncHTTPTransport()
-        self.middleware = _middleware(middleware, options)
+        self.middleware = middleware_of(middleware, options)
 
     @property
     def ledger(self) -> Ledger:
@@ -77,23 +80,20 @@ class AsyncCacheAwareTransport(httpx.AsyncBaseTransport):
         if not middleware.handles(request):
             return await self.inner.handle_async_request(request)
         await request.aread()
-        sent, pending = middleware.prepare(request)
+        call = middleware.begin(request)
         try:
-            response = await self.inner.handle_async_request(sent)
+            response = await self.inner.handle_async_request(call.request)
         except BaseException as exc:
-            middleware.failed(pending, exc)
+            middleware.fail(call, exc)
             raise
-        tap = middleware.tap(pending, response)
-        if tap is not None:
-            assert isinstance(response.stream, httpx.AsyncByteStream)
-            response.stream = AsyncTappedStream(response.stream, tap)
-        return response
+        return middleware.wrap_async(call, response)
 
     async def aclose(self) -> None:
         await self.inner.aclose()
 
 
-def _middleware(middleware: CacheMiddleware | None, options: dict[str, Any]) -> CacheMiddleware:
+def middleware_of(middleware: CacheMiddleware | None, options: CacheSettings) -> CacheMiddleware:
+    """The middleware given, or one built from ``options`` (never both)."""
     if middleware is None:
         return CacheMiddleware(**options)
     if options:

@@ -20,7 +20,7 @@ import threading
 from contextvars import ContextVar
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from crewai.context import get_current_task_id
@@ -28,11 +28,20 @@ from crewai.execution import get_execution_uuid
 from crewai.llms.base_llm import _current_call_id
 from crewai.llms.hooks import BaseInterceptor
 
-from agentcache.transport import CacheMiddleware, Ledger, Turn, session_scope
-from agentcache.transport.middleware import Pending
-from agentcache.transport.session import current_scope
-from agentcache.transport.tap import AsyncTappedStream, ResponseTap, TappedStream, TapResult
+from agentcache.transport import (
+    CacheMiddleware,
+    CacheSettings,
+    Call,
+    Ledger,
+    Turn,
+    TurnListener,
+    current_scope,
+    session_scope,
+)
 from agentcache_crewai.report import CrewRunReport, RunCollector
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 NO_RESPONSE = "no response: the request raised before one arrived (crewai's interceptor is not told the exception)"
 
@@ -42,26 +51,26 @@ class _InFlight:
     """A request between ``on_outbound`` and ``on_inbound``: they run in the same context, one after the other."""
 
     owner: CacheInterceptor
-    pending: Pending
+    call: Call
     settled: bool = False
 
 
+_CALL_ID = "crewai.call_id"
 _IN_FLIGHT: ContextVar[_InFlight | None] = ContextVar("agentcache_crewai_in_flight", default=None)
 
 
-class CacheInterceptor(BaseInterceptor[httpx.Request, httpx.Response]):
+class CacheInterceptor(BaseInterceptor[httpx.Request, httpx.Response], TurnListener):
     """Pass to ``crewai.LLM(..., interceptor=CacheInterceptor(server=..., model_dir=...))``.
 
     Options are those of ``agentcache.httpx.CacheAwareTransport`` (``server``, ``model_dir``, ``canonicalize``,
-    ``policy``, ``cache``, ``recorder``, ``ask_output_ids``, ...), except ``ledger``: the interceptor keeps its own,
-    to tie each turn to its LLM call. One interceptor can serve several LLMs; it listens on crewai's event bus until
+    ``policy``, ``cache``, ``recorder``, ``ask_output_ids``, ``ledger``, ...). It listens to the middleware to tie
+    each turn to its LLM call. One interceptor can serve several LLMs; it listens on crewai's event bus until
     :meth:`close`.
     """
 
-    def __init__(self, **options: Any) -> None:
-        self.middleware = CacheMiddleware(ledger=Ledger(on_turn=self._recorded), **options)
-        self._calls: dict[tuple[str, int], str] = {}
-        """(session, turn) of a request on its way -> crewai call id."""
+    def __init__(self, **options: Unpack[CacheSettings]) -> None:
+        self.middleware = CacheMiddleware(**options)
+        self.middleware.add_listener(self)
         self._lock = threading.Lock()
         self._collector = RunCollector(settle=self._settle_failed)
 
@@ -102,43 +111,37 @@ class CacheInterceptor(BaseInterceptor[httpx.Request, httpx.Response]):
         return self._prepare(message)
 
     def on_inbound(self, message: httpx.Response) -> httpx.Response:
-        tap = self._tap(message)
-        if tap is not None:
-            assert isinstance(message.stream, httpx.SyncByteStream)
-            message.stream = TappedStream(message.stream, tap)
-        return message
+        call = self._settled_call()
+        return message if call is None else self.middleware.wrap(call, message)
 
     async def aon_inbound(self, message: httpx.Response) -> httpx.Response:
-        tap = self._tap(message)
-        if tap is not None:
-            assert isinstance(message.stream, httpx.AsyncByteStream)
-            message.stream = AsyncTappedStream(message.stream, tap)
-        return message
+        call = self._settled_call()
+        return message if call is None else self.middleware.wrap_async(call, message)
 
     def _prepare(self, request: httpx.Request) -> httpx.Request:
         """Canonicalize, in the session crewai's context names, and tie the request to its LLM call."""
         outer = current_scope()
         session = None if outer is not None and outer.session else _crew_session()
         if session is None:
-            sent, pending = self.middleware.prepare(request)
+            call = self.middleware.begin(request)
         else:
             with session_scope(session):
-                sent, pending = self.middleware.prepare(request)
-            pending.scope = outer  # the caller's own collecting scope, if any, still gets the turn
+                call = self.middleware.begin(request)
+            call.scope = outer  # the caller's own collecting scope, if any, still gets the turn
         call_id = _current_call_id.get()  # crewai's public getter would log and invent an id outside a call
         if call_id is not None:
             self._collector.expect(call_id, get_execution_uuid())
-            with self._lock:
-                self._calls[(pending.session, pending.turn)] = call_id
-        _IN_FLIGHT.set(_InFlight(self, pending))
-        return sent
+            call.context[_CALL_ID] = call_id
+        _IN_FLIGHT.set(_InFlight(self, call))
+        return call.request
 
-    def _tap(self, response: httpx.Response) -> ResponseTap | None:
+    def _settled_call(self) -> Call | None:
+        """The call whose response arrived, unless it was settled already (or none is in flight)."""
         flight = _IN_FLIGHT.get()
         _IN_FLIGHT.set(None)
         if flight is None or not self._claim(flight):
             return None
-        return self.middleware.tap(flight.pending, response)
+        return flight.call
 
     def _claim(self, flight: _InFlight) -> bool:
         """Mark the request settled; False when it already was."""
@@ -151,7 +154,7 @@ class CacheInterceptor(BaseInterceptor[httpx.Request, httpx.Response]):
     def _settle(self, flight: _InFlight, error: str) -> None:
         """Record a request that got no response (the transport raised)."""
         if self._claim(flight):
-            self.middleware.finish(flight.pending, TapResult(error=error))
+            self.middleware.fail(flight.call, error)
 
     def _settle_failed(self, error: str) -> None:
         """crewai reported the call failed: a request of this context left without a response failed with it.
@@ -161,9 +164,8 @@ class CacheInterceptor(BaseInterceptor[httpx.Request, httpx.Response]):
         if flight is not None and flight.owner is self:
             self._settle(flight, error)
 
-    def _recorded(self, turn: Turn) -> None:
-        with self._lock:
-            call_id = self._calls.pop((turn.session, turn.turn), None)
+    def on_turn(self, call: Call, turn: Turn) -> None:
+        call_id = call.context.get(_CALL_ID)
         if call_id is not None:
             self._collector.turn(call_id, turn)
 

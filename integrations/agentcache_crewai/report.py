@@ -67,7 +67,7 @@ class CallCacheReport:
 
     @property
     def cause(self) -> str | None:
-        """Drift cause against the previous call of the session (codes of ``agentcache.drift.causes``)."""
+        """Drift cause against the previous call of the session (codes of ``agentcache.predict.causes``)."""
         return self.turn.cause
 
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Awaitable, Callable
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from langchain.agents.middleware import (
@@ -24,8 +23,11 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 
 from agentcache.httpx import Ledger
-from agentcache.servers import ServerProfile
+from agentcache.transport import CacheSettings
 from agentcache_langgraph.model import Wiring, wire
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 Result = ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]
 
@@ -37,14 +39,12 @@ class AgentCacheMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def __init__(
         self,
         *,
-        server: ServerProfile | str,
-        model_dir: str | Path | None = None,
         transport: httpx.BaseTransport | None = None,
         async_transport: httpx.AsyncBaseTransport | None = None,
-        **options: Any,
+        **options: Unpack[CacheSettings],
     ) -> None:
         super().__init__()
-        self.wiring = Wiring.build(transport, async_transport, server=server, model_dir=model_dir, **options)
+        self.wiring = Wiring.build(transport, async_transport, **options)
         self._wired: dict[int, tuple[BaseChatModel, BaseChatModel]] = {}
         """id of a model the agent called -> (that model, kept alive so the id stays its own; its wired twin)."""
         self._lock = threading.Lock()

@@ -13,8 +13,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import httpx
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
@@ -26,9 +25,11 @@ from pydantic import PrivateAttr
 
 from agentcache.errors import InputError
 from agentcache.httpx import AsyncCacheAwareTransport, CacheAwareTransport, Ledger, session_scope
-from agentcache.servers import ServerProfile
-from agentcache.transport import Scope
+from agentcache.transport import CacheSettings, Scope
 from agentcache_langgraph.report import KEY, CacheReport, annotate_run, report_of, reported
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 M = TypeVar("M", bound=BaseChatModel)
 RunManager = CallbackManagerForLLMRun | AsyncCallbackManagerForLLMRun
@@ -52,7 +53,7 @@ class Wiring:
         cls,
         transport: httpx.BaseTransport | None = None,
         async_transport: httpx.AsyncBaseTransport | None = None,
-        **options: Any,
+        **options: Unpack[CacheSettings],
     ) -> Wiring:
         sync = CacheAwareTransport(transport, **options)
         async_ = AsyncCacheAwareTransport(async_transport, middleware=sync.middleware)
@@ -225,11 +226,9 @@ class CacheAware(BaseChatModel):
 def cache_aware(
     model: M,
     *,
-    server: ServerProfile | str,
-    model_dir: str | Path | None = None,
     transport: httpx.BaseTransport | None = None,
     async_transport: httpx.AsyncBaseTransport | None = None,
-    **options: Any,
+    **options: Unpack[CacheSettings],
 ) -> M:
     """``model`` rebuilt on agentcache's transport, a new object of the same class (the original is untouched).
 
@@ -238,7 +237,7 @@ def cache_aware(
     httpx transports to send through (proxies, retries, TLS); other options go to
     :class:`~agentcache.httpx.CacheAwareTransport` (``policy``, ``ask_output_ids``, ``recorder``, ``ledger``, ...).
     """
-    return wire(model, Wiring.build(transport, async_transport, server=server, model_dir=model_dir, **options))
+    return wire(model, Wiring.build(transport, async_transport, **options))
 
 
 def wire(model: M, wiring: Wiring) -> M:

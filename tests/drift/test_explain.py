@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from agentcache import get_tokenizer
 from agentcache.cache.prefix import common_prefix
 from agentcache.drift import CacheOptions, Trace, TraceRecord, explain
-from agentcache.drift.prompt import render
+from agentcache.predict.prompt import render
 from tests.canon.strategies import openai_requests, shuffled
 
 TOKENIZER = get_tokenizer("o200k_base")

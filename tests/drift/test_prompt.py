@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentcache import get_tokenizer
-from agentcache.drift.prompt import PromptTokenizer, render
+from agentcache.predict.prompt import PromptTokenizer, render
 
 texts = st.lists(
     st.sampled_from(

@@ -32,8 +32,8 @@ from crewai.lite_agent_output import LiteAgentOutput
 from crewai.tasks.task_output import TaskOutput
 from crewai.tools import BaseTool, tool
 
-from agentcache.drift import causes
 from agentcache.httpx import session_scope
+from agentcache.predict import causes
 from agentcache_crewai import CacheInterceptor, CrewRunReport, LLMCacheReportEvent
 from tests.conftest import EngineInfo
 

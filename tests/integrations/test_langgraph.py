@@ -25,9 +25,9 @@ from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agentcache import CanonicalPolicy
-from agentcache.drift import causes
 from agentcache.errors import InputError
 from agentcache.httpx import Ledger, Turn
+from agentcache.predict import causes
 from agentcache.servers import get_profile
 from agentcache_langgraph import AgentCacheCallbackHandler, AgentCacheMiddleware, CacheReport, cache_aware
 from tests.conftest import EngineInfo

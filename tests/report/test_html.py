@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentcache.cache.options import CACHE_KINDS
 from agentcache.drift import CacheOptions, TurnReport, explain, read_trace
-from agentcache.drift.replay import CACHE_KINDS
 from agentcache.drift.summary import summarize
 from agentcache.drift.trace import Trace, TraceRecord
 from agentcache.report import build_report, render_html

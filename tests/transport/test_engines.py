@@ -20,10 +20,10 @@ import pytest
 from agentcache import CanonicalPolicy, canonicalize
 from agentcache.backends import output_token_ids
 from agentcache.cache.blockhash import token_array
+from agentcache.cache.options import CacheOptions
 from agentcache.cache.prefix import common_prefix
-from agentcache.drift import causes
-from agentcache.drift.replay import CacheOptions
 from agentcache.httpx import SESSION_HEADER, AsyncCacheAwareTransport, CacheAwareTransport, Turn, session_scope
+from agentcache.predict import causes
 from agentcache.servers import ServerPrompt, get_profile
 from tests.conftest import EngineInfo
 

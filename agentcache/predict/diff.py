@@ -9,7 +9,7 @@ from typing import Any
 
 from agentcache.cache.prefix import common_prefix
 from agentcache.canon.jsonvalue import child_path
-from agentcache.drift.prompt import Segment, json_text
+from agentcache.predict.prompt import Segment, json_text
 
 #: The parts of a prompt in the order the server caches them.
 PARTS = ("tools", "params", "system", "messages")

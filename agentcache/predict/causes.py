@@ -10,9 +10,9 @@ from typing import Any
 
 from agentcache.canon import VolatileSpan, canonical_json, canonicalize, find_volatile
 from agentcache.canon.request import tool_name
-from agentcache.drift.diff import Divergence
-from agentcache.drift.prompt import Segment
 from agentcache.errors import RequestError
+from agentcache.predict.diff import Divergence
+from agentcache.predict.prompt import Segment
 
 NEW_SESSION = "new_session"
 NONE = "none"

@@ -1,0 +1,42 @@
+"""The one interface every client-side cache model implements, so the replay never asks which server it models.
+
+Each model answers the same question, request by request: how many prompt tokens would this server report as
+cached, and what does it keep afterwards. The servers differ in what they need to know: the engines (SGLang,
+vLLM, llama.cpp) cache the generated tokens after the prompt; the hosted APIs expire entries by the clock, and
+Anthropic writes only at ``cache_control`` breakpoints. ``serve`` takes all of it and each model uses its part.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Protocol
+
+
+class PrefixCacheModel(Protocol):
+    """A server's prefix cache, modelled on the client."""
+
+    def serve(
+        self,
+        prompt_tokens: Sequence[int],
+        output_tokens: Sequence[int] = (),
+        extra_key: Hashable = None,
+        *,
+        now: float | None = None,
+        breakpoints: Sequence[int] | None = None,
+        blocks: Sequence[int] | None = None,
+    ) -> int:
+        """Serve one request: return the cached prompt tokens the server reports, then keep what it keeps.
+
+        ``output_tokens`` are the generated ids (cached after the prompt by the engines); ``extra_key`` separates
+        caches (model, ``cache_salt``); ``now`` is the request's time in seconds (the hosted APIs' TTLs);
+        ``breakpoints`` and ``blocks`` are the token positions where ``cache_control`` blocks and all content
+        blocks end (Anthropic). A model ignores what its server does not use."""
+        ...
+
+    def minimum_tokens(self) -> int:
+        """The shortest prompt the server can report cached at all (0 for the engines)."""
+        ...
+
+    def stats(self) -> dict[str, int]:
+        """Counters over ``serve`` calls (``requests``, ``prompt_tokens``, ``cached_tokens``) and the model's own."""
+        ...
