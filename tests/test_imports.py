@@ -142,7 +142,8 @@ def test_no_private_names_from_another_package(module: str) -> None:
     """A name or module whose own name starts with one underscore belongs to its package."""
     wrong = []
     for target, name, line in _imports(module):
-        private = [part for part in [*target.split("."), name or ""] if part.startswith("_") and not part.startswith("__")]
+        parts = [*target.split("."), name or ""]
+        private = [part for part in parts if part.startswith("_") and not part.startswith("__")]
         if private and _package(target) != _package(module):
             wrong.append(f"line {line}: {target}{'' if name is None else ' ' + name}")
     assert wrong == []
