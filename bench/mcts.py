@@ -25,8 +25,8 @@ from collections.abc import Callable
 import sglang_engine
 
 from agentcache.backends import AsyncSGLangClient
-from agentcache.fork import ForkResult, State, branch_markers, fork
 from agentcache.search import MCTS, ForkProposer, Propose, SearchNode, SearchTree
+from agentcache.search.fork import ForkResult, State, branch_markers, fork
 
 PARAMS = {"max_new_tokens": 8, "temperature": 0, "ignore_eos": True}
 PROBLEM = (

@@ -37,11 +37,11 @@ from agentcache.fork import (
     ForkResult,
     State,
     branch_markers,
-    gather_all,
     prime_fork,
     send_branch,
 )
 from agentcache.search import SearchNode, SearchTree, ranked
+from agentcache.search.fork import gather_all
 
 PROBLEM = "Design a cache for an agent that re-sends its whole history every turn. Each step adds one idea.\nStep:"
 

@@ -1,8 +1,12 @@
-"""A bounded memo keyed by content, so re-sent tools and history cost a lookup instead of a walk."""
+"""The memo machinery of canonicalization: bounded memos keyed by content, so re-sent tools and history cost a
+lookup instead of a walk, and what an entry keeps so that it is reused only where it is right."""
 
 from __future__ import annotations
 
-from typing import Generic, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, NamedTuple, TypeVar
+
+from agentcache.canon.jsonvalue import lookup
 
 K = TypeVar("K", bytes, str)
 V = TypeVar("V")
@@ -39,3 +43,67 @@ class Memo(Generic[K, V]):
             self._old, self._young, self._young_chars = self._young, {}, 0
         self._young[key] = value
         self._young_chars += len(key)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A memoized canonical value, and where its input had nulls (an equal-bytes input may hold NaN there)."""
+
+    value: Any
+    nulls: list[tuple[str | int, ...]]
+
+    def fits(self, value: Any) -> bool:
+        """Whether ``value``, whose JSON equals this entry's key, has None at each null (not NaN or Infinity)."""
+        try:
+            for path in self.nulls:
+                if lookup(value, path) is not None:
+                    return False
+        except (LookupError, TypeError):
+            return False
+        return True
+
+
+class History(NamedTuple):
+    """The last message list: its compact JSON, where each message ends in it, and the canonical messages.
+
+    Agents re-send their history every turn with a turn or two added, so the leading messages whose bytes match
+    the last list are reused with one comparison instead of a serialization and a memo lookup each.
+    """
+
+    raw: bytes
+    ends: list[int]
+    values: list[Any]
+    nulls: list[tuple[int, tuple[str | int, ...]]]
+    """(message index, path) of each null, in message order: where an equal-bytes list may hold NaN/Infinity."""
+
+    def reusable(self, messages: list[Any], raw: bytes) -> int:
+        """How many leading messages of ``messages``, whose list's compact JSON is ``raw``, can be reused."""
+        shared = self._shared(raw, len(messages))
+        for index, path in self.nulls:
+            if index >= shared:
+                break
+            try:
+                if lookup(messages[index], path) is None:
+                    continue
+            except (LookupError, TypeError):
+                pass
+            return index  # a NaN where the last list had a null: that message gets walked, to name it
+        return shared
+
+    def _shared(self, raw: bytes, count: int) -> int:
+        """How many of the ``count`` leading messages have the same bytes as the last list's.
+
+        A message is a JSON object, which ends at its closing brace, so equal bytes up to the end of a message mean
+        equal messages up to there. Agents mostly extend the last list, or drop its last turns to retry, so the
+        longest possible run is tried first.
+        """
+        view = memoryview(self.raw)
+        low, high = 0, min(len(self.ends), count)
+        middle = high
+        while low < high:
+            if raw.startswith(view[: self.ends[middle - 1]]):
+                low = middle
+            else:
+                high = middle - 1
+            middle = (low + high + 1) // 2
+        return low

@@ -24,7 +24,7 @@ from typing import Any
 
 from agentcache.canon import CanonicalPolicy, canonical_json, canonicalize
 from agentcache.canon.jsonvalue import child_path
-from agentcache.canon.request import TOOL_FIELDS, tool_name
+from agentcache.canon.rules import TOOL_FIELDS, tool_name
 from agentcache.errors import RequestError
 from agentcache.lint.core import UNPARSABLE, Checked, Finding, NotThisKind, Rule, SourceFile
 from agentcache.lint.jsonpos import JsonSyntaxError, LineIndex, Member, Node, parse

@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from agentcache.canon import VolatileSpan, canonical_json, canonicalize, find_volatile
-from agentcache.canon.request import tool_name
+from agentcache.canon.rules import tool_name
 from agentcache.errors import RequestError
 from agentcache.predict.diff import Divergence
 from agentcache.predict.prompt import Segment

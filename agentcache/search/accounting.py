@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from agentcache.fork import Exchange
+from agentcache.search.fork import Exchange
 
 
 class TokenTrie:

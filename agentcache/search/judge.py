@@ -16,7 +16,7 @@ from typing import Any
 from agentcache.backends import AsyncSGLangClient, Generation
 from agentcache.backends.call import is_token_ids
 from agentcache.errors import BackendError, InputError
-from agentcache.fork import State, exchange, fresh_salt
+from agentcache.search.fork import State, exchange, fresh_salt
 from agentcache.search.tree import Judgement, SearchNode
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")

@@ -18,7 +18,7 @@ from typing import Any
 
 from agentcache.backends import AsyncSGLangClient
 from agentcache.errors import InputError
-from agentcache.fork import ForkResult, State, check_markers, fork
+from agentcache.search.fork import ForkResult, State, check_markers, fork
 from agentcache.search.tree import Budget, Evaluate, Propose, SearchNode, SearchTree
 
 

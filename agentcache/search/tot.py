@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agentcache.errors import InputError
-from agentcache.fork import gather_all
+from agentcache.search.fork import gather_all
 from agentcache.search.tree import Budget, Evaluate, Propose, SearchNode, SearchTree, ranked
 
 

@@ -16,8 +16,8 @@ from typing import Any
 import orjson
 
 from agentcache.errors import InputError
-from agentcache.fork import Branch, Exchange, ForkResult, State, gather_all
 from agentcache.search.accounting import PrefillAccount, account
+from agentcache.search.fork import Branch, Exchange, ForkResult, State, gather_all
 
 Propose = Callable[[State, int], Awaitable[ForkResult]]
 """``propose(state, k)``: up to k candidate next steps from ``state``, as the :class:`ForkResult` of a fork."""

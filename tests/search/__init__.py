@@ -9,8 +9,8 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from agentcache.backends import AsyncSGLangClient
-from agentcache.fork import State, branch_markers
 from agentcache.search import ForkProposer, SearchNode, SearchTree
+from agentcache.search.fork import State, branch_markers
 
 T = TypeVar("T")
 GREEDY = {"max_new_tokens": 4, "temperature": 0, "ignore_eos": True}

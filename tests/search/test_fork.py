@@ -16,7 +16,7 @@ import pytest
 
 from agentcache.backends import AsyncOpenAICompatClient, AsyncSGLangClient
 from agentcache.errors import BackendError, InputError
-from agentcache.fork import (
+from agentcache.search.fork import (
     Branch,
     ChatFork,
     Exchange,

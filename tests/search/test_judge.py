@@ -13,8 +13,8 @@ import pytest
 
 from agentcache.backends import AsyncSGLangClient
 from agentcache.errors import BackendError, InputError
-from agentcache.fork import branch_markers
 from agentcache.search import MCTS, Evaluate, ForkProposer, ModelJudge, ProbabilityJudge, SearchNode, SearchTree
+from agentcache.search.fork import branch_markers
 from tests.conftest import EngineInfo
 from tests.search import GREEDY, puzzle, run
 

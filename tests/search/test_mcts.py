@@ -16,8 +16,8 @@ import pytest
 
 from agentcache.backends import AsyncSGLangClient
 from agentcache.errors import InputError
-from agentcache.fork import ForkResult, branch_markers
 from agentcache.search import MCTS, Budget, ForkProposer, SearchTree
+from agentcache.search.fork import ForkResult, branch_markers
 from tests.conftest import EngineInfo
 from tests.search import GREEDY, assert_siblings_hit_their_parent_prefix, hashed_score, puzzle, run, search, shape
 

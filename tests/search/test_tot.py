@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from agentcache.errors import InputError
-from agentcache.fork import ForkResult
 from agentcache.search import Budget, SearchTree, TreeOfThoughts
+from agentcache.search.fork import ForkResult
 from tests.conftest import EngineInfo
 from tests.search import assert_siblings_hit_their_parent_prefix, hashed_score, puzzle, run, search, shape
 

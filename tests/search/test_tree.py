@@ -15,9 +15,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentcache.errors import InputError
-from agentcache.fork import Branch, Exchange, ForkResult
 from agentcache.search import Budget, SearchTree, account, trie_size
 from agentcache.search.accounting import prefill_lower_bound
+from agentcache.search.fork import Branch, Exchange, ForkResult
 
 tokens = st.lists(st.integers(0, 3), max_size=8)
 

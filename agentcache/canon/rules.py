@@ -1,0 +1,221 @@
+"""The canonicalization rules: what agentcache does to each part of a chat request, with no memoizing in sight.
+
+OpenAI chat completions and Anthropic Messages bodies share these rules; a field only one dialect has is
+recognized by name (``system`` blocks, ``tool_use``/``tool_result`` blocks, ``tool_calls``, ``functions``).
+
+- ``messages``: each message by :func:`canonical_message` (its content, its tool calls' arguments);
+- ``tools`` and ``functions``: each definition by :class:`~agentcache.canon.schema.SchemaCanonicalizer`, then,
+  with ``sort_tools``, the list by :func:`order_tools`;
+- ``system``: :func:`canonical_content`; an object ``response_format``: a definition, as a tool is;
+- ``tool_choice`` and any other ``response_format``: keys sorted (:func:`~agentcache.canon.jsonvalue.plain`);
+- every other field is checked to be JSON and passed through untouched; the body's own keys are sorted;
+- last, with ``relocate_volatile``, :func:`relocate_volatile` moves the system prompt's volatile lines.
+
+:class:`~agentcache.canon.request.Canonicalizer` applies them, memoizing each piece by content.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from agentcache.canon.jsonvalue import canonical_json
+from agentcache.canon.policy import CanonicalPolicy
+from agentcache.canon.text import normalize_prose
+from agentcache.canon.volatile import split_volatile_lines
+from agentcache.errors import DuplicateToolError
+
+#: Content blocks whose ``text`` is prose. A tuple, not a set: a block's ``type`` may be a list or an object, which
+#: cannot be hashed.
+TEXT_BLOCKS = ("text", "input_text", "output_text")
+#: Fields holding tool definitions, each an array of objects.
+TOOL_FIELDS = ("functions", "tools")
+
+
+# -- messages -----------------------------------------------------------------------------------------------
+
+
+def canonical_message(message: dict[str, Any], policy: CanonicalPolicy, arguments: Callable[[str], str]) -> None:
+    """A message, edited in place: its content and, with ``canonical_tool_arguments``, each tool call's arguments
+    string through ``arguments`` (:func:`canonical_arguments`, which the caller may memoize)."""
+    if "content" in message:
+        message["content"] = canonical_content(message["content"], policy)
+    if not policy.canonical_tool_arguments:
+        return
+    calls = message.get("tool_calls")
+    if type(calls) is list:
+        for call in calls:
+            if type(call) is dict and type(call.get("function")) is dict:
+                _call(call["function"], arguments)
+    if type(message.get("function_call")) is dict:
+        _call(message["function_call"], arguments)
+
+
+def _call(function: dict[str, Any], arguments: Callable[[str], str]) -> None:
+    """A ``tool_calls[].function`` or a legacy ``function_call``: its arguments string."""
+    if type(function.get("arguments")) is str:
+        function["arguments"] = arguments(function["arguments"])
+
+
+def canonical_content(value: Any, policy: CanonicalPolicy) -> Any:
+    """Message content or a system prompt: a string, or an array of content blocks (edited in place)."""
+    if type(value) is str:
+        return normalize_prose(value, policy)
+    if type(value) is list:
+        for block in value:
+            if type(block) is dict:
+                _block(block, policy)
+    return value
+
+
+def _block(block: dict[str, Any], policy: CanonicalPolicy) -> None:
+    """A content block. Thinking blocks are signed by the provider, so their text is never touched."""
+    kind = block.get("type")
+    if kind == "tool_result" and "content" in block:
+        block["content"] = canonical_content(block["content"], policy)
+    elif kind in TEXT_BLOCKS and type(block.get("text")) is str:
+        block["text"] = normalize_prose(block["text"], policy)
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        raise _DuplicateKey
+    return value
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(text)
+    return value
+
+
+def _reject_constant(text: str) -> None:
+    raise ValueError(text)
+
+
+#: Built once: building a decoder for each call cost more than most arguments take to parse.
+_STRICT_JSON = json.JSONDecoder(
+    object_pairs_hook=_unique_object, parse_float=_finite_float, parse_constant=_reject_constant
+)
+
+
+def canonical_arguments(text: str) -> str:
+    """Tool-call arguments re-serialized with sorted keys and no whitespace, when that loses nothing.
+
+    Left as they are when they do not parse as strict JSON, repeat a key (which copy wins is up to the parser),
+    or hold numbers the canonical form cannot carry exactly (beyond 64-bit integers, overflowing floats).
+    """
+    try:
+        value = _STRICT_JSON.decode(text)
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except (ValueError, TypeError, RecursionError):
+        return text
+
+
+# -- tools --------------------------------------------------------------------------------------------------
+
+
+def order_tools(tools: list[Any], field: str) -> list[Any]:
+    """Sort tools by name; a tool with ``cache_control`` keeps its index.
+
+    A breakpoint on tool i caches tools[0..i]. Sorting only between breakpoints keeps every breakpoint covering
+    the same set of tools, so the marker stays on its block and still caches what the user meant.
+    """
+    first_index: dict[str, int] = {}
+    for index, tool in enumerate(tools):
+        name = tool_name(tool)
+        if name is None:
+            continue
+        if name in first_index:
+            raise DuplicateToolError(
+                f"$.{field}[{index}]",
+                f"tool name {name!r} is already used by $.{field}[{first_index[name]}]",
+                "give each tool a unique name (servers reject duplicates too)",
+            )
+        first_index[name] = index
+    out: list[Any] = []
+    segment: list[Any] = []
+    for tool in tools:
+        if "cache_control" in tool:
+            out.extend(sorted(segment, key=_tool_order))
+            out.append(tool)
+            segment = []
+        else:
+            segment.append(tool)
+    out.extend(sorted(segment, key=_tool_order))
+    return out
+
+
+def tool_name(tool: dict[str, Any]) -> str | None:
+    """``function.name`` (OpenAI) or ``name`` (Anthropic, legacy ``functions``); None for nameless built-ins."""
+    function = tool.get("function")
+    name = function.get("name") if isinstance(function, dict) else tool.get("name")
+    return name if isinstance(name, str) else None
+
+
+def _tool_order(tool: dict[str, Any]) -> tuple[bool, str, bytes]:
+    name = tool_name(tool)
+    return (name is None, name or "", canonical_json(tool) if name is None else b"")
+
+
+# -- volatile values ----------------------------------------------------------------------------------------
+
+
+def relocate_volatile(request: dict[str, Any], role: str) -> None:
+    """Move the system prompt's lines holding volatile values into a trailing message (opt-in; changes layout).
+
+    Anthropic bodies (top-level ``system``) get a trailing ``user`` message, since Messages has no system role.
+    The message goes before a final assistant message, which is a prefill the model must continue. A text
+    block (or a whole string prompt) made only of volatile lines keeps them: an empty block is invalid, and a
+    ``cache_control`` marker on it would lose its place.
+    """
+    messages = request.get("messages")
+    messages = messages if isinstance(messages, list) else []
+    if "system" in request:
+        system, moved = _split_system(request["system"])
+        if not moved:
+            return
+        request["system"] = system
+        trailing: dict[str, Any] = {"content": [{"text": moved, "type": "text"}], "role": "user"}
+    else:
+        first = messages[0] if messages else None
+        if not (isinstance(first, dict) and first.get("role") in ("system", "developer")):
+            return
+        content, moved = _split_system(first.get("content"))
+        if not moved:
+            return
+        messages = [{**first, "content": content}, *messages[1:]]
+        trailing = {"content": moved, "role": role}
+    if messages and isinstance(messages[-1], dict) and messages[-1].get("role") == "assistant":
+        request["messages"] = [*messages[:-1], trailing, messages[-1]]
+    else:
+        request["messages"] = [*messages, trailing]
+
+
+def _split_system(content: Any) -> tuple[Any, str]:
+    """(content without volatile lines, the volatile lines joined) for a string or an array of text blocks."""
+    if isinstance(content, str):
+        stable, moved = split_volatile_lines(content)
+        return (stable, moved.rstrip("\n")) if stable.strip() else (content, "")
+    if not isinstance(content, list):
+        return content, ""
+    kept: list[Any] = []
+    moved_parts: list[str] = []
+    for block in content:
+        if isinstance(block, dict) and block.get("type") in TEXT_BLOCKS and isinstance(block.get("text"), str):
+            stable, moved = split_volatile_lines(block["text"])
+            if moved and stable.strip():
+                block = {**block, "text": stable}
+                moved_parts.append(moved.rstrip("\n"))
+        kept.append(block)
+    return kept, "\n".join(moved_parts)
