@@ -7,9 +7,10 @@ from typing import Any
 from agentcache.canon.jsonvalue import canonical_json
 from agentcache.canon.policy import CanonicalPolicy
 from agentcache.canon.request import Canonicalizer
+from agentcache.canon.text import normalize_prose
 from agentcache.canon.volatile import VolatileSpan, find_volatile
 
-__all__ = ["CanonicalPolicy", "VolatileSpan", "canonical_json", "canonicalize", "find_volatile"]
+__all__ = ["CanonicalPolicy", "VolatileSpan", "canonical_json", "canonicalize", "find_volatile", "normalize_prose"]
 
 _DEFAULT = CanonicalPolicy()
 _canonicalizers: dict[CanonicalPolicy, Canonicalizer] = {}

@@ -25,8 +25,7 @@ from typing import Any
 
 from sglang.lang.backend.runtime_endpoint import RuntimeEndpoint
 
-from agentcache.canon import CanonicalPolicy, VolatileSpan, find_volatile
-from agentcache.canon.text import normalize_prose
+from agentcache.canon import CanonicalPolicy, VolatileSpan, find_volatile, normalize_prose
 
 PRIME, GENERATE, SELECT = "prime", "generate", "select"
 #: The program state of ``cache_prefix``, which sends a bare string for no program in particular.
