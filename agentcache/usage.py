@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agentcache.totals import hit_ratio
+
 
 @dataclass(frozen=True)
 class CacheUsage:
@@ -34,9 +36,7 @@ class CacheUsage:
 
     @property
     def hit_ratio(self) -> float | None:
-        if self.cached_tokens is None or not self.prompt_tokens:
-            return None
-        return self.cached_tokens / self.prompt_tokens
+        return hit_ratio(self.cached_tokens, self.prompt_tokens)
 
     @classmethod
     def from_usage(cls, usage: Any) -> CacheUsage | None:

@@ -12,12 +12,11 @@ from typing import Any
 
 from agentcache.cli.explain import cause_color
 from agentcache.cli.style import Style
-from agentcache.cli.table import table
 from agentcache.demo.live import run_live
 from agentcache.demo.scenario import session
 from agentcache.drift import CacheOptions, TurnReport, explain
-from agentcache.drift.summary import ratio
 from agentcache.tokens import get_tokenizer
+from agentcache.totals import ratio, table
 from agentcache.transport import Turn
 
 SCHEMA = "agentcache.demo/1"

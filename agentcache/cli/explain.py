@@ -16,9 +16,9 @@ from agentcache.cli.options import (
     report_problems,
 )
 from agentcache.cli.style import Style
-from agentcache.cli.table import table
 from agentcache.drift import explain, read_trace
 from agentcache.drift.summary import Summary, summarize
+from agentcache.totals import table
 
 SCHEMA = "agentcache.explain/1"
 

@@ -16,12 +16,11 @@ from agentcache.cli.options import (
     report_problems,
 )
 from agentcache.cli.style import Style
-from agentcache.cli.table import table
-from agentcache.drift.summary import ratio
 from agentcache.drift.trace import Trace, read_trace
 from agentcache.predict.prompt import PromptTokenizer
 from agentcache.predict.replay import Replay
 from agentcache.tokens import get_tokenizer
+from agentcache.totals import ratio, table
 
 SCHEMA = "agentcache.simulate/1"
 

@@ -7,10 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from agentcache.drift.explain import TurnReport
-
-
-def ratio(part: int, whole: int) -> float:
-    return part / whole if whole else 0.0
+from agentcache.totals import ratio
 
 
 @dataclass(frozen=True)

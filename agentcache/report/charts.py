@@ -13,9 +13,10 @@ from itertools import accumulate
 from typing import Literal
 
 from agentcache.drift.explain import TurnReport
-from agentcache.drift.summary import Summary, ratio
+from agentcache.drift.summary import Summary
 from agentcache.predict import causes
 from agentcache.report.svg import compact, coord, element, every, svg, text, text_width, ticks, title
+from agentcache.totals import ratio
 
 WIDTH = 1000
 LEFT = 64

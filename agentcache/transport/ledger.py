@@ -4,10 +4,11 @@ client-side model predicted, and why a turn missed."""
 from __future__ import annotations
 
 import threading
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
+
+from agentcache.totals import Totals, hit_ratio, totals
 
 
 @dataclass(frozen=True)
@@ -52,30 +53,17 @@ class Turn:
 
     @property
     def hit_ratio(self) -> float | None:
-        if self.cached_tokens is None or not self.prompt_tokens:
-            return None
-        return self.cached_tokens / self.prompt_tokens
+        return hit_ratio(self.cached_tokens, self.prompt_tokens)
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "hit_ratio": self.hit_ratio}
 
 
 @dataclass(frozen=True)
-class SessionSummary:
-    session: str
-    turns: int
-    prompt_tokens: int
-    cached_tokens: int
-    """Server-reported, over the turns that reported it."""
-    predicted_cached: int
-    wasted_tokens: int
-    passed_through: int
-    causes: dict[str, int] = field(default_factory=dict)
-    """How many turns had each drift cause (``none`` and ``new_session`` included)."""
+class SessionSummary(Totals):
+    """The :class:`~agentcache.totals.Totals` of one session."""
 
-    @property
-    def hit_ratio(self) -> float | None:
-        return self.cached_tokens / self.prompt_tokens if self.prompt_tokens else None
+    session: str = ""
 
 
 class Ledger:
@@ -110,15 +98,4 @@ class Ledger:
             return sorted({t.session for t in self._turns})
 
     def summary(self, session: str) -> SessionSummary:
-        turns = self.turns(session)
-        reported = [t for t in turns if t.cached_tokens is not None and t.prompt_tokens is not None]
-        return SessionSummary(
-            session=session,
-            turns=len(turns),
-            prompt_tokens=sum(t.prompt_tokens or 0 for t in reported),
-            cached_tokens=sum(t.cached_tokens or 0 for t in reported),
-            predicted_cached=sum(t.predicted_cached or 0 for t in turns),
-            wasted_tokens=sum(t.wasted_tokens for t in turns),
-            passed_through=sum(t.passthrough is not None for t in turns),
-            causes=dict(Counter(t.cause for t in turns if t.cause is not None)),
-        )
+        return SessionSummary(**vars(totals(self.turns(session))), session=session)

@@ -10,7 +10,6 @@ read. When all are in, the report is added to its crew run and announced on crew
 from __future__ import annotations
 
 import threading
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -21,6 +20,7 @@ from crewai.events.types.crew_events import CrewKickoffCompletedEvent, CrewKicko
 from crewai.events.types.llm_events import LLMCallCompletedEvent, LLMCallFailedEvent
 from crewai.execution import get_execution_uuid
 
+from agentcache.totals import Cell, Totals, table, totals
 from agentcache.transport import Turn
 
 
@@ -92,86 +92,64 @@ class CrewRunReport:
     calls: tuple[CallCacheReport, ...]
 
     @property
-    def _reported(self) -> list[Turn]:
-        return [c.turn for c in self.calls if c.turn.cached_tokens is not None and c.turn.prompt_tokens is not None]
+    def totals(self) -> Totals:
+        """Over the run's calls: the server's counts where it reported them, the predictions, waste, causes."""
+        return totals(c.turn for c in self.calls)
 
     @property
     def prompt_tokens(self) -> int:
         """Over the calls whose server reported cached tokens."""
-        return sum(t.prompt_tokens or 0 for t in self._reported)
+        return self.totals.prompt_tokens
 
     @property
     def cached_tokens(self) -> int:
-        return sum(t.cached_tokens or 0 for t in self._reported)
+        return self.totals.cached_tokens
 
     @property
     def predicted_cached(self) -> int:
-        return sum(c.predicted_cached or 0 for c in self.calls)
+        return self.totals.predicted_cached
 
     @property
     def wasted_tokens(self) -> int:
         """Tokens a call prefilled again that the previous call of its session had already sent."""
-        return sum(c.turn.wasted_tokens for c in self.calls)
+        return self.totals.wasted_tokens
 
     @property
     def hit_ratio(self) -> float | None:
-        return self.cached_tokens / self.prompt_tokens if self.prompt_tokens else None
+        return self.totals.hit_ratio
 
     @property
     def causes(self) -> dict[str, int]:
-        return dict(Counter(c.cause for c in self.calls if c.cause is not None))
+        return self.totals.causes
 
     def table(self) -> str:
         """The per-call cache table, then the run's totals."""
-        rows = [("call", "agent", "task", "prompt", "cached", "predicted", "hit", "cause")]
-        for number, call in enumerate(self.calls, 1):
-            rows.append(
-                (
-                    str(number),
-                    _clip(call.agent_role),
-                    _clip(call.task_name),
-                    _num(call.prompt_tokens),
-                    _num(call.cached_tokens),
-                    _num(call.predicted_cached),
-                    _ratio(call.hit_ratio),
-                    call.cause or call.error or call.turn.error or "-",
-                )
-            )
-        causes = ", ".join(f"{cause} x{count}" for cause, count in sorted(self.causes.items()))
-        rows.append(
+        header = ("call", "agent", "task", "prompt", "cached", "predicted", "hit", "cause")
+        rows: list[tuple[Cell, ...]] = [
             (
-                "total",
-                "",
-                "",
-                str(self.prompt_tokens),
-                str(self.cached_tokens),
-                str(self.predicted_cached),
-                _ratio(self.hit_ratio),
-                causes or "-",
+                number,
+                _clip(call.agent_role),
+                _clip(call.task_name),
+                call.prompt_tokens,
+                call.cached_tokens,
+                call.predicted_cached,
+                call.hit_ratio,
+                call.cause or call.error or call.turn.error or "-",
             )
-        )
-        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-        right = {0, 3, 4, 5, 6}  # the numeric columns
-        lines = [
-            "  ".join(c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(row))
-            for row in rows
+            for number, call in enumerate(self.calls, 1)
         ]
-        run = f"crew {self.crew_name!r}, run {self.run_id}" if self.run_id else "calls outside a crew run"
-        title = f"{run}: {self.status}"
-        return "\n".join([title, *(line.rstrip() for line in lines)])
+        run = self.totals
+        causes = ", ".join(f"{cause} x{count}" for cause, count in sorted(run.causes.items()))
+        rows.append(
+            ("total", "", "", run.prompt_tokens, run.cached_tokens, run.predicted_cached, run.hit_ratio, causes or "-")
+        )
+        title = f"crew {self.crew_name!r}, run {self.run_id}" if self.run_id else "calls outside a crew run"
+        return "\n".join([f"{title}: {self.status}", table(header, rows)])
 
 
 def _clip(text: str | None, width: int = 24) -> str:
     text = " ".join((text or "-").split())
     return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _num(value: int | None) -> str:
-    return "-" if value is None else str(value)
-
-
-def _ratio(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1%}"
 
 
 @dataclass

@@ -15,6 +15,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
+from agentcache.totals import hit_ratio, table
 from agentcache_langgraph.report import KEY, CacheReport
 
 
@@ -31,9 +32,7 @@ class RunReport:
 
     @property
     def hit_ratio(self) -> float | None:
-        if self.cache_read is None or not self.prompt_tokens:
-            return None
-        return self.cache_read / self.prompt_tokens
+        return hit_ratio(self.cache_read, self.prompt_tokens)
 
 
 class AgentCacheCallbackHandler(BaseCallbackHandler):
@@ -79,22 +78,21 @@ class AgentCacheCallbackHandler(BaseCallbackHandler):
     def table(self, thread_id: str | None = None) -> str:
         """The per-turn cache table (server-reported, predicted, why a turn missed), as plain text."""
         header = ("thread", "turn", "prompt", "cached", "predicted", "hit", "cause", "diverged at")
-        rows = [header]
-        for report in self.reports(thread_id):
-            agentcache = report.agentcache
-            rows.append((
+        rows = [
+            (
                 str(report.thread_id or (agentcache["session"] if agentcache else "-")),
-                _cell(agentcache["turn"] if agentcache else None),
-                _cell(report.prompt_tokens),
-                _cell(report.cache_read),
-                _cell(agentcache["predicted_cached"] if agentcache else None),
-                "-" if report.hit_ratio is None else f"{report.hit_ratio:.0%}",
-                _cell(agentcache["cause"] if agentcache else None),
-                _cell(agentcache["divergence_token"] if agentcache else None),
-            ))
-        widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-        lines = ("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)) for row in rows)
-        return "\n".join(line.rstrip() for line in lines)
+                None if agentcache is None else agentcache["turn"],
+                report.prompt_tokens,
+                report.cache_read,
+                None if agentcache is None else agentcache["predicted_cached"],
+                report.hit_ratio,
+                None if agentcache is None else agentcache["cause"],
+                None if agentcache is None else agentcache["divergence_token"],
+            )
+            for report in self.reports(thread_id)
+            for agentcache in [report.agentcache]
+        ]
+        return table(header, rows)
 
 
 def _report(run_id: UUID, thread: str | None, message: BaseMessage) -> RunReport:
@@ -107,7 +105,3 @@ def _report(run_id: UUID, thread: str | None, message: BaseMessage) -> RunReport
         cache_read=None if usage is None else usage.get("input_token_details", {}).get("cache_read"),
         agentcache=cast(CacheReport, agentcache) if isinstance(agentcache, dict) else None,
     )
-
-
-def _cell(value: object) -> str:
-    return "-" if value is None else str(value)

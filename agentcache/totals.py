@@ -1,0 +1,118 @@
+"""Totals over turns, the hit ratio, and plain text tables: written once, for the CLI, the ledger and the reports.
+
+Every per-turn record (the ledger's :class:`~agentcache.transport.Turn`, a CrewAI call's report) is summed here,
+so "cached tokens of a session" means the same everywhere: the server's counts over the turns whose server
+reported both its prompt and its cached tokens, beside the model's predictions over every turn.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+__all__ = ["Cell", "Colorer", "Counted", "Totals", "cell", "hit_ratio", "ratio", "table", "totals"]
+
+
+def hit_ratio(cached: int | None, prompt: int | None) -> float | None:
+    """Cached over prompt tokens; None when either is unknown or there was no prompt (no ratio is not 0%)."""
+    if cached is None or not prompt:
+        return None
+    return cached / prompt
+
+
+def ratio(part: float, whole: float) -> float:
+    """A share of a whole, 0.0 of an empty one: for bar widths and what-if tables whose schema holds a number."""
+    return part / whole if whole else 0.0
+
+
+class Counted(Protocol):
+    """What a per-turn record gives the totals."""
+
+    @property
+    def prompt_tokens(self) -> int | None: ...
+    @property
+    def cached_tokens(self) -> int | None: ...
+    @property
+    def predicted_cached(self) -> int | None: ...
+    @property
+    def wasted_tokens(self) -> int: ...
+    @property
+    def passthrough(self) -> str | None: ...
+    @property
+    def cause(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class Totals:
+    turns: int
+    prompt_tokens: int
+    """Server-reported, over the turns that reported both prompt and cached tokens."""
+    cached_tokens: int
+    """Server-reported, over the same turns."""
+    predicted_cached: int
+    wasted_tokens: int
+    passed_through: int
+    causes: dict[str, int] = field(default_factory=dict)
+    """How many turns had each drift cause (``none`` and ``new_session`` included)."""
+
+    @property
+    def hit_ratio(self) -> float | None:
+        return hit_ratio(self.cached_tokens, self.prompt_tokens)
+
+
+def totals(turns: Iterable[Counted]) -> Totals:
+    chosen = list(turns)
+    reported = [t for t in chosen if t.cached_tokens is not None and t.prompt_tokens is not None]
+    return Totals(
+        turns=len(chosen),
+        prompt_tokens=sum(t.prompt_tokens or 0 for t in reported),
+        cached_tokens=sum(t.cached_tokens or 0 for t in reported),
+        predicted_cached=sum(t.predicted_cached or 0 for t in chosen),
+        wasted_tokens=sum(t.wasted_tokens for t in chosen),
+        passed_through=sum(t.passthrough is not None for t in chosen),
+        causes=dict(Counter(t.cause for t in chosen if t.cause is not None)),
+    )
+
+
+Cell = str | int | float | None
+#: Picks a colour for a cell from its value (None: no colour).
+Colorer = Callable[[Cell], str | None]
+
+
+def cell(value: Cell) -> str:
+    """A number as a person reads it: ``-`` for unknown, thousands separated, ratios as percentages."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.1%}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return value
+
+
+def table(
+    header: Sequence[str],
+    rows: Sequence[Sequence[Cell]],
+    paint: Callable[[str, str | None], str] | None = None,
+    colors: Mapping[int, Colorer] | None = None,
+) -> str:
+    """Rows under a header; a column is right-aligned when its cells are numbers. With ``paint`` (a terminal
+    style), the header is bold and ``colors`` paints cells by column index; colour goes around the padded text,
+    so columns stay aligned."""
+    colour = paint or (lambda text, color: text)
+    colors = colors or {}
+    text = [[cell(value) for value in row] for row in rows]
+    numeric = [all(isinstance(row[i], (int, float)) or row[i] is None for row in rows) for i in range(len(header))]
+    widths = [max([len(header[i])] + [len(row[i]) for row in text]) for i in range(len(header))]
+
+    def line(cells: Sequence[str], values: Sequence[Cell] | None) -> str:
+        parts = []
+        for i, (c, w, num) in enumerate(zip(cells, widths, numeric, strict=True)):
+            padded = c.rjust(w) if num else c.ljust(w)
+            color = "bold" if values is None else (colors[i](values[i]) if i in colors else None)
+            parts.append(colour(padded, color) if i < len(cells) - 1 else colour(padded.rstrip(), color))
+        return "  ".join(parts).rstrip()
+
+    return "\n".join([line(list(header), None), *(line(row, values) for row, values in zip(text, rows, strict=True))])
