@@ -1,4 +1,4 @@
-"""RadixCache against a per-token radix tree (the seed document's algorithm, written plainly), in one run.
+"""RadixCache against a per-token radix tree (the same algorithm, written plainly), in one run.
 
 Run: ``python bench/radix.py``. Targets: a multi-turn agent workload (200 sessions x 10 turns on a 9,500-token
 shared prefix, +500 tokens a turn) served >= 20x the baseline's throughput; evicting 10,000 small leaves of an

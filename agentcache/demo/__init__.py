@@ -1,1 +1,1 @@
-"""The demo: the seed document's coding-agent session, with the drift real agents show, through each cache."""
+"""The demo: a typical coding agent's session, with the drift real agents show, through each cache."""

@@ -1,4 +1,4 @@
-"""A coding agent's session as the background document describes it, built deterministically.
+"""A typical coding agent's session, built deterministically.
 
 Turn 1 sends a 2,000-token system prompt, 1,500 tokens of tool definitions and 6,000 tokens of repository
 context; every later turn adds an assistant tool call and about 500 tokens of tool output. With ``drift`` the

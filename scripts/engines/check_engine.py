@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from build_model import O200K_PATTERN, SPECIAL_TOKENS, load_o200k_ranks
+from build_model import O200K, SPECIAL_TOKENS, load_o200k_ranks
 
 SERVED_NAME = "tiny-llama-o200k"
 PLAIN_TEXTS = [
@@ -141,7 +141,7 @@ def main() -> None:
     from transformers import AutoTokenizer
 
     encoding = tiktoken.Encoding(
-        "o200k_base_chatml", pat_str=O200K_PATTERN, mergeable_ranks=load_o200k_ranks(), special_tokens=SPECIAL_TOKENS
+        "o200k_base_chatml", pat_str=O200K.pat_str, mergeable_ranks=load_o200k_ranks(), special_tokens=SPECIAL_TOKENS
     )
     template = AutoTokenizer.from_pretrained(model_dir)
     failures: list[str] = []

