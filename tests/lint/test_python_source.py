@@ -310,6 +310,14 @@ def test_deep_code_is_a_finding_not_a_crash(tmp_path: Path) -> None:
     assert all(finding.code == "AC001" for finding in result.findings)
 
 
+def test_a_long_elif_chain_is_analysed_to_its_end(tmp_path: Path) -> None:
+    """Each elif costs the analysis three Python frames: 250 of them fit under the default recursion limit."""
+    branches = "".join(f"elif x == {i}:\n    pass\n" for i in range(1, 250))
+    source = "import time\nif x == 0:\n    pass\n" + branches + "else:\n    system_prompt = f'{time.time()}'\n"
+    _, findings = _lint(tmp_path, source)
+    assert [finding.code for finding in findings] == ["AC101"]
+
+
 def test_unicode_digit_format_fields_and_columns_in_code_points(tmp_path: Path) -> None:
     from agentcache.lint import lint_paths
 

@@ -1,0 +1,328 @@
+"""The abstract interpreter: each expression evaluates to a :class:`~agentcache.lint.python.values.Value`; calls
+are read by the name they import (clock, randomness, ids), by what the builtins do with order, or by running the
+module's own function with the arguments' values. Statements are in :class:`Statements`."""
+
+from __future__ import annotations
+
+import ast
+import re
+import string
+from collections.abc import Callable
+from functools import reduce
+from typing import Any, ClassVar
+
+from agentcache.lint.python.statements import Statements
+from agentcache.lint.python.syntax import Function, constant, definitions, dotted, imports
+from agentcache.lint.python.values import (
+    CLEAN,
+    ORDER,
+    RANDOM,
+    Origin,
+    Scope,
+    Value,
+    combine,
+    concat,
+    element,
+    join,
+    ordered,
+    orders,
+    volatile,
+)
+from agentcache.lint.python.vocabulary import (
+    LAYOUT_KEEPING,
+    LAYOUT_KEEPING_METHODS,
+    MUTATORS,
+    OPAQUE,
+    ORDER_FREE,
+    SEQUENCERS,
+    SET_ALGEBRA,
+    SET_OPERATORS,
+    SYSTEM_ROLES,
+    source_kind,
+)
+
+ExpressionHandler = Callable[["Interpreter", Any, Scope], Value]
+
+
+class Interpreter(Statements):
+    """One module's analysis: ``Interpreter(tree).run()``, then read ``sinks.results()``."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        super().__init__(tree)
+        self.imports = imports(self.nodes)
+        self.functions, self.methods = definitions(self.nodes)
+
+    def expr(self, node: ast.expr | None, scope: Scope) -> Value:
+        """What ``node`` evaluates to in ``scope``; an expression it does not model (a lambda) is CLEAN."""
+        if node is None:
+            return CLEAN
+        handler = self.EXPRESSIONS.get(type(node))
+        return handler(self, node, scope) if handler is not None else CLEAN
+
+    def literal(self, node: ast.Constant, scope: Scope) -> Value:
+        return Value(text=node.value) if isinstance(node.value, str) else CLEAN
+
+    def variable(self, node: ast.Name, scope: Scope) -> Value:
+        return scope.lookup(node.id) or CLEAN
+
+    def attribute(self, node: ast.Attribute, scope: Scope) -> Value:
+        key = dotted(node)
+        known = scope.lookup(key) if key else None
+        return known if known is not None else combine(self.expr(node.value, scope))
+
+    def fstring(self, node: ast.JoinedStr, scope: Scope) -> Value:
+        parts = []
+        for part in node.values:
+            if isinstance(part, ast.FormattedValue):
+                value = ordered(self.expr(part.value, scope), part.value)
+                spec = self.expr(part.format_spec, scope)
+                parts.append(combine(value, spec) if spec.origins else value)
+            else:
+                parts.append(self.expr(part, scope))
+        return concat(parts)
+
+    def binop(self, node: ast.BinOp, scope: Scope) -> Value:
+        left, right = self.expr(node.left, scope), self.expr(node.right, scope)
+        if isinstance(node.op, ast.Add):
+            return concat([left, right])
+        if isinstance(node.op, SET_OPERATORS) and (left.unordered or right.unordered):
+            return Value(left.origins | right.origins, left.unordered or right.unordered)
+        if isinstance(node.op, ast.Mod) and left.text is not None:
+            return combine(left, ordered(right, node.right))
+        return combine(left, right)
+
+    def boolop(self, node: ast.BoolOp, scope: Scope) -> Value:
+        return reduce(join, (self.expr(value, scope) for value in node.values))
+
+    def conditional(self, node: ast.IfExp, scope: Scope) -> Value:
+        test = self.expr(node.test, scope)
+        chosen = join(self.expr(node.body, scope), self.expr(node.orelse, scope))
+        return Value(chosen.origins | test.origins) if test.origins else chosen
+
+    def compare(self, node: ast.Compare, scope: Scope) -> Value:
+        return combine(self.expr(node.left, scope), *(self.expr(c, scope) for c in node.comparators))
+
+    def unary(self, node: ast.UnaryOp, scope: Scope) -> Value:
+        return combine(self.expr(node.operand, scope))
+
+    def sequence(self, node: ast.List | ast.Tuple, scope: Scope) -> Value:
+        items = []
+        for item in node.elts:
+            if isinstance(item, ast.Starred):
+                items.append(ordered(self.expr(item.value, scope), item.value))
+            else:
+                items.append(self.expr(item, scope))
+        if isinstance(node, ast.Tuple) and len(node.elts) == 2 and constant(node.elts[0]) in SYSTEM_ROLES:
+            self.sinks.system_sink(node.elts[1], items[1])  # LangChain's ("system", text) message tuples
+        return combine(*items)
+
+    def set_display(self, node: ast.Set, scope: Scope) -> Value:
+        items = [self.expr(item, scope) for item in node.elts]
+        if all(isinstance(item, ast.Constant) and type(item.value) in (int, bool) for item in node.elts):
+            return combine(*items)  # ints hash to themselves: their order is fixed (str, bytes, None do not)
+        return Value(combine(*items).origins, Origin.at(node, ORDER))
+
+    def mapping(self, node: ast.Dict, scope: Scope) -> Value:
+        keys = [self.expr(key, scope) for key in node.keys]
+        values = [self.expr(value, scope) for value in node.values]
+        fields = {constant(key): index for index, key in enumerate(node.keys) if key is not None}
+        role = fields.get("role")
+        content = fields.get("content")
+        if role is not None and content is not None and constant(node.values[role]) in SYSTEM_ROLES:
+            self.sinks.system_sink(node.values[content], values[content])
+        return combine(*keys, *values)
+
+    def comprehension(self, node: ast.ListComp | ast.GeneratorExp | ast.SetComp | ast.DictComp, scope: Scope) -> Value:
+        inner = Scope(scope)
+        found: set[Origin] = set()
+        for generator in node.generators:
+            item = element(self.expr(generator.iter, inner), generator.iter)
+            found |= orders(item)
+            self.assign(generator.target, item, inner, None)
+            for condition in generator.ifs:
+                self.expr(condition, inner)
+        if isinstance(node, ast.DictComp):
+            result = combine(self.expr(node.key, inner), self.expr(node.value, inner))
+        else:
+            result = self.expr(node.elt, inner)
+        if isinstance(node, ast.SetComp):
+            return Value(volatile(result.origins), Origin.at(node, ORDER))
+        return Value(result.origins | found)
+
+    def subscript(self, node: ast.Subscript, scope: Scope) -> Value:
+        return combine(self.expr(node.value, scope), self.expr(node.slice, scope))
+
+    def inner(self, node: ast.Await | ast.Starred, scope: Scope) -> Value:
+        return self.expr(node.value, scope)
+
+    def walrus(self, node: ast.NamedExpr, scope: Scope) -> Value:
+        value = self.expr(node.value, scope)
+        self.assign(node.target, value, scope, node.value)
+        return value
+
+    def bounds(self, node: ast.Slice, scope: Scope) -> Value:
+        return combine(*(self.expr(part, scope) for part in (node.lower, node.upper, node.step)))
+
+    def call(self, node: ast.Call, scope: Scope) -> Value:
+        func = node.func
+        args = [self.expr(arg, scope) for arg in node.args]
+        kwargs = {kw.arg: self.expr(kw.value, scope) for kw in node.keywords if kw.arg is not None}
+        spread = [self.expr(kw.value, scope) for kw in node.keywords if kw.arg is None]
+        receiver = self.expr(func.value, scope) if isinstance(func, ast.Attribute) else CLEAN
+        name = self.qualname(func, scope)
+        self.sinks.call_sinks(node, args, kwargs)
+        if name in ("json.dumps", "json.dump", "orjson.dumps"):
+            self.sinks.check_dump(node, name)
+        kind = source_kind(name, len(node.args) + len(node.keywords)) if name is not None else None
+        if kind is not None:
+            return Value(frozenset({Origin.at(node, kind)}))
+        if name == "random.shuffle" and node.args:
+            key = dotted(node.args[0])
+            if key:
+                self.mutate(key, Value(args[0].origins | {Origin.at(node, RANDOM)}), node, scope)
+            return CLEAN
+        if name in LAYOUT_KEEPING and len(args) == 1:
+            return args[0]
+        everything = combine(receiver, *args, *kwargs.values(), *spread)
+        if isinstance(func, ast.Name) and scope.lookup(func.id) is None and func.id not in self.imports:
+            result = builtin(func.id, node, args)
+            if result is not None:
+                return result
+            function = self.functions.get(func.id)
+            if function is not None:
+                return self.inline(function, node, args, kwargs, skip_self=False) or everything
+        if isinstance(func, ast.Attribute):
+            return self.method(func, node, receiver, args, kwargs, scope) or everything
+        return everything
+
+    def method(
+        self,
+        func: ast.Attribute,
+        node: ast.Call,
+        receiver: Value,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        scope: Scope,
+    ) -> Value | None:
+        """A method call's value when the method is known (None: the caller combines its inputs)."""
+        attr = func.attr
+        if attr in LAYOUT_KEEPING_METHODS and not args:
+            return receiver
+        if attr == "format" and receiver.text is not None:
+            return format_call(receiver.text, node, args, kwargs)
+        if attr == "join" and receiver.text is not None and len(node.args) == 1:
+            return self.join_text(receiver.text, node, args[0], scope)
+        key = dotted(func.value)
+        if key and attr in MUTATORS:
+            self.mutate(key, Value(receiver.origins | combine(*args).origins, receiver.unordered), node, scope)
+        elif key and attr == "sort":
+            scope.update(key, Value(volatile(receiver.origins)))
+        if attr in SET_ALGEBRA and receiver.unordered:
+            return Value(combine(receiver, *args).origins, receiver.unordered)
+        if isinstance(func.value, ast.Name) and func.value.id in ("self", "cls") and attr in self.methods:
+            return self.inline(self.methods[attr], node, args, kwargs, skip_self=True)
+        return None
+
+    def join_text(self, separator: str, node: ast.Call, iterable: Value, scope: Scope) -> Value:
+        """``SEP.join([...])`` of a literal list is laid out like concatenation; of anything else, a whole."""
+        site = node.args[0]
+        if isinstance(site, (ast.List, ast.Tuple)) and not any(isinstance(e, ast.Starred) for e in site.elts):
+            parts: list[Value] = []
+            for index, item in enumerate(site.elts):
+                if index:
+                    parts.append(Value(text=separator))
+                parts.append(self.expr(item, scope))
+            return concat(parts)
+        return combine(ordered(iterable, node))
+
+    def mutate(self, key: str, value: Value, node: ast.expr, scope: Scope) -> None:
+        """An in-place change (``append``, ``shuffle``) to the object bound to ``key``: a rebinding, for sinks too."""
+        scope.update(key, value)
+        self.sinks.named_sink(key.rsplit(".", 1)[-1], node, value)
+
+    def inline(
+        self, function: Function, node: ast.Call, args: list[Value], kwargs: dict[str, Value], skip_self: bool
+    ) -> Value | None:
+        """The return value of a module function called with these values (None: calls it cannot follow)."""
+        if any(isinstance(arg, ast.Starred) for arg in node.args) or any(kw.arg is None for kw in node.keywords):
+            return None
+        spec = function.args
+        positional = [arg.arg for arg in (*spec.posonlyargs, *spec.args)][1 if skip_self else 0 :]
+        named = {arg.arg for arg in (*spec.args, *spec.kwonlyargs)}
+        bindings = dict(zip(positional, args, strict=False))
+        bindings.update((key, value) for key, value in kwargs.items() if key in named)
+        return self.invoke(function, bindings)
+
+    def qualname(self, node: ast.expr, scope: Scope) -> str | None:
+        """The imported name a call target refers to (``dt.datetime.now`` -> ``datetime.datetime.now``)."""
+        if isinstance(node, ast.Name):
+            return self.imports.get(node.id) if scope.lookup(node.id) is None else None
+        if isinstance(node, ast.Attribute):
+            base = self.qualname(node.value, scope)
+            return f"{base}.{node.attr}" if base else None
+        return None
+
+    EXPRESSIONS: ClassVar[dict[type[ast.expr], ExpressionHandler]] = {
+        ast.Constant: literal,
+        ast.Name: variable,
+        ast.Attribute: attribute,
+        ast.JoinedStr: fstring,
+        ast.BinOp: binop,
+        ast.BoolOp: boolop,
+        ast.IfExp: conditional,
+        ast.Compare: compare,
+        ast.UnaryOp: unary,
+        ast.Call: call,
+        ast.List: sequence,
+        ast.Tuple: sequence,
+        ast.Set: set_display,
+        ast.Dict: mapping,
+        **dict.fromkeys((ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp), comprehension),
+        ast.Subscript: subscript,
+        ast.Await: inner,
+        ast.Starred: inner,
+        ast.NamedExpr: walrus,
+        ast.Slice: bounds,
+    }
+
+
+def builtin(name: str, node: ast.Call, args: list[Value]) -> Value | None:
+    """The value of a call to a builtin that matters for order (None: not one of them)."""
+    if name in OPAQUE:
+        return CLEAN
+    if name in ORDER_FREE:
+        return Value(volatile(combine(*args).origins))
+    if name in ("set", "frozenset"):
+        return Value(combine(*args).origins, Origin.at(node, ORDER))
+    if name in SEQUENCERS:
+        items = [ordered(arg, node) for arg in args]
+        if name in ("str", "repr") and len(args) == 1 and args[0].unordered is None:
+            return args[0]
+        return combine(*items)
+    return None
+
+
+def format_call(template: str, node: ast.Call, args: list[Value], kwargs: dict[str, Value]) -> Value | None:
+    """``TEMPLATE.format(...)`` laid out field by field, so AC105 sees where each value lands."""
+    if any(isinstance(arg, ast.Starred) for arg in node.args) or any(kw.arg is None for kw in node.keywords):
+        return None
+    parts: list[Value] = []
+    automatic = 0
+    try:
+        fields = list(string.Formatter().parse(template))
+    except ValueError:
+        return None
+    for literal, field_name, _, _ in fields:
+        parts.append(Value(text=literal))
+        if field_name is None:
+            continue
+        key = re.split(r"[.\[]", field_name, maxsplit=1)[0]
+        if key == "":
+            key, automatic = str(automatic), automatic + 1
+        value = (
+            (args[int(key)] if int(key) < len(args) else CLEAN)
+            if key.isdecimal() and key.isascii()
+            else kwargs.get(key, CLEAN)
+        )
+        parts.append(ordered(value, node))
+    return concat(parts)

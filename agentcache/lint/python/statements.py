@@ -1,0 +1,221 @@
+"""Statements of the abstract interpreter: bindings, branches that fork and merge scopes, loops, and the bodies of
+the module's own functions. Expressions are evaluated by the subclass,
+:class:`~agentcache.lint.python.interpreter.Interpreter`."""
+
+from __future__ import annotations
+
+import ast
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from functools import reduce
+from typing import Any, ClassVar
+
+from agentcache.lint.python.sinks import Sinks, tool_names
+from agentcache.lint.python.syntax import Function, dotted, unpacked
+from agentcache.lint.python.values import CLEAN, Scope, Value, combine, concat, element, join
+from agentcache.lint.python.vocabulary import SET_OPERATORS
+
+#: Calls into the module's own functions are followed this deep.
+MAX_CALL_DEPTH = 4
+#: Loops nested this deep have their body analyzed twice; deeper ones once.
+MAX_REPEATED_LOOPS = 3
+
+#: ``try`` statements: ``try: ... except* E:`` is its own node type from Python 3.11.
+_TRIES: tuple[type[ast.stmt], ...] = tuple(getattr(ast, name) for name in ("Try", "TryStar") if hasattr(ast, name))
+
+StatementHandler = Callable[["Statements", Any, Scope, list[Value]], None]
+
+
+class Statements(ABC):
+    """One module: run the module body, then every function on its own; the sinks collect what reaches them."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.nodes = list(ast.walk(tree))
+        self.sinks = Sinks(tool_names(self.nodes))
+        self.globals = Scope()
+        self.stack: list[Function] = []
+        self.memo: dict[tuple[int, tuple[tuple[str, Value], ...]], Value] = {}
+        self.loops = 0
+
+    @abstractmethod
+    def expr(self, node: ast.expr | None, scope: Scope) -> Value:
+        """What ``node`` evaluates to in ``scope`` (CLEAN for no node)."""
+
+    def run(self) -> None:
+        self.block(self.tree.body, self.globals, [])
+        for node in self.nodes:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.invoke(node, {})
+
+    def block(self, body: Sequence[ast.stmt], scope: Scope, returns: list[Value]) -> None:
+        for statement in body:
+            self.statement(statement, scope, returns)
+
+    def statement(self, node: ast.stmt, scope: Scope, returns: list[Value]) -> None:
+        """Run ``node`` in ``scope``; a ``return`` adds its value to ``returns``. Other statements (imports,
+        ``pass``, nested function definitions, which run on their own) change nothing."""
+        handler = self.STATEMENTS.get(type(node))
+        if handler is not None:
+            handler(self, node, scope, returns)
+
+    def assignment(self, node: ast.Assign, scope: Scope, returns: list[Value]) -> None:
+        value = self.expr(node.value, scope)
+        for target in node.targets:
+            self.assign(target, value, scope, node.value)
+
+    def annotated_assignment(self, node: ast.AnnAssign, scope: Scope, returns: list[Value]) -> None:
+        if node.value is not None:
+            self.assign(node.target, self.expr(node.value, scope), scope, node.value)
+
+    def augmented_assignment(self, node: ast.AugAssign, scope: Scope, returns: list[Value]) -> None:
+        old, new = self.read(node.target, scope), self.expr(node.value, scope)
+        if isinstance(node.op, ast.Add):
+            value = concat([old, new])
+        elif isinstance(node.op, SET_OPERATORS) and old.unordered:
+            value = Value(old.origins | new.origins, old.unordered)
+        else:
+            value = combine(old, new)
+        self.assign(node.target, value, scope, node.value)
+
+    def return_statement(self, node: ast.Return, scope: Scope, returns: list[Value]) -> None:
+        returns.append(self.expr(node.value, scope))
+
+    def expression_statement(self, node: ast.Expr, scope: Scope, returns: list[Value]) -> None:
+        self.expr(node.value, scope)
+
+    def with_statement(self, node: ast.With | ast.AsyncWith, scope: Scope, returns: list[Value]) -> None:
+        for context in node.items:
+            entered = self.expr(context.context_expr, scope)
+            if context.optional_vars is not None:
+                self.assign(context.optional_vars, entered, scope, None)
+        self.block(node.body, scope, returns)
+
+    def class_body(self, node: ast.ClassDef, scope: Scope, returns: list[Value]) -> None:
+        self.block(node.body, Scope(scope), [])
+
+    def deletion(self, node: ast.Delete, scope: Scope, returns: list[Value]) -> None:
+        for target in node.targets:
+            if isinstance(target, ast.Name):
+                scope.vars.pop(target.id, None)
+
+    def branches(self, node: ast.If | ast.Match, scope: Scope, returns: list[Value]) -> None:
+        """``if`` and ``match``: each body runs on its own fork of the scope, then the forks merge (a missing
+        ``else``, or no case matching, is an empty body). One handler for both, not two calling a helper, so each
+        ``elif`` of a long chain costs three Python frames, not four, before the recursion limit."""
+        bodies: list[Sequence[ast.stmt]]
+        if isinstance(node, ast.If):
+            self.expr(node.test, scope)
+            bodies = [node.body, node.orelse]
+        else:
+            self.expr(node.subject, scope)
+            bodies = [*(case.body for case in node.cases), []]
+        forks = []
+        for body in bodies:
+            fork = scope.fork()
+            self.block(body, fork, returns)
+            forks.append(fork)
+        scope.merge(*forks)
+
+    def loop(self, node: ast.For | ast.AsyncFor | ast.While, scope: Scope, returns: list[Value]) -> None:
+        """The body runs zero or more times: twice is enough for a value to travel around it once. Loops nested
+        deeper than :data:`MAX_REPEATED_LOOPS` run once, so the cost stays linear in the source, not exponential.
+        One handler for ``for`` and ``while``, like :meth:`branches`, to spend one frame less per level."""
+        target: ast.expr | None
+        if isinstance(node, ast.While):
+            self.expr(node.test, scope)
+            target, item = None, CLEAN
+        else:
+            target, item = node.target, element(self.expr(node.iter, scope), node.iter)
+        before = scope.fork()
+        self.loops += 1
+        for _ in range(2 if self.loops <= MAX_REPEATED_LOOPS else 1):
+            if target is not None:
+                self.assign(target, item, scope, None)
+            self.block(node.body, scope, returns)
+        self.loops -= 1
+        self.block(node.orelse, scope, returns)
+        scope.merge(before, scope)
+
+    def attempt(self, node: ast.stmt, scope: Scope, returns: list[Value]) -> None:
+        """``try``: each handler starts from any point of the body (before it or after it), ``else`` follows
+        the whole body, and ``finally`` follows all of them."""
+        before = scope.fork()
+        self.block(getattr(node, "body", []), scope, returns)
+        forks = [scope.fork()]
+        for handler in getattr(node, "handlers", []):
+            fork = before.fork()
+            fork.merge(before, scope)
+            self.block(handler.body, fork, returns)
+            forks.append(fork)
+        self.block(getattr(node, "orelse", []), forks[0], returns)
+        scope.merge(*forks)
+        self.block(getattr(node, "finalbody", []), scope, returns)
+
+    STATEMENTS: ClassVar[dict[type[ast.stmt], StatementHandler]] = {
+        ast.Assign: assignment,
+        ast.AnnAssign: annotated_assignment,
+        ast.AugAssign: augmented_assignment,
+        ast.Return: return_statement,
+        ast.Expr: expression_statement,
+        ast.If: branches,
+        ast.For: loop,
+        ast.AsyncFor: loop,
+        ast.While: loop,
+        ast.With: with_statement,
+        ast.AsyncWith: with_statement,
+        **dict.fromkeys(_TRIES, attempt),
+        ast.Match: branches,
+        ast.ClassDef: class_body,
+        ast.Delete: deletion,
+    }
+
+    def read(self, target: ast.expr, scope: Scope) -> Value:
+        key = dotted(target)
+        return (scope.lookup(key) if key else None) or CLEAN
+
+    def assign(self, target: ast.expr, value: Value, scope: Scope, source: ast.expr | None) -> None:
+        """Bind ``target``; an assignment to a name that says system prompt or tools is a sink of its own."""
+        if isinstance(target, ast.Name):
+            scope.vars[target.id] = value
+            self.sinks.named_sink(target.id, source, value)
+        elif isinstance(target, ast.Attribute):
+            key = dotted(target)
+            if key:
+                scope.vars[key] = value
+            self.sinks.named_sink(target.attr, source, value)
+        elif isinstance(target, ast.Subscript):
+            key = dotted(target.value)
+            if key:
+                old = scope.lookup(key) or CLEAN
+                scope.update(key, Value(old.origins | value.origins, old.unordered))
+            if isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str):
+                self.sinks.named_sink(target.slice.value, source, value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            pairs = unpacked(target, source)
+            for part, part_source in pairs:
+                part_value = self.expr(part_source, scope) if part_source is not None else combine(value)
+                self.assign(part, part_value, scope, part_source)
+        elif isinstance(target, ast.Starred):
+            self.assign(target.value, combine(value), scope, None)
+
+    def invoke(self, function: Function, bindings: dict[str, Value]) -> Value:
+        """The return value of ``function`` run with its parameters bound to ``bindings`` (others CLEAN)."""
+        key = (id(function), tuple(sorted(bindings.items(), key=lambda item: item[0])))
+        known = self.memo.get(key)
+        if known is not None:
+            return known
+        if function in self.stack or len(self.stack) >= MAX_CALL_DEPTH:
+            return combine(*bindings.values())
+        self.stack.append(function)
+        scope = Scope(self.globals)
+        spec = function.args
+        for arg in (*spec.posonlyargs, *spec.args, *spec.kwonlyargs, spec.vararg, spec.kwarg):
+            if arg is not None:
+                scope.vars[arg.arg] = bindings.get(arg.arg, CLEAN)
+        returns: list[Value] = []
+        self.block(function.body, scope, returns)
+        self.stack.pop()
+        result = reduce(join, returns) if returns else CLEAN
+        self.memo[key] = result
+        return result

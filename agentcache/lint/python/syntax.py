@@ -1,0 +1,82 @@
+"""Reading the AST: the small questions every part of the analysis asks of a node (its dotted name, its constant,
+its source text) and the facts gathered once per module (imports, functions it can follow)."""
+
+from __future__ import annotations
+
+import ast
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def code(node: ast.AST) -> str:
+    """The node's source on one line, cut to fit in a message."""
+    text = " ".join(ast.unparse(node).split())
+    return text if len(text) <= 48 else text[:45] + "..."
+
+
+def constant(node: ast.expr | None) -> object:
+    return node.value if isinstance(node, ast.Constant) else None
+
+
+def constant_at(node: ast.Dict, key: str) -> object:
+    """The constant a dict literal has under the constant ``key`` (None: absent or not a constant)."""
+    for item_key, item_value in zip(node.keys, node.values, strict=True):
+        if constant(item_key) == key:
+            return constant(item_value)
+    return None
+
+
+def dotted(node: ast.expr) -> str | None:
+    """``a.b.c`` for a chain of attributes on a name: the key a scope binds attributes under."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = dotted(node.value)
+        return f"{base}.{node.attr}" if base else None
+    return None
+
+
+def last_name(node: ast.expr) -> str | None:
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+
+
+def unpacked(target: ast.Tuple | ast.List, source: ast.expr | None) -> list[tuple[ast.expr, ast.expr | None]]:
+    """Pair each target with its own source expression when both sides are literal tuples of one length."""
+    if (
+        isinstance(source, (ast.Tuple, ast.List))
+        and len(source.elts) == len(target.elts)
+        and not any(isinstance(e, ast.Starred) for e in (*source.elts, *target.elts))
+    ):
+        return list(zip(target.elts, source.elts, strict=True))
+    return [(element, None) for element in target.elts]
+
+
+def imports(nodes: list[ast.AST]) -> dict[str, str]:
+    """Local name -> imported dotted name, for every import in the module (absolute imports only)."""
+    names: dict[str, str] = {}
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    names[alias.asname] = alias.name
+                else:
+                    top = alias.name.split(".")[0]
+                    names[top] = top
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return names
+
+
+def definitions(nodes: list[ast.AST]) -> tuple[dict[str, Function], dict[str, Function]]:
+    """Functions and methods defined once in the module, by name (a name defined twice is not followed)."""
+    functions: dict[str, list[Function]] = {}
+    methods: dict[str, list[Function]] = {}
+    in_class = {id(item) for node in nodes if isinstance(node, ast.ClassDef) for item in node.body}
+    for node in nodes:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            (methods if id(node) in in_class else functions).setdefault(node.name, []).append(node)
+    return (
+        {name: defs[0] for name, defs in functions.items() if len(defs) == 1},
+        {name: defs[0] for name, defs in methods.items() if len(defs) == 1},
+    )

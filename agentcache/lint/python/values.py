@@ -1,0 +1,160 @@
+"""The abstract domain: what the analysis knows about a value (where it may come from, whether it is a set, its
+text, the layout of a string being built), how values combine, and the scopes that bind them to names."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agentcache.lint.python.syntax import code
+
+#: Kinds of :class:`Origin`: the first three differ between calls; ORDER differs between processes.
+CLOCK, RANDOM, FRESH_ID, ORDER = "clock", "random", "id", "order"
+
+
+@dataclass(frozen=True, order=True)
+class Origin:
+    """Where a value that differs between calls comes from. ``column`` is ast's UTF-8 byte offset."""
+
+    line: int
+    column: int
+    kind: str
+    label: str
+
+    @classmethod
+    def at(cls, node: ast.expr, kind: str) -> Origin:
+        return cls(node.lineno, node.col_offset, kind, code(node))
+
+
+@dataclass(frozen=True)
+class Value:
+    """What the analysis knows about a value.
+
+    ``origins`` are the sources it may derive from; ``unordered`` is set when the value is itself a set (where
+    it was made): iterating it injects hash order. ``text`` is its exact text when it is a constant string, so
+    ``TEMPLATE.format(...)`` can be laid out. ``shape`` is the layout of a string being built: runs of stable
+    characters (an int, the count when known) and interpolated values; AC105 reads it.
+    """
+
+    origins: frozenset[Origin] = frozenset()
+    unordered: Origin | None = None
+    text: str | None = None
+    shape: tuple[int | Value, ...] | None = None
+
+
+CLEAN = Value()
+
+
+def combine(*values: Value) -> Value:
+    """A value computed from all of these: it differs when any of them does; text and set-ness are gone."""
+    origins = frozenset[Origin]().union(*(value.origins for value in values))
+    return Value(origins) if origins else CLEAN
+
+
+def join(first: Value, second: Value) -> Value:
+    """A value that is one of these two (branches that merge)."""
+    if first == second:
+        return first
+    return Value(
+        first.origins | second.origins,
+        first.unordered or second.unordered,
+        first.text if first.text == second.text else None,
+        first.shape if first.shape == second.shape else None,
+    )
+
+
+def segments(value: Value) -> tuple[int | Value, ...]:
+    """The layout of ``value`` as text: its shape, or one run for a constant or for an unknown value."""
+    if value.shape is not None:
+        return value.shape
+    if value.text is not None:
+        return (len(value.text),)
+    return (Value(value.origins),) if value.origins else (0,)
+
+
+def concat(values: Sequence[Value]) -> Value:
+    """Text made of these values one after another (f-strings, ``+``, ``.format``, ``.join``)."""
+    parts: list[int | Value] = []
+    for value in values:
+        for part in segments(value):
+            if isinstance(part, int) and parts and isinstance(parts[-1], int):
+                parts[-1] += part
+            else:
+                parts.append(part)
+    texts = [value.text for value in values]
+    text = "".join(t for t in texts if t is not None) if None not in texts else None
+    return Value(combine(*values).origins, None, text, tuple(parts))
+
+
+def volatile(origins: frozenset[Origin]) -> frozenset[Origin]:
+    """The origins that differ from call to call (hash order differs only between processes)."""
+    return frozenset(origin for origin in origins if origin.kind != ORDER)
+
+
+def orders(value: Value) -> frozenset[Origin]:
+    """Where ``value`` took, or would take when iterated, the hash order of a set."""
+    found = frozenset(origin for origin in value.origins if origin.kind == ORDER)
+    return found | {value.unordered} if value.unordered else found
+
+
+def stable_tail(value: Value) -> tuple[frozenset[Origin], int, int] | None:
+    """(origins of the first volatile part of a string, stable characters before it, stable characters after)."""
+    parts = segments(value)
+    for index, part in enumerate(parts):
+        if isinstance(part, Value) and volatile(part.origins):
+            before = sum(p for p in parts[:index] if isinstance(p, int))
+            after = sum(p for p in parts[index + 1 :] if isinstance(p, int))
+            return volatile(part.origins), before, after
+    return None
+
+
+def ordered(value: Value, site: ast.expr) -> Value:
+    """``value`` read in iteration order at ``site`` (a sequence, a loop, printed): a set leaves hash order."""
+    if value.unordered is None:
+        return value
+    return Value(value.origins | {Origin.at(site, ORDER)})
+
+
+def element(iterable: Value, site: ast.expr) -> Value:
+    """An item of ``iterable``: it carries the iterable's origins, and hash order when that is a set."""
+    return combine(ordered(iterable, site))
+
+
+class Scope:
+    """Names bound in one function (or the module, or a comprehension); reads fall back to the parent."""
+
+    def __init__(self, parent: Scope | None = None) -> None:
+        self.parent = parent
+        self.vars: dict[str, Value] = {}
+
+    def lookup(self, name: str) -> Value | None:
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope.vars:
+                return scope.vars[name]
+            scope = scope.parent
+        return None
+
+    def update(self, name: str, value: Value) -> None:
+        """Rebind ``name`` where it lives: a mutation (``append``, item assignment) changes that object."""
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope.vars:
+                scope.vars[name] = value
+                return
+            scope = scope.parent
+        self.vars[name] = value
+
+    def fork(self) -> Scope:
+        """A copy for one branch; :meth:`merge` joins the branches back."""
+        copy = Scope(self.parent)
+        copy.vars = dict(self.vars)
+        return copy
+
+    def merge(self, *branches: Scope) -> None:
+        merged: dict[str, Value] = {}
+        for branch in branches:
+            for name, value in branch.vars.items():
+                merged[name] = join(merged[name], value) if name in merged else value
+        self.vars = merged
