@@ -31,9 +31,9 @@ class Counted(Protocol):
     """What a per-turn record gives the totals."""
 
     @property
-    def prompt_tokens(self) -> int | None: ...
+    def reported_prompt_tokens(self) -> int | None: ...
     @property
-    def cached_tokens(self) -> int | None: ...
+    def reported_cached(self) -> int | None: ...
     @property
     def predicted_cached(self) -> int | None: ...
     @property
@@ -47,9 +47,9 @@ class Counted(Protocol):
 @dataclass(frozen=True)
 class Totals:
     turns: int
-    prompt_tokens: int
+    reported_prompt_tokens: int
     """Server-reported, over the turns that reported both prompt and cached tokens."""
-    cached_tokens: int
+    reported_cached: int
     """Server-reported, over the same turns."""
     predicted_cached: int
     wasted_tokens: int
@@ -59,16 +59,16 @@ class Totals:
 
     @property
     def hit_ratio(self) -> float | None:
-        return hit_ratio(self.cached_tokens, self.prompt_tokens)
+        return hit_ratio(self.reported_cached, self.reported_prompt_tokens)
 
 
 def totals(turns: Iterable[Counted]) -> Totals:
     chosen = list(turns)
-    reported = [t for t in chosen if t.cached_tokens is not None and t.prompt_tokens is not None]
+    reported = [t for t in chosen if t.reported_cached is not None and t.reported_prompt_tokens is not None]
     return Totals(
         turns=len(chosen),
-        prompt_tokens=sum(t.prompt_tokens or 0 for t in reported),
-        cached_tokens=sum(t.cached_tokens or 0 for t in reported),
+        reported_prompt_tokens=sum(t.reported_prompt_tokens or 0 for t in reported),
+        reported_cached=sum(t.reported_cached or 0 for t in reported),
         predicted_cached=sum(t.predicted_cached or 0 for t in chosen),
         wasted_tokens=sum(t.wasted_tokens for t in chosen),
         passed_through=sum(t.passthrough is not None for t in chosen),

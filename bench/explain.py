@@ -104,7 +104,7 @@ def main() -> int:
     started = time.perf_counter()
     broken = baseline(trace)
     whole = time.perf_counter() - started
-    prompt_tokens = sum(r.prompt_tokens for r in reports)
+    prompt_tokens = sum(r.predicted_prompt_tokens for r in reports)
     print(
         f"trace: {len(trace.records):,} requests in {args.sessions} sessions, {prompt_tokens:,} prompt tokens "
         f"(mean {prompt_tokens // len(reports):,} per request)"

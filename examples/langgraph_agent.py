@@ -75,7 +75,8 @@ def run(url: str, model_dir: Path) -> None:
     print(handler.table())
     summary = cache.ledger.summary("demo")
     print(
-        f"\nthread demo: {summary.turns} turns, {summary.cached_tokens} of {summary.prompt_tokens} prompt tokens "
+        f"\nthread demo: {summary.turns} turns, "
+        f"{summary.reported_cached} of {summary.reported_prompt_tokens} prompt tokens "
         f"from cache ({summary.hit_ratio or 0:.0%}), {summary.predicted_cached} predicted; causes {summary.causes}"
     )
 

@@ -17,10 +17,11 @@ from agentcache.demo.scenario import session
 from agentcache.drift import CacheOptions, TurnReport, explain
 from agentcache.tokens import get_tokenizer
 from agentcache.totals import ratio, table
+from agentcache.totals import totals as sum_turns
 from agentcache.transport import Turn
 
-SCHEMA = "agentcache.demo/1"
-LIVE_SCHEMA = "agentcache.demo-live/1"
+SCHEMA = "agentcache.demo/2"
+LIVE_SCHEMA = "agentcache.demo-live/2"
 ENGINES = {"sglang": CacheOptions("sglang"), "vllm": CacheOptions("vllm", block_size=16)}
 LABELS = {"sglang": "SGLang radix", "vllm": "vLLM blocks(16)"}
 
@@ -69,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     raw = results["sglang"][0]
     rows = []
     for index, report in enumerate(raw):
-        row: list[Any] = [report.turn, report.prompt_tokens]
+        row: list[Any] = [report.turn, report.predicted_prompt_tokens]
         for name in ENGINES:
             drift_reports, ideal_reports = results[name]
             row += [
@@ -103,18 +104,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _totals(drift_reports: list[TurnReport], ideal_reports: list[TurnReport]) -> dict[str, Any]:
-    prompt = sum(r.prompt_tokens for r in drift_reports)
+    prompt = sum(r.predicted_prompt_tokens for r in drift_reports)
     raw = sum(r.predicted_cached for r in drift_reports)
     canonical = sum(r.canonical_cached for r in drift_reports)
     ideal = sum(r.predicted_cached for r in ideal_reports)
     return {
-        "prompt_tokens": prompt,
+        "predicted_prompt_tokens": prompt,
         "raw_cached": raw,
         "canonical_cached": canonical,
         "ideal_cached": ideal,
         "raw_hit_ratio": ratio(raw, prompt),
         "canonical_hit_ratio": ratio(canonical, prompt),
-        "ideal_hit_ratio": ratio(ideal, sum(r.prompt_tokens for r in ideal_reports)),
+        "ideal_hit_ratio": ratio(ideal, sum(r.predicted_prompt_tokens for r in ideal_reports)),
         "prefill_saved": canonical - raw,
         "canonical_of_ideal": ratio(canonical, ideal),
     }
@@ -150,7 +151,7 @@ def _live(args: argparse.Namespace, started: float) -> int:
     print("sent raw and then canonicalized. 'server' is what the engine REPORTED; 'predicted' is the client-side")
     print(f"model of its cache, with {how}.\n")
     rows = [
-        [raw.turn, raw.prompt_tokens, raw.cached_tokens, raw.predicted_cached, canon.cached_tokens,
+        [raw.turn, raw.reported_prompt_tokens, raw.reported_cached, raw.predicted_cached, canon.reported_cached,
          canon.predicted_cached, raw.cause]
         for raw, canon in zip(result.raw, result.canonical, strict=True)
     ]
@@ -159,7 +160,7 @@ def _live(args: argparse.Namespace, started: float) -> int:
     raw, canon = totals["raw"], totals["canonical"]
     print(
         f"\nhit ratio raw {raw['hit_ratio']:.1%}, canonicalized {canon['hit_ratio']:.1%}; canonicalization saved "
-        f"{canon['cached_tokens'] - raw['cached_tokens']:,} prefill tokens"
+        f"{canon['reported_cached'] - raw['reported_cached']:,} prefill tokens"
     )
     print(
         f"predicted == server-reported on {raw['exact_turns'] + canon['exact_turns']} of "
@@ -170,13 +171,12 @@ def _live(args: argparse.Namespace, started: float) -> int:
 
 
 def _live_totals(turns: list[Turn]) -> dict[str, Any]:
-    prompt = sum(t.prompt_tokens or 0 for t in turns)
-    cached = sum(t.cached_tokens or 0 for t in turns)
+    run = sum_turns(turns)
     return {
-        "turns": len(turns),
-        "prompt_tokens": prompt,
-        "cached_tokens": cached,
-        "predicted_cached": sum(t.predicted_cached or 0 for t in turns),
-        "hit_ratio": ratio(cached, prompt),
-        "exact_turns": sum(t.cached_tokens is not None and t.cached_tokens == t.predicted_cached for t in turns),
+        "turns": run.turns,
+        "reported_prompt_tokens": run.reported_prompt_tokens,
+        "reported_cached": run.reported_cached,
+        "predicted_cached": run.predicted_cached,
+        "hit_ratio": ratio(run.reported_cached, run.reported_prompt_tokens),
+        "exact_turns": sum(t.reported_cached is not None and t.reported_cached == t.predicted_cached for t in turns),
     }

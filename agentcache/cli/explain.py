@@ -20,7 +20,7 @@ from agentcache.drift import explain, read_trace
 from agentcache.drift.summary import Summary, summarize
 from agentcache.totals import table
 
-SCHEMA = "agentcache.explain/1"
+SCHEMA = "agentcache.explain/2"
 
 
 def register(commands: Any) -> None:
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
             (
                 r.session,
                 r.turn,
-                r.prompt_tokens,
+                r.predicted_prompt_tokens,
                 r.predicted_cached,
                 r.reported_cached,
                 r.canonical_cached,
@@ -83,7 +83,8 @@ def cause_color(cause: object) -> str | None:
 
 def summary_text(summary: Summary, model: str) -> str:
     lines = [
-        f"{summary.turns} turns in {summary.sessions} sessions, {summary.prompt_tokens:,} prompt tokens ({model})",
+        f"{summary.turns} turns in {summary.sessions} sessions, "
+        f"{summary.predicted_prompt_tokens:,} prompt tokens ({model})",
         f"predicted cached: {summary.predicted_cached:,} ({summary.hit_ratio:.1%})",
     ]
     if summary.reported_cached is not None:

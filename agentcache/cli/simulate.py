@@ -22,7 +22,7 @@ from agentcache.predict.replay import Replay
 from agentcache.tokens import get_tokenizer
 from agentcache.totals import ratio, table
 
-SCHEMA = "agentcache.simulate/1"
+SCHEMA = "agentcache.simulate/2"
 
 
 def register(commands: Any) -> None:
@@ -51,14 +51,14 @@ def simulate(trace: Trace, replay: Replay, progress: Callable[[int], None] | Non
     cached = sum(t[2] for t in sessions.values())
     return {
         "requests": len(trace.records),
-        "prompt_tokens": prompt,
-        "cached_tokens": cached,
+        "predicted_prompt_tokens": prompt,
+        "predicted_cached": cached,
         "hit_ratio": round(ratio(cached, prompt), 4),
         "sessions": {
             name: {
                 "requests": t[0],
-                "prompt_tokens": t[1],
-                "cached_tokens": t[2],
+                "predicted_prompt_tokens": t[1],
+                "predicted_cached": t[2],
                 "hit_ratio": round(ratio(t[2], t[1]), 4),
             }
             for name, t in sessions.items()
@@ -105,8 +105,8 @@ def run(args: argparse.Namespace) -> int:
                 r["cache"],
                 "canonical" if r["canonicalized"] else "raw",
                 r["requests"],
-                r["prompt_tokens"],
-                r["cached_tokens"],
+                r["predicted_prompt_tokens"],
+                r["predicted_cached"],
                 float(r["hit_ratio"]),
             )
             for r in results

@@ -26,7 +26,8 @@ class TurnReport:
     """1-based position in the session."""
     line: int
     """Line of the trace file (or index in the list) the request came from."""
-    prompt_tokens: int
+    predicted_prompt_tokens: int
+    """Prompt tokens as the modelled server counts them (its own count when the replay has its template)."""
     predicted_cached: int
     """Cached tokens the client-side model predicts the server reports."""
     reported_cached: int | None
@@ -48,7 +49,7 @@ class TurnReport:
             session=record.session,
             turn=turn,
             line=record.line,
-            prompt_tokens=predicted.predicted_prompt_tokens,
+            predicted_prompt_tokens=predicted.predicted_prompt_tokens,
             predicted_cached=predicted.predicted_cached,
             reported_cached=predicted.reported_cached,
             reported_prompt_tokens=predicted.reported_prompt_tokens,

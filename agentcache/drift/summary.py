@@ -14,7 +14,7 @@ from agentcache.totals import ratio
 class Summary:
     turns: int
     sessions: int
-    prompt_tokens: int
+    predicted_prompt_tokens: int
     predicted_cached: int
     reported_cached: int | None
     """Sum over the turns whose usage was recorded; None when no turn had usage."""
@@ -29,11 +29,11 @@ class Summary:
 
     @property
     def hit_ratio(self) -> float:
-        return ratio(self.predicted_cached, self.prompt_tokens)
+        return ratio(self.predicted_cached, self.predicted_prompt_tokens)
 
     @property
     def canonical_hit_ratio(self) -> float:
-        return ratio(self.canonical_cached, self.prompt_tokens)
+        return ratio(self.canonical_cached, self.predicted_prompt_tokens)
 
     @property
     def saved_by_canonicalization(self) -> int:
@@ -44,7 +44,7 @@ class Summary:
         return {
             "turns": self.turns,
             "sessions": self.sessions,
-            "prompt_tokens": self.prompt_tokens,
+            "predicted_prompt_tokens": self.predicted_prompt_tokens,
             "predicted_cached": self.predicted_cached,
             "hit_ratio": round(self.hit_ratio, 4),
             "reported_cached": self.reported_cached,
@@ -68,7 +68,7 @@ def summarize(reports: Sequence[TurnReport]) -> Summary:
     return Summary(
         turns=len(reports),
         sessions=len({r.session for r in reports}),
-        prompt_tokens=sum(r.prompt_tokens for r in reports),
+        predicted_prompt_tokens=sum(r.predicted_prompt_tokens for r in reports),
         predicted_cached=sum(r.predicted_cached for r in reports),
         reported_cached=sum(r.reported_cached or 0 for r in reported) if reported else None,
         reported_hit_ratio=ratio(

@@ -102,7 +102,8 @@ def _turn_labels(count: int, center: Callable[[int], float], baseline: float) ->
 
 
 def _tip(turn: TurnReport) -> str:
-    parts = [f"turn {turn.turn}: {turn.prompt_tokens:,} prompt tokens, {turn.predicted_cached:,} cached (predicted)"]
+    prompt, cached = turn.predicted_prompt_tokens, turn.predicted_cached
+    parts = [f"turn {turn.turn}: {prompt:,} prompt tokens, {cached:,} cached (predicted)"]
     if turn.reported_cached is not None:
         of = "" if turn.reported_prompt_tokens is None else f" of {turn.reported_prompt_tokens:,}"
         parts.append(f"{turn.reported_cached:,}{of} reported by the server")
@@ -120,7 +121,7 @@ def turns_chart(turns: Sequence[TurnReport], label: str) -> Figure:
     top = 58 if labelled else 24 if drifts else 14  # room for two rows of staggered labels, or the markers
     bottom = top + 206
     height = bottom + 36
-    scale = ticks(max(max(t.prompt_tokens, t.reported_cached or 0) for t in turns))
+    scale = ticks(max(max(t.predicted_prompt_tokens, t.reported_cached or 0) for t in turns))
 
     def y(value: float) -> float:
         return bottom - (bottom - top) * value / scale[-1]
@@ -137,9 +138,9 @@ def turns_chart(turns: Sequence[TurnReport], label: str) -> Figure:
                 {
                     "class": "prompt",
                     "x": x,
-                    "y": y(turn.prompt_tokens),
+                    "y": y(turn.predicted_prompt_tokens),
                     "width": bar,
-                    "height": bottom - y(turn.prompt_tokens),
+                    "height": bottom - y(turn.predicted_prompt_tokens),
                     "fill": PROMPT,
                 },
             ),
@@ -172,7 +173,7 @@ def turns_chart(turns: Sequence[TurnReport], label: str) -> Figure:
                 )
             )
         if is_drift(turn.cause):
-            parts += _marker(turn.cause, center(index), top, y(turn.prompt_tokens))
+            parts += _marker(turn.cause, center(index), top, y(turn.predicted_prompt_tokens))
             previous = turns[index - 1].cause if index else causes.NONE
             row = 1 - row if is_drift(previous) else 0
             if labelled:
@@ -189,7 +190,7 @@ def turns_chart(turns: Sequence[TurnReport], label: str) -> Figure:
         attrs = {
             "class": "turn",
             "data-turn": turn.turn,
-            "data-prompt": turn.prompt_tokens,
+            "data-prompt": turn.predicted_prompt_tokens,
             "data-predicted": turn.predicted_cached,
             "data-reported": turn.reported_cached,
             "data-canonical": turn.canonical_cached,
@@ -236,7 +237,7 @@ def cumulative_chart(turns: Sequence[TurnReport], label: str) -> Figure:
     reported when every turn has usage), and what it would have saved canonicalized."""
     height, top, bottom = 230, 14, 196
     band, center = _turn_axis(len(turns))
-    sent = list(accumulate(t.prompt_tokens for t in turns))
+    sent = list(accumulate(t.predicted_prompt_tokens for t in turns))
     canonical = list(accumulate(t.canonical_cached for t in turns))
     predicted = list(accumulate(t.predicted_cached for t in turns))
     totals: list[tuple[str, str, str, list[int], Mark]] = [

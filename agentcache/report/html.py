@@ -121,7 +121,7 @@ def _header(report: Report, summary: Summary, kind: str, sessions: int) -> str:
         f"{report.tokenizer}. Server-reported figures come from the trace's usage and count the server's own tokens."
     )
     tiles = [
-        ("prompt tokens", f"{summary.prompt_tokens:,}", f"{summary.turns:,} requests"),
+        ("prompt tokens", f"{summary.predicted_prompt_tokens:,}", f"{summary.turns:,} requests"),
         ("cached, predicted", f"{summary.predicted_cached:,}", f"{summary.hit_ratio:.1%} of the prompt tokens"),
     ]
     if summary.reported_cached is not None:
@@ -201,7 +201,7 @@ def _what_if(report: Report, summary: Summary) -> str:
     rows = [
         WhatIf(
             kind,
-            sum(t.prompt_tokens for t in turns),
+            sum(t.predicted_prompt_tokens for t in turns),
             sum(t.predicted_cached for t in turns),
             sum(t.canonical_cached for t in turns),
         )
@@ -226,7 +226,7 @@ def _session(index: int, name: str, turns: Sequence[TurnReport]) -> str:
     broken = sum(1 for t in turns if t.divergence is not None)
     facts = [
         f"{summary.turns:,} turns",
-        f"{summary.prompt_tokens:,} prompt tokens",
+        f"{summary.predicted_prompt_tokens:,} prompt tokens",
         f"{summary.predicted_cached:,} cached, predicted ({summary.hit_ratio:.1%})",
     ]
     if summary.reported_cached is not None:
@@ -257,7 +257,7 @@ def _table(turns: Sequence[TurnReport]) -> str:
 def _cells(turn: TurnReport) -> Iterable[str]:
     numbers = (
         turn.turn,
-        turn.prompt_tokens,
+        turn.predicted_prompt_tokens,
         turn.predicted_cached,
         turn.reported_cached,
         turn.canonical_cached,

@@ -31,11 +31,12 @@ class Turn:
     """HTTP status, None when no response arrived."""
     error: str | None
     """The exception (type and message) the request or the response stream raised, if any."""
-    prompt_tokens: int | None
+    reported_prompt_tokens: int | None
     """Prompt tokens the server reported."""
-    cached_tokens: int | None
+    reported_cached: int | None
     """Cached prompt tokens the server reported; None when it did not say."""
     predicted_prompt_tokens: int | None
+    """Prompt tokens as the client-side model counts them (the server's own count when ``exact``)."""
     predicted_cached: int | None
     """Cached tokens the client-side model predicts the server reports."""
     exact: bool
@@ -53,7 +54,7 @@ class Turn:
 
     @property
     def hit_ratio(self) -> float | None:
-        return hit_ratio(self.cached_tokens, self.prompt_tokens)
+        return hit_ratio(self.reported_cached, self.reported_prompt_tokens)
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "hit_ratio": self.hit_ratio}

@@ -60,9 +60,9 @@ def _end_span(span: Any, turn: Turn, usage: Mapping[str, Any] | None) -> None:
     """Put the turn's numbers on the span and end it."""
     reading = CacheUsage.from_usage(usage)
     values: dict[str, Any] = {
-        "gen_ai.usage.input_tokens": turn.prompt_tokens,
+        "gen_ai.usage.input_tokens": turn.reported_prompt_tokens,
         "gen_ai.usage.output_tokens": _int((usage or {}).get("completion_tokens", (usage or {}).get("output_tokens"))),
-        "gen_ai.usage.cache_read.input_tokens": turn.cached_tokens,
+        "gen_ai.usage.cache_read.input_tokens": turn.reported_cached,
         "gen_ai.usage.cache_creation.input_tokens": None if reading is None else reading.cache_write_tokens,
         "agentcache.session": turn.session,
         "agentcache.turn": turn.turn,

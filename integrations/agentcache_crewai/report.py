@@ -50,12 +50,12 @@ class CallCacheReport:
 
     @property
     def prompt_tokens(self) -> int | None:
-        return self.turn.prompt_tokens
+        return self.turn.reported_prompt_tokens
 
     @property
     def cached_tokens(self) -> int | None:
         """Cached prompt tokens the server reported."""
-        return self.turn.cached_tokens
+        return self.turn.reported_cached
 
     @property
     def predicted_cached(self) -> int | None:
@@ -99,11 +99,11 @@ class CrewRunReport:
     @property
     def prompt_tokens(self) -> int:
         """Over the calls whose server reported cached tokens."""
-        return self.totals.prompt_tokens
+        return self.totals.reported_prompt_tokens
 
     @property
     def cached_tokens(self) -> int:
-        return self.totals.cached_tokens
+        return self.totals.reported_cached
 
     @property
     def predicted_cached(self) -> int:
@@ -140,9 +140,8 @@ class CrewRunReport:
         ]
         run = self.totals
         causes = ", ".join(f"{cause} x{count}" for cause, count in sorted(run.causes.items()))
-        rows.append(
-            ("total", "", "", run.prompt_tokens, run.cached_tokens, run.predicted_cached, run.hit_ratio, causes or "-")
-        )
+        sums = (run.reported_prompt_tokens, run.reported_cached, run.predicted_cached, run.hit_ratio)
+        rows.append(("total", "", "", *sums, causes or "-"))
         title = f"crew {self.crew_name!r}, run {self.run_id}" if self.run_id else "calls outside a crew run"
         return "\n".join([f"{title}: {self.status}", table(header, rows)])
 

@@ -47,8 +47,8 @@ def report_of(turn: Turn) -> CacheReport:
     return CacheReport(
         session=turn.session,
         turn=turn.turn,
-        prompt_tokens=turn.prompt_tokens,
-        cached_tokens=turn.cached_tokens,
+        prompt_tokens=turn.reported_prompt_tokens,
+        cached_tokens=turn.reported_cached,
         hit_ratio=turn.hit_ratio,
         predicted_cached=turn.predicted_cached,
         exact=turn.exact,

@@ -67,7 +67,7 @@ def test_append_only_turn_is_fully_predicted() -> None:
     assert reports[0].cause == "new_session" and reports[0].predicted_cached == 0
     assert reports[1].cause == "none" and reports[1].divergence is None and reports[1].wasted_tokens == 0
     assert reports[1].predicted_cached == len(whole_prompt_tokens(first))
-    assert reports[1].prompt_tokens == len(whole_prompt_tokens(grown(first)))
+    assert reports[1].predicted_prompt_tokens == len(whole_prompt_tokens(grown(first)))
 
 
 def reorder_tools(request: dict[str, Any]) -> None:
@@ -187,7 +187,7 @@ def test_canonicalization_removes_the_drift_it_can() -> None:
     new_timestamp(second)
     report = explain([first, second], TOKENIZER)[1]
     assert report.predicted_cached < report.canonical_cached
-    assert report.canonical_cached > 0.9 * report.prompt_tokens
+    assert report.canonical_cached > 0.9 * report.predicted_prompt_tokens
 
 
 def test_server_reporting_fewer_than_predicted_is_eviction() -> None:
@@ -252,7 +252,7 @@ def test_moving_an_anthropic_breakpoint_is_not_an_edit() -> None:
 
     reports = explain([body(0, 1), body(1, 2)], TOKENIZER, CacheOptions("anthropic"))
     assert reports[1].cause == "none"
-    assert reports[1].predicted_cached > reports[0].prompt_tokens - 10
+    assert reports[1].predicted_cached > reports[0].predicted_prompt_tokens - 10
 
 
 def test_empty_and_model_changing_requests_do_not_stop_the_analysis() -> None:

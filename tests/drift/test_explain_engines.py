@@ -25,9 +25,9 @@ def test_explain_with_the_model_folder_predicts_what_sglang_reported(sglang: Eng
 
     exact = explain(trace, cache=CacheOptions("sglang", model_dir=str(sglang.model_dir)))
     assert [r.predicted_cached for r in exact] == [r.reported_cached for r in exact]
-    assert [r.prompt_tokens for r in exact] == [r.reported_prompt_tokens for r in exact]
+    assert [r.predicted_prompt_tokens for r in exact] == [r.reported_prompt_tokens for r in exact]
     assert {r.cause for r in exact[1:]} <= {"volatile_value", "tool_order", "schema_key_order"}
 
     generic = explain(trace, cache=CacheOptions("sglang"))  # agentcache's own rendering: an estimate
     assert [r.cause for r in generic] == [r.cause for r in exact]
-    assert [r.prompt_tokens for r in generic] != [r.reported_prompt_tokens for r in generic]
+    assert [r.predicted_prompt_tokens for r in generic] != [r.reported_prompt_tokens for r in generic]

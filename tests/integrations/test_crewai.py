@@ -278,7 +278,9 @@ def test_calls_whose_requests_raise_are_reported_with_crewais_error(bus: Bus) ->
     assert all(call.attempts == 2 for call in run.calls)  # the SDK retried each call once
     turns = interceptor.ledger.turns()
     assert len(turns) == 2 * len(run.calls)
-    assert all(t.status is None and t.error and t.prompt_tokens is None and t.predicted_cached is None for t in turns)
+    assert all(
+        t.status is None and t.error and t.reported_prompt_tokens is None and t.predicted_cached is None for t in turns
+    )
     assert sorted(event.call_id for event in bus.reports) == sorted(call.call_id for call in run.calls)
     assert "Connection error" in run.table()
 

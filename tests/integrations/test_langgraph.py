@@ -90,15 +90,15 @@ def _check_turn(message: AIMessage, turn: Turn, thread: str, number: int) -> Cac
     engine_usage = message.response_metadata["token_usage"]  # the body's usage as the OpenAI SDK parsed it
     assert message.usage_metadata is not None
     assert report["session"] == turn.session == thread and report["turn"] == turn.turn == number
-    assert report["prompt_tokens"] == turn.prompt_tokens == engine_usage["prompt_tokens"]
+    assert report["prompt_tokens"] == turn.reported_prompt_tokens == engine_usage["prompt_tokens"]
     assert report["prompt_tokens"] == message.usage_metadata["input_tokens"]
     cached = engine_usage["prompt_tokens_details"]["cached_tokens"]
-    assert report["cached_tokens"] == turn.cached_tokens == cached
+    assert report["cached_tokens"] == turn.reported_cached == cached
     assert message.usage_metadata["input_token_details"]["cache_read"] == cached
     assert report["hit_ratio"] == pytest.approx(cached / engine_usage["prompt_tokens"])
     assert report["exact"] and turn.output_ids_known and turn.status == 200
     assert report["predicted_cached"] == cached, report
-    assert turn.predicted_prompt_tokens == turn.prompt_tokens
+    assert turn.predicted_prompt_tokens == turn.reported_prompt_tokens
     assert (report["cause"], report["divergence_token"]) == (turn.cause, turn.divergence_token)
     return report
 
@@ -115,9 +115,9 @@ def _check_handler(handler: AgentCacheCallbackHandler, thread: str, messages: Se
 def _check_summary(ledger: Ledger, thread: str, reports: Sequence[CacheReport]) -> None:
     summary = ledger.summary(thread)
     assert summary.turns == len(reports)
-    assert summary.prompt_tokens == sum(r["prompt_tokens"] or 0 for r in reports)
-    assert summary.cached_tokens == summary.predicted_cached == sum(r["cached_tokens"] or 0 for r in reports)
-    assert summary.hit_ratio == pytest.approx(summary.cached_tokens / summary.prompt_tokens)
+    assert summary.reported_prompt_tokens == sum(r["prompt_tokens"] or 0 for r in reports)
+    assert summary.reported_cached == summary.predicted_cached == sum(r["cached_tokens"] or 0 for r in reports)
+    assert summary.hit_ratio == pytest.approx(summary.reported_cached / summary.reported_prompt_tokens)
     expected: dict[str, int] = {}
     for report in reports:
         cause = report["cause"] or "-"

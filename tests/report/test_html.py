@@ -101,7 +101,7 @@ def test_per_turn_bars_are_explains_figures(trace: Path, page: str) -> None:
     for report, (attrs, session) in zip(in_page_order, parsed.find("g", "turn"), strict=True):
         assert session == report.session
         assert attrs["data-turn"] == str(report.turn)
-        assert attrs["data-prompt"] == str(report.prompt_tokens)
+        assert attrs["data-prompt"] == str(report.predicted_prompt_tokens)
         assert attrs["data-predicted"] == str(report.predicted_cached)
         assert attrs.get("data-reported", "") == optional(report.reported_cached)
         assert attrs["data-canonical"] == str(report.canonical_cached)
@@ -120,7 +120,7 @@ def test_cumulative_series_are_running_totals(trace: Path, page: str) -> None:
         def running(values: list[int]) -> str:
             return ",".join(str(v) for v in accumulate(values))
 
-        assert series[(session, "prompt")] == running([r.prompt_tokens for r in reports])
+        assert series[(session, "prompt")] == running([r.predicted_prompt_tokens for r in reports])
         assert series[(session, "predicted")] == running([r.predicted_cached for r in reports])
         assert series[(session, "canonical")] == running([r.canonical_cached for r in reports])
         if all(r.reported_cached is not None for r in reports):
@@ -146,7 +146,7 @@ def test_what_if_runs_every_cache_kind(trace: Path, page: str) -> None:
         for mode, cached in (("raw", "predicted_cached"), ("canonical", "canonical_cached")):
             bar = bars[(kind, mode)]
             assert int(bar["data-cached"]) == sum(getattr(r, cached) for r in reports)
-            assert int(bar["data-prompt"]) == sum(r.prompt_tokens for r in reports)
+            assert int(bar["data-prompt"]) == sum(r.predicted_prompt_tokens for r in reports)
     assert int(bars[("reported", None)]["data-cached"]) == summarize(explain(trace)).reported_cached
     assert len(bars) == 2 * len(CACHE_KINDS) + 1
     figures = [int(bars[(k, "raw")]["data-cached"]) for k in ("sglang", "vllm", "openai")]
@@ -158,7 +158,8 @@ def test_tables_list_every_turn(trace: Path, page: str) -> None:
     reports = explain(trace)
     assert len(rows) == len(reports)
     for r in reports:
-        numbers = [r.turn, r.prompt_tokens, r.predicted_cached, r.reported_cached, r.canonical_cached, r.wasted_tokens]
+        counts = (r.predicted_prompt_tokens, r.predicted_cached, r.reported_cached, r.canonical_cached)
+        numbers = [r.turn, *counts, r.wasted_tokens]
         cells = ["-" if n is None else f"{n:,}" for n in numbers] + [r.cause, r.detail]
         assert rows[(r.session, r.turn)] == cells
 
@@ -166,7 +167,9 @@ def test_tables_list_every_turn(trace: Path, page: str) -> None:
 def test_header_totals(trace: Path, page: str) -> None:
     summary = summarize(explain(trace))
     text = " ".join(Page(page).text)
-    for figure in (summary.prompt_tokens, summary.predicted_cached, summary.wasted_tokens, summary.canonical_cached):
+    for figure in (
+        summary.predicted_prompt_tokens, summary.predicted_cached, summary.wasted_tokens, summary.canonical_cached
+    ):
         assert f"{figure:,}" in text
     assert f"{summary.hit_ratio:.1%} of the prompt tokens" in text
     assert "13 requests in 3 sessions" in text and "SGLang (radix tree) model, tokenizer o200k_base" in text

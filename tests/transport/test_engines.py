@@ -129,13 +129,13 @@ def test_canonicalized_session_reaches_the_ideal_and_predictions_are_exact(
         assert [t.turn for t in turns] == list(range(1, TURNS + 1))
         for turn in turns:
             assert turn.exact and turn.output_ids_known and turn.status == 200
-            assert turn.predicted_prompt_tokens == turn.prompt_tokens, turn
-            assert turn.predicted_cached == turn.cached_tokens, turn
-    assert [t.cached_tokens for t in canonical] == ideal
+            assert turn.predicted_prompt_tokens == turn.reported_prompt_tokens, turn
+            assert turn.predicted_cached == turn.reported_cached, turn
+    assert [t.reported_cached for t in canonical] == ideal
     assert all(t.canonicalized for t in canonical) and not any(t.canonicalized for t in raw)
 
-    raw_cached = sum(t.cached_tokens or 0 for t in raw)
-    canonical_cached = sum(t.cached_tokens or 0 for t in canonical)
+    raw_cached = sum(t.reported_cached or 0 for t in raw)
+    canonical_cached = sum(t.reported_cached or 0 for t in canonical)
     assert raw_cached < canonical_cached
     expected = {causes.TOOL_ORDER, causes.SCHEMA_KEY_ORDER} if drift == "tools" else {causes.VOLATILE_VALUE}
     assert {t.cause for t in raw[1:]} <= expected
@@ -171,11 +171,11 @@ def test_openai_sdk_streams_through_unbuffered_and_usage_comes_from_the_last_chu
         assert chunks > 2
     first, second = transport.ledger.turns()
     for turn in (first, second):
-        assert turn.stream and turn.prompt_tokens == turn.predicted_prompt_tokens == usage.prompt_tokens
+        assert turn.stream and turn.reported_prompt_tokens == turn.predicted_prompt_tokens == usage.prompt_tokens
         assert not turn.output_ids_known  # streamed: the output was re-tokenized from its text
-    assert first.cached_tokens == first.predicted_cached == 0
+    assert first.reported_cached == first.predicted_cached == 0
     block = VLLM_BLOCK if engine.name == "vllm" else 1
-    assert second.cached_tokens == second.predicted_cached == (usage.prompt_tokens - 1) // block * block
+    assert second.reported_cached == second.predicted_cached == (usage.prompt_tokens - 1) // block * block
 
 
 def test_cache_salt_isolates_tenants_on_sglang(sglang: EngineInfo) -> None:
@@ -189,9 +189,9 @@ def test_cache_salt_isolates_tenants_on_sglang(sglang: EngineInfo) -> None:
             assert response.status_code == 200, response.text
     a1, a2 = transport.ledger.turns("tenant-a")
     (b,) = transport.ledger.turns("tenant-b")
-    assert a2.cached_tokens == a2.predicted_cached == (a2.prompt_tokens or 0) - 1 > 0
-    assert b.cached_tokens == b.predicted_cached == 0  # tenant B gets nothing of tenant A's prefix
-    assert a1.cached_tokens == 0
+    assert a2.reported_cached == a2.predicted_cached == (a2.reported_prompt_tokens or 0) - 1 > 0
+    assert b.reported_cached == b.predicted_cached == 0  # tenant B gets nothing of tenant A's prefix
+    assert a1.reported_cached == 0
 
 
 def test_64_concurrent_async_sessions_lose_no_turn_and_mix_no_sessions(llama_server: EngineInfo) -> None:
@@ -223,7 +223,7 @@ def test_64_concurrent_async_sessions_lose_no_turn_and_mix_no_sessions(llama_ser
         recorded = ledger.turns(f"s{index}")
         assert [t.turn for t in recorded] == list(range(1, turns + 1))
         # Each turn's own body, rendered on the client, has the prompt length the server reported for it.
-        assert [t.prompt_tokens for t in recorded] == reported[index]
+        assert [t.reported_prompt_tokens for t in recorded] == reported[index]
         assert [t.predicted_prompt_tokens for t in recorded] == reported[index]
         assert all(t.session_source == "header" and t.status == 200 for t in recorded)
 
@@ -274,7 +274,7 @@ def test_session_scope_names_the_session_and_collects_its_turns(llama_server: En
     a, b = asyncio.run(main())
     assert [(t.session, t.turn, t.session_source) for t in a] == [("thread-a", 1, "scope"), ("thread-a", 2, "scope")]
     assert [(t.session, t.turn) for t in b] == [("thread-b", 1), ("thread-b", 2)]
-    assert all(t.prompt_tokens == t.predicted_prompt_tokens for t in a + b)
+    assert all(t.reported_prompt_tokens == t.predicted_prompt_tokens for t in a + b)
 
 
 def test_predictions_survive_requests_finishing_out_of_start_order(llama_server: EngineInfo) -> None:
@@ -303,4 +303,4 @@ def test_predictions_survive_requests_finishing_out_of_start_order(llama_server:
     assert by_start != sorted(turns, key=lambda t: t.started + t.seconds)  # some finished before earlier ones
     for turn in turns:
         assert turn.exact and turn.predicted_cached is not None, turn
-        assert turn.predicted_prompt_tokens == turn.prompt_tokens, turn
+        assert turn.predicted_prompt_tokens == turn.reported_prompt_tokens, turn

@@ -248,7 +248,7 @@ def test_5xx_passes_through_unchanged(mode: str) -> None:
     assert run.bare == Outcome(503, "application/json", (error,))
     assert run.wrapped == run.bare
     turn = run.turn
-    assert (turn.status, turn.error, turn.prompt_tokens, turn.cached_tokens) == (503, None, None, None)
+    assert (turn.status, turn.error, turn.reported_prompt_tokens, turn.reported_cached) == (503, None, None, None)
     assert_no_prediction(turn)
 
 
@@ -271,7 +271,7 @@ def test_malformed_json_passes_through_unchanged(mode: str) -> None:
     turn = run.turn
     assert turn.status == 200
     assert turn.error is not None and "not JSON" in turn.error
-    assert turn.prompt_tokens is None
+    assert turn.reported_prompt_tokens is None
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -453,7 +453,7 @@ def test_canonical_mode_sends_canonical_bytes(mode: str) -> None:
     assert run.wrapped == run.bare
     turn = run.turn
     assert (turn.canonicalized, turn.passthrough, turn.error) == (True, None, None)
-    assert turn.prompt_tokens == json.loads(COMPLETION)["usage"]["prompt_tokens"]
+    assert turn.reported_prompt_tokens == json.loads(COMPLETION)["usage"]["prompt_tokens"]
 
 
 def _chunked(mode: str) -> dict[str, Any]:
@@ -487,4 +487,4 @@ def test_gzip_response_is_passed_encoded_and_read_decoded(mode: str) -> None:
     run = observe(mode, lambda request: answer(200, encoded, **{"content-encoding": "gzip"}), chat(), streamed=True)
     assert run.bare.chunks == (encoded,)
     assert run.wrapped == run.bare
-    assert run.turn.prompt_tokens == json.loads(COMPLETION)["usage"]["prompt_tokens"]
+    assert run.turn.reported_prompt_tokens == json.loads(COMPLETION)["usage"]["prompt_tokens"]

@@ -19,8 +19,8 @@ SESSIONS = ["alpha", "beta", "gamma"]
 def make_turn(session: str, number: int, **fields: Any) -> Turn:
     base = Turn(
         session=session, turn=number, session_source="header", path="/v1/chat/completions", model="tiny",
-        stream=False, canonicalized=True, passthrough=None, status=200, error=None, prompt_tokens=None,
-        cached_tokens=None, predicted_prompt_tokens=None, predicted_cached=None, exact=False, output_ids_known=False,
+        stream=False, canonicalized=True, passthrough=None, status=200, error=None, reported_prompt_tokens=None,
+        reported_cached=None, predicted_prompt_tokens=None, predicted_cached=None, exact=False, output_ids_known=False,
         cause=None, detail=None, divergence_token=None, wasted_tokens=0, started=0.0, seconds=0.0,
     )
     return replace(base, **fields)
@@ -96,42 +96,44 @@ def test_on_turn_sees_every_recorded_turn() -> None:
 
 def test_summary_arithmetic() -> None:
     turns = [
-        make_turn("s", 1, prompt_tokens=100, cached_tokens=0, predicted_cached=0, cause="new_session"),
-        make_turn("s", 2, prompt_tokens=150, cached_tokens=96, predicted_cached=96, cause="none"),
-        make_turn("s", 3, prompt_tokens=160, cached_tokens=32, predicted_cached=48, cause="tools_reordered",
+        make_turn("s", 1, reported_prompt_tokens=100, reported_cached=0, predicted_cached=0, cause="new_session"),
+        make_turn("s", 2, reported_prompt_tokens=150, reported_cached=96, predicted_cached=96, cause="none"),
+        make_turn("s", 3, reported_prompt_tokens=160, reported_cached=32, predicted_cached=48, cause="tools_reordered",
                   wasted_tokens=112),
         # reported no cached count: its prompt must not dilute the hit ratio
-        make_turn("s", 4, prompt_tokens=170, cached_tokens=None, predicted_cached=150, cause="none"),
+        make_turn("s", 4, reported_prompt_tokens=170, reported_cached=None, predicted_cached=150, cause="none"),
         make_turn("s", 5, status=503, passthrough=None),
         make_turn("s", 6, passthrough="body is not JSON (...)", canonicalized=False, status=400),
-        make_turn("other", 1, prompt_tokens=999, cached_tokens=999, predicted_cached=999, cause="none"),
+        make_turn("other", 1, reported_prompt_tokens=999, reported_cached=999, predicted_cached=999, cause="none"),
     ]
     ledger = Ledger()
     for turn in turns:
         ledger.record(turn)
     summary = ledger.summary("s")
     mine = [t for t in turns if t.session == "s"]
-    reported = [t for t in mine if t.cached_tokens is not None and t.prompt_tokens is not None]
+    reported = [t for t in mine if t.reported_cached is not None and t.reported_prompt_tokens is not None]
     assert summary.turns == len(mine)
-    assert summary.prompt_tokens == sum(t.prompt_tokens or 0 for t in reported)
-    assert summary.cached_tokens == sum(t.cached_tokens or 0 for t in reported)
+    assert summary.reported_prompt_tokens == sum(t.reported_prompt_tokens or 0 for t in reported)
+    assert summary.reported_cached == sum(t.reported_cached or 0 for t in reported)
     assert summary.predicted_cached == sum(t.predicted_cached or 0 for t in mine)
     assert summary.wasted_tokens == sum(t.wasted_tokens for t in mine)
     assert summary.passed_through == sum(t.passthrough is not None for t in mine)
     assert summary.causes == dict(Counter(t.cause for t in mine if t.cause))
-    assert summary.hit_ratio == summary.cached_tokens / summary.prompt_tokens
-    assert summary.prompt_tokens < sum(t.prompt_tokens or 0 for t in mine)  # the unreported turn is left out
+    assert summary.hit_ratio == summary.reported_cached / summary.reported_prompt_tokens
+    # the unreported turn is left out
+    assert summary.reported_prompt_tokens < sum(t.reported_prompt_tokens or 0 for t in mine)
 
 
 def test_summary_of_an_unknown_session_is_empty() -> None:
     summary = Ledger().summary("nobody")
-    assert (summary.turns, summary.prompt_tokens, summary.cached_tokens, summary.hit_ratio) == (0, 0, 0, None)
+    figures = (summary.turns, summary.reported_prompt_tokens, summary.reported_cached, summary.hit_ratio)
+    assert figures == (0, 0, 0, None)
     assert summary.causes == {}
 
 
 def test_turn_hit_ratio_and_json() -> None:
-    turn = make_turn("s", 1, prompt_tokens=64, cached_tokens=48)
+    turn = make_turn("s", 1, reported_prompt_tokens=64, reported_cached=48)
     assert turn.hit_ratio == 48 / 64
     assert turn.to_json()["hit_ratio"] == turn.hit_ratio
-    assert make_turn("s", 2, prompt_tokens=0, cached_tokens=0).hit_ratio is None
-    assert make_turn("s", 3, prompt_tokens=10, cached_tokens=None).hit_ratio is None
+    assert make_turn("s", 2, reported_prompt_tokens=0, reported_cached=0).hit_ratio is None
+    assert make_turn("s", 3, reported_prompt_tokens=10, reported_cached=None).hit_ratio is None

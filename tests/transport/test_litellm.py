@@ -37,6 +37,6 @@ def test_litellm_completion_is_canonicalized_and_accounted(llama_server: EngineI
         )
         reported.append((response.usage.prompt_tokens, response.usage.prompt_tokens_details.cached_tokens))
     first, second = transport.ledger.turns()
-    assert [(t.prompt_tokens, t.cached_tokens) for t in (first, second)] == reported
-    assert first.cached_tokens == first.predicted_cached == 0
-    assert second.cause == "none" and second.cached_tokens == second.predicted_cached == reported[1][0] - 1
+    assert [(t.reported_prompt_tokens, t.reported_cached) for t in (first, second)] == reported
+    assert first.reported_cached == first.predicted_cached == 0
+    assert second.cause == "none" and second.reported_cached == second.predicted_cached == reported[1][0] - 1

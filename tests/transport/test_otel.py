@@ -47,10 +47,10 @@ def test_each_call_is_a_client_span_with_genai_usage_and_agentcache_attributes(l
         assert attributes["gen_ai.operation.name"] == "chat"
         assert attributes["gen_ai.provider.name"] == "llama.cpp"
         assert attributes["gen_ai.request.model"] == llama_server.model
-        assert attributes["gen_ai.usage.input_tokens"] == turn.prompt_tokens
+        assert attributes["gen_ai.usage.input_tokens"] == turn.reported_prompt_tokens
         assert attributes["gen_ai.usage.output_tokens"] == 2
-        assert attributes["gen_ai.usage.cache_read.input_tokens"] == turn.cached_tokens
-        assert attributes["agentcache.predicted_cached_tokens"] == turn.predicted_cached == turn.cached_tokens
+        assert attributes["gen_ai.usage.cache_read.input_tokens"] == turn.reported_cached
+        assert attributes["agentcache.predicted_cached_tokens"] == turn.predicted_cached == turn.reported_cached
         assert attributes["agentcache.session"] == turn.session and attributes["agentcache.turn"] == turn.turn
         assert attributes["agentcache.cause"] == turn.cause
         assert attributes["http.response.status_code"] == 200
