@@ -12,6 +12,7 @@ from agentcache.cache.options import CacheKind, CacheOptions
 from agentcache.drift.explain import TurnReport, explain
 from agentcache.drift.trace import Trace, TraceProblem
 from agentcache.tokens import Tokenizer, get_tokenizer
+from agentcache.transport import Ledger
 
 
 @dataclass(frozen=True)
@@ -23,8 +24,10 @@ class Report:
     tokenizer: str
     cache: CacheOptions
     what_if: dict[str, list[TurnReport]]
-    """Each cache kind's explanation of the whole trace, in ``CACHE_KINDS`` order."""
+    """Each cache kind's explanation of the whole trace, in ``CACHE_KINDS`` order (a ledger's: its server only)."""
     problems: list[TraceProblem]
+    live: bool = False
+    """Whether the turns are a live ledger's (predicted as they were sent) rather than a trace replayed."""
 
     @property
     def turns(self) -> list[TurnReport]:
@@ -57,6 +60,36 @@ def build_report(
         step = None if progress is None else (lambda n, done=done: progress(done + n))
         what_if[kind] = explain(trace, encoder, dataclasses.replace(options, kind=kind), progress=step)
     return Report(name, _short(encoder.name), options, what_if, list(trace.problems))
+
+
+def ledger_report(ledger: Ledger, cache: CacheOptions, tokenizer: str, name: str = "ledger") -> Report:
+    """The turns a cache-aware transport recorded, as a report: its server's figures only, since a ledger holds
+    no request to replay under the other servers' rules. ``cache`` and ``tokenizer`` are the middleware's
+    (``middleware.cache_options``; the server's own tokenizer when its predictions are exact). Turns without a
+    prediction (no 2xx response, or a body passed through unread) are listed as problems."""
+    turns, problems = [], []
+    for line, turn in enumerate(ledger.turns(), start=1):
+        if turn.predicted_prompt_tokens is None or turn.predicted_cached is None:
+            why = turn.error or turn.passthrough or f"HTTP {turn.status}"
+            problems.append(TraceProblem(line, f"session {turn.session} turn {turn.turn}: no prediction ({why})"))
+            continue
+        turns.append(
+            TurnReport(
+                session=turn.session,
+                turn=turn.turn,
+                line=line,
+                predicted_prompt_tokens=turn.predicted_prompt_tokens,
+                predicted_cached=turn.predicted_cached,
+                reported_cached=turn.reported_cached,
+                reported_prompt_tokens=turn.reported_prompt_tokens,
+                cause=turn.cause or "",
+                detail=turn.detail or "",
+                divergence=turn.divergence,
+                wasted_tokens=turn.wasted_tokens,
+                canonical_cached=turn.predicted_cached,  # sent as it is: the canonical form, when canonicalized
+            )
+        )
+    return Report(name, _short(tokenizer), cache, {cache.kind: turns}, problems, live=True)
 
 
 def _short(name: str) -> str:

@@ -115,11 +115,18 @@ def _header(report: Report, summary: Summary, kind: str, sessions: int) -> str:
     model = kind
     if options.capacity is not None:
         model += f" with {options.capacity:,} tokens of KV"
-    lede = (
-        f"{summary.turns:,} requests in {sessions:,} session{'s' if sessions != 1 else ''}. Caches are simulated on "
-        f"the client from each server's documented rules; the per-session charts use the {model} model, tokenizer "
-        f"{report.tokenizer}. Server-reported figures come from the trace's usage and count the server's own tokens."
-    )
+    requests = f"{summary.turns:,} requests in {sessions:,} session{'s' if sessions != 1 else ''}"
+    if report.live:
+        lede = (
+            f"{requests}, as a cache-aware transport sent them. Predictions come from its client-side {model} model, "
+            f"tokenizer {report.tokenizer}; server-reported figures are the server's own usage of each response."
+        )
+    else:
+        lede = (
+            f"{requests}. Caches are simulated on the client from each server's documented rules; the per-session "
+            f"charts use the {model} model, tokenizer {report.tokenizer}. Server-reported figures come from the "
+            "trace's usage and count the server's own tokens."
+        )
     tiles = [
         ("prompt tokens", f"{summary.predicted_prompt_tokens:,}", f"{summary.turns:,} requests"),
         ("cached, predicted", f"{summary.predicted_cached:,}", f"{summary.hit_ratio:.1%} of the prompt tokens"),
@@ -216,6 +223,11 @@ def _what_if(report: Report, summary: Summary) -> str:
         "APIs cache nothing under their minimum prompt length; Anthropic's caches only up to cache_control "
         "breakpoints."
     )
+    if report.live:
+        note = (
+            "Share of the prompt tokens the server served from its cache, predicted and reported. A ledger holds no "
+            "request bodies, so the other servers' rules cannot be replayed on it: record a trace for the what-if."
+        )
     figure = _figure(what_if_chart(rows, report.cache.kind, reported, "Cache hit ratio per server, raw and canonical"))
     heading = element("h2", None, "What if: each server's rules, as sent and canonicalized")
     return element("section", {"id": "what-if"}, [heading, element("p", {"class": "note"}, escape(note)), figure])

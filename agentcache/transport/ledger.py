@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from agentcache.predict.diff import Divergence
 from agentcache.totals import Totals, hit_ratio, totals
 
 
@@ -48,6 +49,9 @@ class Turn:
     detail: str | None
     divergence_token: int | None
     """Index of the first prompt token that differs from the previous request of the session."""
+    divergence: Divergence | None
+    """Where the request first differs from the previous one (part, JSON path, character), in agentcache's
+    rendering; None when it extends it, or when there was no prediction."""
     wasted_tokens: int
     started: float
     seconds: float

@@ -270,6 +270,7 @@ def _turn(call: Call, result: TapResult, prediction: Prediction | None, exact: b
         cause=None if prediction is None else prediction.cause,
         detail=None if prediction is None else prediction.detail,
         divergence_token=None if prediction is None else prediction.divergence_token,
+        divergence=None if prediction is None else prediction.divergence,
         wasted_tokens=0 if prediction is None else prediction.wasted_tokens,
         started=call.started,
         seconds=time.time() - call.started,

@@ -21,7 +21,7 @@ def make_turn(session: str, number: int, **fields: Any) -> Turn:
         session=session, turn=number, session_source="header", path="/v1/chat/completions", model="tiny",
         stream=False, canonicalized=True, passthrough=None, status=200, error=None, reported_prompt_tokens=None,
         reported_cached=None, predicted_prompt_tokens=None, predicted_cached=None, exact=False, output_ids_known=False,
-        cause=None, detail=None, divergence_token=None, wasted_tokens=0, started=0.0, seconds=0.0,
+        cause=None, detail=None, divergence_token=None, divergence=None, wasted_tokens=0, started=0.0, seconds=0.0,
     )
     return replace(base, **fields)
 
