@@ -9,11 +9,12 @@ changed, so the drift analysis of the trace keeps its causes while the trace hol
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -29,7 +30,10 @@ _STRUCTURED_KEYS = frozenset({"input", "arguments"})
 
 class TraceRecorder(TurnListener):
     """Appends one JSON line per request to ``path`` (thread-safe; the file is opened per write). As a listener
-    of the middleware, it writes each turn whose body was JSON, as the agent sent it."""
+    of the middleware, it writes each turn whose body was JSON, as the agent sent it.
+
+    A file that ends in part of a line (a crash or a full disk mid-write) gets a newline first, so that one
+    broken line never swallows the next record: each write looks at the file's last byte, under the lock."""
 
     def __init__(self, path: str | Path, *, record_content: bool = True) -> None:
         self.path = Path(path)
@@ -59,8 +63,17 @@ class TraceRecorder(TurnListener):
             line["usage"] = usage
         line.update(ts=ts, **extra)
         data = orjson.dumps(line) + b"\n"
-        with self._lock, self.path.open("ab") as handle:
-            handle.write(data)
+        with self._lock, self.path.open("a+b") as handle:  # "a+": writes still append, and the end can be read
+            handle.write(_after_last_line(handle) + data)
+
+
+def _after_last_line(handle: BinaryIO) -> bytes:
+    """What to write before a new line: a newline when the file ends in part of a line, else nothing."""
+    end = handle.seek(0, os.SEEK_END)
+    if end == 0:
+        return b""
+    handle.seek(end - 1)
+    return b"" if handle.read(1) == b"\n" else b"\n"
 
 
 def _redact(request: Mapping[str, Any]) -> dict[str, Any]:
