@@ -13,6 +13,7 @@ from agentcache.canon.rules import tool_name
 from agentcache.errors import RequestError
 from agentcache.predict.diff import Divergence
 from agentcache.predict.prompt import Segment
+from agentcache.redact import CREDENTIAL, overlaps_credential
 
 NEW_SESSION = "new_session"
 NONE = "none"
@@ -108,13 +109,19 @@ def _system(old: str, new: str, divergence: Divergence) -> tuple[str, str]:
     old_span, new_span = _span_at(old, offset), _span_at(new, offset)
     if old_span is not None or new_span is not None:
         kind = (new_span or old_span).kind  # type: ignore[union-attr]
-        was = old_span.text if old_span else old[offset : offset + 20]
-        now = new_span.text if new_span else new[offset : offset + 20]
-        return VOLATILE_VALUE, f"{kind} in the system prompt: {was!r} -> {now!r}"
+        was = _quote(old, old_span.start, old_span.end) if old_span else _quote(old, offset, offset + 20)
+        now = _quote(new, new_span.start, new_span.end) if new_span else _quote(new, offset, offset + 20)
+        return VOLATILE_VALUE, f"{kind} in the system prompt: {was} -> {now}"
     old_number, new_number = _number_at(old, offset), _number_at(new, offset)
     if old_number is not None and new_number is not None:
         return VOLATILE_VALUE, f"counter in the system prompt: {old_number} -> {new_number}"
     return SYSTEM_EDITED, f"system prompt text changed at character {offset}"
+
+
+def _quote(text: str, start: int, end: int) -> str:
+    """``text[start:end]`` quoted for a detail, unless it is part of a credential (a rotating key looks like a
+    volatile id): details reach ledger exports, spans and reports."""
+    return CREDENTIAL if overlaps_credential(text, start, end) else repr(text[start:end])
 
 
 def _span_at(text: str, offset: int) -> VolatileSpan | None:

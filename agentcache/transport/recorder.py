@@ -1,6 +1,8 @@
 """Record the requests a transport sends as a trace (docs/trace-format.md), for ``agentcache explain`` later.
 
-Headers are never recorded, so neither are ``Authorization``, ``x-api-key`` or any other credential. With
+Headers are never recorded, so neither are ``Authorization``, ``x-api-key`` or any other header credential; a
+credential in the body (an ``api_key`` field, a ``Bearer`` token in ``metadata``) is replaced by
+:func:`agentcache.redact.redact` whatever ``record_content`` says. With
 ``record_content=False`` every text a person or tool wrote (message contents, tool-call arguments, the system
 prompt) is replaced by a digest of the same text: equal texts stay equal and a changed one still shows as
 changed, so the drift analysis of the trace keeps its causes while the trace holds no content.
@@ -18,6 +20,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from agentcache.redact import redact
 from agentcache.transport.call import Call, TurnListener
 from agentcache.transport.ledger import Turn
 
@@ -26,6 +29,9 @@ _CONTENT_KEYS = frozenset(
 )
 """Keys whose string values are what a person, a tool or the model wrote (``data`` and ``url``: images)."""
 _STRUCTURED_KEYS = frozenset({"input", "arguments"})
+_CONVERSATION = _CONTENT_KEYS | _STRUCTURED_KEYS
+"""What ``record_content=True`` keeps verbatim: no credential-shaped value is searched for in it (credential-shaped
+fields are still replaced)."""
 
 
 class TraceRecorder(TurnListener):
@@ -62,7 +68,7 @@ class TraceRecorder(TurnListener):
         if usage is not None:
             line["usage"] = usage
         line.update(ts=ts, **extra)
-        data = orjson.dumps(line) + b"\n"
+        data = orjson.dumps(redact(line, _CONVERSATION)) + b"\n"
         with self._lock, self.path.open("a+b") as handle:  # "a+": writes still append, and the end can be read
             handle.write(_after_last_line(handle) + data)
 
