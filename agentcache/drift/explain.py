@@ -13,6 +13,7 @@ from agentcache.drift.trace import DEFAULT_SESSION, Trace, TraceRecord, read_tra
 from agentcache.predict.diff import Divergence
 from agentcache.predict.prompt import PromptTokenizer, Renderer
 from agentcache.predict.replay import Prediction, Replay
+from agentcache.redact import redact
 from agentcache.tokens import Tokenizer, get_tokenizer
 from agentcache.usage import CacheUsage
 
@@ -45,8 +46,9 @@ class TurnReport:
 
     @classmethod
     def of(cls, record: TraceRecord, turn: int, predicted: Prediction, canonical_cached: int) -> TurnReport:
+        """The report of one turn; its texts without credentials, since reports and ``explain`` show them."""
         return cls(
-            session=record.session,
+            session=redact(record.session),
             turn=turn,
             line=record.line,
             predicted_prompt_tokens=predicted.predicted_prompt_tokens,
@@ -54,7 +56,7 @@ class TurnReport:
             reported_cached=predicted.reported_cached,
             reported_prompt_tokens=predicted.reported_prompt_tokens,
             cause=predicted.cause,
-            detail=predicted.detail,
+            detail=redact(predicted.detail),
             divergence=predicted.divergence,
             wasted_tokens=predicted.wasted_tokens,
             canonical_cached=canonical_cached,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,19 +49,27 @@ class Trace:
 
 
 def read_trace(path: str | Path) -> Trace:
-    """Read a trace file. A missing or unreadable file raises InputError; a bad line becomes a TraceProblem."""
+    """Read a trace file. A missing or unreadable file raises InputError; a bad line becomes a TraceProblem.
+
+    The file is read as bytes and each line decoded on its own, so a line that is not UTF-8 (a write cut inside
+    a character, a stray byte) is one problem, not the end of the trace. Lines end at ``\\n`` only, as the
+    recorder writes them (a CR before it is JSON whitespace)."""
     try:
-        with open(path, encoding="utf-8", errors="strict") as handle:
+        with open(path, "rb") as handle:
             return parse_trace(handle)
     except OSError as exc:
         raise InputError(f"cannot read trace {path}: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"trace {path} is not UTF-8 ({exc.reason} at byte {exc.start})") from None
 
 
-def parse_trace(lines: Iterator[str] | list[str]) -> Trace:
+def parse_trace(lines: Iterable[str | bytes]) -> Trace:
+    """The records and problems of ``lines``, numbered from 1; lines given as bytes are decoded as UTF-8."""
     trace = Trace([], [])
-    for number, text in enumerate(lines, start=1):
+    for number, line in enumerate(lines, start=1):
+        try:
+            text = line.decode("utf-8") if isinstance(line, bytes) else line
+        except UnicodeDecodeError as exc:
+            trace.problems.append(TraceProblem(number, f"not UTF-8 ({exc.reason} at byte {exc.start} of the line)"))
+            continue
         if not text.strip():
             continue
         try:

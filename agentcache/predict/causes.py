@@ -5,7 +5,6 @@ The codes are part of the JSON output schema (docs/drift.md lists them); never r
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from agentcache.canon import VolatileSpan, canonical_json, canonicalize, find_volatile
@@ -13,6 +12,7 @@ from agentcache.canon.rules import tool_name
 from agentcache.errors import RequestError
 from agentcache.predict.diff import Divergence
 from agentcache.predict.prompt import Segment
+from agentcache.redact import CREDENTIAL, NUMBER, RedactedChange, comparable, overlaps_credential, redacted_change
 
 NEW_SESSION = "new_session"
 NONE = "none"
@@ -31,9 +31,6 @@ BELOW_MINIMUM = "below_minimum"
 EVICTED = "evicted"
 
 
-_DIGITS = re.compile(r"\d+")
-
-
 def classify(
     before: dict[str, Any], after: dict[str, Any], divergence: Divergence, old: Segment | None, new: Segment | None
 ) -> tuple[str, str]:
@@ -49,8 +46,8 @@ def classify(
         return PARAMS_CHANGED, "response_format changed: its schema is part of the prompt"
     if old is None or new is None:
         return HISTORY_REWRITTEN, f"{divergence.path} was dropped (compaction or truncation)"
-    old_canonical = _canonical(old.part, old.value)
-    if old_canonical is not None and old_canonical == _canonical(new.part, new.value):
+    old_canonical = _canonical(old.part, comparable(old.value))  # a redacted text: its canonical digest
+    if old_canonical is not None and old_canonical == _canonical(new.part, comparable(new.value)):
         return WHITESPACE, f"{divergence.path}: same content, different bytes (line endings, Unicode, key order)"
     if divergence.part == "system":
         return _system(old.text, new.text, divergence)
@@ -105,16 +102,33 @@ def _canonical(part: str, value: Any) -> bytes | None:
 
 def _system(old: str, new: str, divergence: Divergence) -> tuple[str, str]:
     offset = divergence.char_offset
+    redacted = redacted_change(old, new, offset)
+    if redacted is not None:  # never look for volatile values in a marker: its digests and length are not text
+        return _redacted_system(redacted)
     old_span, new_span = _span_at(old, offset), _span_at(new, offset)
     if old_span is not None or new_span is not None:
         kind = (new_span or old_span).kind  # type: ignore[union-attr]
-        was = old_span.text if old_span else old[offset : offset + 20]
-        now = new_span.text if new_span else new[offset : offset + 20]
-        return VOLATILE_VALUE, f"{kind} in the system prompt: {was!r} -> {now!r}"
+        was = _quote(old, old_span.start, old_span.end) if old_span else _quote(old, offset, offset + 20)
+        now = _quote(new, new_span.start, new_span.end) if new_span else _quote(new, offset, offset + 20)
+        return VOLATILE_VALUE, f"{kind} in the system prompt: {was} -> {now}"
     old_number, new_number = _number_at(old, offset), _number_at(new, offset)
     if old_number is not None and new_number is not None:
         return VOLATILE_VALUE, f"counter in the system prompt: {old_number} -> {new_number}"
     return SYSTEM_EDITED, f"system prompt text changed at character {offset}"
+
+
+def _redacted_system(change: RedactedChange) -> tuple[str, str]:
+    """The cause of a change inside a redacted system prompt: what its markers say of the first changed piece."""
+    where = "" if change.line is None else f" at line {change.line}"
+    if change.kind is not None:
+        return VOLATILE_VALUE, f"{change.kind} in the system prompt{where} (redacted)"
+    return SYSTEM_EDITED, f"system prompt text changed{where} (redacted)"
+
+
+def _quote(text: str, start: int, end: int) -> str:
+    """``text[start:end]`` quoted for a detail, unless it is part of a credential (a rotating key looks like a
+    volatile id): details reach ledger exports, spans and reports."""
+    return CREDENTIAL if overlaps_credential(text, start, end) else repr(text[start:end])
 
 
 def _span_at(text: str, offset: int) -> VolatileSpan | None:
@@ -123,7 +137,7 @@ def _span_at(text: str, offset: int) -> VolatileSpan | None:
 
 
 def _number_at(text: str, offset: int) -> str | None:
-    for match in _DIGITS.finditer(text):
+    for match in NUMBER.finditer(text):
         if match.start() <= offset < match.end():
             return match.group()
     return None

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from agentcache.predict.diff import Divergence
+from agentcache.redact import redact
 from agentcache.totals import Totals, hit_ratio, totals
 
 
@@ -61,7 +62,9 @@ class Turn:
         return hit_ratio(self.reported_cached, self.reported_prompt_tokens)
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "hit_ratio": self.hit_ratio}
+        """The turn as JSON, without credentials (an error message can quote a URL with its key)."""
+        exported: dict[str, Any] = redact({**asdict(self), "hit_ratio": self.hit_ratio})
+        return exported
 
 
 @dataclass(frozen=True)

@@ -193,6 +193,7 @@ class CacheMiddleware:
         if not response.is_closed:
             return tap
         tap.feed(response.content)
+        tap.end()
         tap.close()
         return None
 

@@ -11,6 +11,8 @@ Attributes (GenAI conventions): ``gen_ai.operation.name``, ``gen_ai.provider.nam
 ``agentcache.session``, ``agentcache.turn``, ``agentcache.predicted_cached_tokens``,
 ``agentcache.predicted_prompt_tokens``, ``agentcache.cause``, ``agentcache.divergence_token``,
 ``agentcache.wasted_tokens``, ``agentcache.canonicalized``, ``agentcache.passthrough``, ``agentcache.exact``.
+Every attribute and the status description go through :func:`agentcache.redact.redact`: an error message may
+quote a URL with its key.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from agentcache.redact import redact
 from agentcache.transport.call import Call, TurnListener
 from agentcache.transport.ledger import Turn
 from agentcache.usage import CacheUsage
@@ -48,7 +51,7 @@ class SpanListener(TurnListener):
         if model:
             attributes["gen_ai.request.model"] = model
         name = f"chat {model}" if model else "chat"
-        call.context[_SPAN] = tracer.start_span(name, kind=trace.SpanKind.CLIENT, attributes=attributes)
+        call.context[_SPAN] = tracer.start_span(name, kind=trace.SpanKind.CLIENT, attributes=redact(attributes))
 
     def on_turn(self, call: Call, turn: Turn) -> None:
         span = call.context.pop(_SPAN, None)
@@ -75,12 +78,12 @@ def _end_span(span: Any, turn: Turn, usage: Mapping[str, Any] | None) -> None:
         "agentcache.passthrough": turn.passthrough,
         "agentcache.exact": turn.exact,
     }
-    span.set_attributes({k: v for k, v in values.items() if v is not None})
+    span.set_attributes(redact({k: v for k, v in values.items() if v is not None}))
     if turn.status is not None:
         span.set_attribute("http.response.status_code", turn.status)
     failed = turn.error is not None or (turn.status is not None and turn.status >= 400)
     if failed and trace is not None:
-        span.set_status(trace.Status(trace.StatusCode.ERROR, turn.error or f"HTTP {turn.status}"))
+        span.set_status(trace.Status(trace.StatusCode.ERROR, redact(turn.error or f"HTTP {turn.status}")))
     span.end()
 
 

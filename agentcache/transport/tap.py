@@ -22,6 +22,10 @@ from agentcache.usage import CacheUsage
 
 #: A non-streamed body larger than this is passed on but not parsed (no chat completion is this large).
 MAX_BODY_BYTES = 64 * 1024 * 1024
+#: The error of a response the caller closed before reading any of its body (openai does, to retry a 5xx).
+UNREAD = "closed unread: the caller closed the response before reading its body (0 bytes)"
+#: The error of a response the caller closed part-way (a stream it stopped reading), with the bytes it read.
+ABANDONED = "abandoned: the caller closed the response after {:,} bytes, before its end"
 
 
 @dataclass
@@ -29,13 +33,15 @@ class TapResult:
     """What was read from one response body."""
 
     complete: bool = False
-    """The body arrived whole (a stream reached its end event, or the JSON body its last byte)."""
+    """The body arrived whole (a stream reached its end event, or the JSON body its last byte). A whole body
+    without usage is complete with ``usage`` None and no error."""
     usage: CacheUsage | None = None
     raw_usage: dict[str, Any] | None = None
     text: str = ""
     output_ids: list[int] | None = None
     error: str | None = None
-    """Why the body could not be read, or the exception that cut it."""
+    """Why the body could not be read: the exception that cut it, or the caller closing it before its end
+    (:data:`UNREAD`, or :data:`ABANDONED` with the bytes read)."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -47,6 +53,8 @@ class ResponseTap:
         self._on_close = on_close
         self._closed = False
         self._broken = False
+        self._ended = False
+        self._received = 0
         self._sse = response.headers.get("content-type", "").startswith("text/event-stream")
         self._parser = SSEParser()
         self._body = bytearray()
@@ -57,6 +65,7 @@ class ResponseTap:
 
     def feed(self, chunk: bytes) -> None:
         """Read one chunk. Never raises: a body the tap cannot read is the tap's problem, not the caller's."""
+        self._received += len(chunk)
         if self._broken:
             return
         try:
@@ -85,25 +94,40 @@ class ResponseTap:
             except orjson.JSONDecodeError:
                 self.result.notes.append("an event that is not JSON was skipped")
 
+    def end(self) -> None:
+        """The body arrived to its last byte: a close after this is not the caller giving up early."""
+        self._ended = True
+
     def close(self, error: BaseException | None = None) -> None:
-        """Finish reading (idempotent); ``error`` is what cut the body short, if anything did."""
+        """Finish reading (idempotent); ``error`` is what cut the body short, if anything did.
+
+        Without an error, a close before :meth:`end` is the caller's: it closed the response unread, or gave up
+        on it part-way. That is recorded as such, not as a body that is not JSON or a reply without usage."""
         if self._closed:
             return
         self._closed = True
         if error is not None:
             self.result.error = f"{type(error).__name__}: {error}".rstrip(": ")
-        elif not self._sse and self.result.error is None and not self._broken:
-            try:
-                body = orjson.loads(bytes(self._body))
-            except orjson.JSONDecodeError as exc:
-                self.result.error = f"response body is not JSON ({exc})"
+        elif self.result.error is None and not self._broken:
+            unparsed = None if self._sse else self._parse()
+            if self._ended or self.result.complete:
+                self.result.error = unparsed
             else:
-                self.result.complete = True
-                self._read(body, streamed=False)
+                self.result.error = ABANDONED.format(self._received) if self._received else UNREAD
         try:
             self._on_close(self.result)
         except Exception as exc:  # recording must never fail the caller's request
             warnings.warn(f"agentcache: a turn could not be recorded ({type(exc).__name__}: {exc})", stacklevel=2)
+
+    def _parse(self) -> str | None:
+        """Parse the JSON body kept; why it could not be, or None."""
+        try:
+            body = orjson.loads(bytes(self._body))
+        except orjson.JSONDecodeError as exc:
+            return f"response body is not JSON ({exc})"
+        self.result.complete = True
+        self._read(body, streamed=False)
+        return None
 
     def _read(self, body: Any, streamed: bool) -> None:
         if not isinstance(body, Mapping):
@@ -159,7 +183,8 @@ class TappedStream(httpx.SyncByteStream):
             for chunk in self._inner:
                 self._tap.feed(chunk)
                 yield chunk
-        except GeneratorExit:  # the caller stopped reading: close() records the turn as incomplete
+            self._tap.end()
+        except GeneratorExit:  # the caller stopped reading: close() records the turn as abandoned
             raise
         except BaseException as exc:  # a cut stream, or cancellation: recorded, then raised unchanged
             self._tap.close(exc)
@@ -184,6 +209,7 @@ class AsyncTappedStream(httpx.AsyncByteStream):
             async for chunk in self._inner:
                 self._tap.feed(chunk)
                 yield chunk
+            self._tap.end()
         except GeneratorExit:
             raise
         except BaseException as exc:

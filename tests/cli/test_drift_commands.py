@@ -139,3 +139,22 @@ def test_vllm_capacity_error_speaks_of_capacity(trace: Path) -> None:
     result = run("simulate", str(trace), "--cache", "vllm", "--capacity", "20")
     assert result.returncode == 2
     assert "a capacity of 20 tokens holds 1 blocks of 16" in result.stderr
+
+
+@pytest.mark.parametrize("command", ["explain", "simulate", "report"])
+def test_a_line_that_is_not_utf8_is_named_and_the_rest_analysed(tmp_path: Path, command: str) -> None:
+    body = {"model": "m", "messages": [{"role": "user", "content": "Hi there"}]}
+    path = tmp_path / "trace.jsonl"
+    line = json.dumps(body).encode()
+    path.write_bytes(line + b"\n" + b'{"model": "caf\xe9"}\n' + line + b"\n")
+    extra = ["--html", str(tmp_path / "report.html")] if command == "report" else ["--format", "json"]
+    result = run(command, str(path), *extra)
+    assert result.returncode == 2, result.stderr
+    problem = "not UTF-8 (invalid continuation byte at byte 14 of the line)"
+    assert result.stderr.strip() == f"agentcache {command}: error: {path}:2: {problem}"
+    if command == "explain":
+        assert [t["line"] for t in json.loads(result.stdout)["turns"]] == [1, 3]
+    elif command == "simulate":
+        assert json.loads(result.stdout)["results"][0]["requests"] == 2
+    else:
+        assert "2 requests in 1 session" in result.stdout

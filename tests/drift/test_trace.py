@@ -58,3 +58,12 @@ def test_write_then_read(tmp_path: Path) -> None:
 def test_timestamps_must_be_finite(ts: str) -> None:
     trace = parse_trace(['{"request": {"messages": []}, "ts": ' + ts + "}"])
     assert trace.records == [] and "must be a finite number" in trace.problems[0].message
+
+
+def test_a_line_that_is_not_utf8_is_a_problem_and_the_rest_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    good = json.dumps({"session": "s", "request": REQUEST}).encode()
+    path.write_bytes(good + b"\n" + good[:20] + b"\xff\xfe" + good[20:] + b"\n" + good + b"\r\n")
+    trace = read_trace(path)
+    assert [r.line for r in trace.records] == [1, 3]
+    assert [str(p) for p in trace.problems] == ["line 2: not UTF-8 (invalid start byte at byte 20 of the line)"]

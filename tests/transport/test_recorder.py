@@ -190,3 +190,18 @@ def test_credentials_never_reach_the_trace(tmp_path: Path, record_content: bool)
     assert len(read(path).records) == 3
     for secret in (bearer, api_key):
         assert secret.encode() not in data
+
+
+def test_a_record_after_a_partial_line_starts_on_a_line_of_its_own(tmp_path: Path) -> None:
+    """A crash (or a full disk) mid-write leaves the file ending in part of a line: the next record is still read
+    whole, and only the broken line is a problem."""
+    path = tmp_path / "trace.jsonl"
+    recorder = TraceRecorder(path)
+    recorder.write("s", openai_turn(), USAGE, 1.0)
+    with path.open("ab") as handle:
+        handle.write(b'{"session": "s", "request": {"mod')
+    recorder.write("s", openai_turn("Another question"), USAGE, 2.0)
+    with path.open(encoding="utf-8") as handle:
+        trace = parse_trace(handle)
+    assert [(r.line, r.ts) for r in trace.records] == [(1, 1.0), (3, 2.0)]
+    assert [p.line for p in trace.problems] == [2]
