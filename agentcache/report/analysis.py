@@ -11,6 +11,7 @@ from typing import get_args
 from agentcache.cache.options import CacheKind, CacheOptions
 from agentcache.drift.explain import TurnReport, explain
 from agentcache.drift.trace import Trace, TraceProblem
+from agentcache.redact import redact
 from agentcache.tokens import Tokenizer, get_tokenizer
 from agentcache.transport import Ledger
 
@@ -66,7 +67,8 @@ def ledger_report(ledger: Ledger, cache: CacheOptions, tokenizer: str, name: str
     """The turns a cache-aware transport recorded, as a report: its server's figures only, since a ledger holds
     no request to replay under the other servers' rules. ``cache`` and ``tokenizer`` are the middleware's
     (``middleware.cache_options``; the server's own tokenizer when its predictions are exact). Turns without a
-    prediction (no 2xx response, or a body passed through unread) are listed as problems."""
+    prediction (no 2xx response, or a body passed through unread) are listed as problems. Texts are shown without
+    credentials, as in every report."""
     turns, problems = [], []
     for line, turn in enumerate(ledger.turns(), start=1):
         if turn.predicted_prompt_tokens is None or turn.predicted_cached is None:
@@ -75,7 +77,7 @@ def ledger_report(ledger: Ledger, cache: CacheOptions, tokenizer: str, name: str
             continue
         turns.append(
             TurnReport(
-                session=turn.session,
+                session=redact(turn.session),
                 turn=turn.turn,
                 line=line,
                 predicted_prompt_tokens=turn.predicted_prompt_tokens,
@@ -83,7 +85,7 @@ def ledger_report(ledger: Ledger, cache: CacheOptions, tokenizer: str, name: str
                 reported_cached=turn.reported_cached,
                 reported_prompt_tokens=turn.reported_prompt_tokens,
                 cause=turn.cause or "",
-                detail=turn.detail or "",
+                detail=redact(turn.detail or ""),
                 divergence=turn.divergence,
                 wasted_tokens=turn.wasted_tokens,
                 canonical_cached=turn.predicted_cached,  # sent as it is: the canonical form, when canonicalized
