@@ -3,18 +3,20 @@ printed figures checked against each other. ``langgraph_tot.py`` is tested in te
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import orjson
-import pytest
 
+from agentcache.predict import causes as causes_module
 from tests.conftest import EngineInfo
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-SUMMARY = r"\d+ {unit}[:,] (\d+) of (\d+) prompt tokens from cache \(\d+%\), (\d+) predicted; causes (.*)"
+SUMMARY = r"(\d+) {unit}[:,] (\d+) of (\d+) prompt tokens from cache \(\d+%\), (\d+) predicted; causes (\{{.*\}})"
+KNOWN_CAUSES = {value for name, value in vars(causes_module).items() if name.isupper() and isinstance(value, str)}
 ACCOUNT = re.compile(r"server prefill (\d+) tokens; lower bound (\d+); naive \(every prompt sent alone\) (\d+)")
 
 
@@ -26,30 +28,35 @@ def run_example(name: str, *args: str) -> str:
     return done.stdout
 
 
-def summary(output: str, unit: str) -> tuple[int, int, int, str]:
-    """``N <unit>, X of Y prompt tokens from cache (P%), Z predicted; causes {...}`` -> (X, Y, Z, causes)."""
+def summary(output: str, unit: str) -> tuple[int, int, int, int, dict[str, int]]:
+    """``N <unit>, X of Y prompt tokens from cache (P%), Z predicted; causes {...}`` -> (N, X, Y, Z, causes)."""
     found = re.search(SUMMARY.format(unit=unit), output)
     assert found is not None, output
-    cached, prompt, predicted = (int(found.group(i)) for i in (1, 2, 3))
-    return cached, prompt, predicted, found.group(4)
+    count, cached, prompt, predicted = (int(found.group(i)) for i in (1, 2, 3, 4))
+    causes: dict[str, int] = ast.literal_eval(found.group(5))
+    return count, cached, prompt, predicted, causes
 
 
 def test_langgraph_agent(llama_server: EngineInfo) -> None:
+    """How many turns the random model's replies lead to is its own affair; the timestamp line, moved to the end,
+    is what each later turn missed, whatever their number."""
     output = run_example("langgraph_agent.py", "--url", llama_server.url)
-    cached, prompt, predicted, causes = summary(output, "turns")
+    turns, cached, prompt, predicted, causes = summary(output, "turns")
     assert 0 < cached == predicted < prompt  # the client-side model predicted exactly what the server reused
-    assert "'volatile_value': 3" in causes  # the timestamp line, moved to the end, is what each later turn missed
+    assert causes == {"new_session": 1, "volatile_value": turns - 1}
 
 
 def test_crewai_crew(llama_server: EngineInfo) -> None:
+    """CrewAI retries a reply it cannot parse, as often as the random model makes it: assert what agentcache
+    guarantees (predicted equals reported, every call's cause is a known code), not how often crewai retried."""
     output = run_example("crewai_crew.py", "--url", llama_server.url)
-    cached, prompt, predicted, causes = summary(output, "calls")
+    calls, cached, prompt, predicted, causes = summary(output, "calls")
     assert 0 < cached == predicted < prompt
-    assert "'history_rewritten': 2" in causes  # crewai's retry note rewrites the task message
-    assert output.count("[event bus] Code reviewer:") == 3  # one report per LLM call, as it arrives
+    assert sum(causes.values()) == calls and causes.get("new_session") == 1
+    assert set(causes) <= KNOWN_CAUSES - {causes_module.EVICTED}  # predicted == reported: nothing unexplained
+    assert output.count("[event bus] Code reviewer:") == calls  # one report per LLM call, as it arrives
 
 
-@pytest.mark.parametrize("judge", [None, "number", "yes-no"])
 def test_mcts_forked(sglang: EngineInfo, tmp_path: Path, judge: str | None) -> None:
     dot, exported = tmp_path / "tree.dot", tmp_path / "tree.json"
     options = ["--dot", str(dot), "--json", str(exported), *(["--judge", judge] if judge else [])]

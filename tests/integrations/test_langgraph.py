@@ -266,11 +266,11 @@ def test_a_streamed_model_call_carries_its_report_in_the_merged_message(llama_se
     for message, turn in zip([first, *streamed], turns, strict=True):
         report: CacheReport = message.response_metadata["agentcache"]
         assert message.usage_metadata is not None
-        assert report["cached_tokens"] == turn.cached_tokens == message.usage_metadata["input_token_details"][
+        assert report["cached_tokens"] == turn.reported_cached == message.usage_metadata["input_token_details"][
             "cache_read"]
-        assert report["prompt_tokens"] == turn.prompt_tokens == message.usage_metadata["input_tokens"]
+        assert report["prompt_tokens"] == turn.reported_prompt_tokens == message.usage_metadata["input_tokens"]
     for turn in turns[1:]:  # the whole prompt but its last token came from cache, as predicted
-        assert turn.cached_tokens == turn.predicted_cached == (turn.prompt_tokens or 0) - 1
+        assert turn.reported_cached == turn.predicted_cached == (turn.reported_prompt_tokens or 0) - 1
 
 
 def test_a_plain_model_still_reports_the_servers_cache_read_to_the_handler(llama_server: EngineInfo) -> None:

@@ -177,6 +177,7 @@ def test_each_ending_is_recorded_as_what_it_is(mode: str) -> None:
             turns = run(url, how, release)
         assert len(turns) == len(expected), (name, turns)
         seen[name] = [
-            (t.status, _up_to(t.error, want), t.prompt_tokens) for t, (_, want, _) in zip(turns, expected, strict=True)
+            (t.status, _up_to(t.error, want), t.reported_prompt_tokens)
+            for t, (_, want, _) in zip(turns, expected, strict=True)
         ]
     assert seen == {name: expected for name, (_, _, expected) in endings.items()}
