@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import orjson
+import pytest
 
 from agentcache.predict import causes as causes_module
 from tests.conftest import EngineInfo
@@ -57,6 +58,7 @@ def test_crewai_crew(llama_server: EngineInfo) -> None:
     assert output.count("[event bus] Code reviewer:") == calls  # one report per LLM call, as it arrives
 
 
+@pytest.mark.parametrize("judge", [None, "number", "yes-no"])
 def test_mcts_forked(sglang: EngineInfo, tmp_path: Path, judge: str | None) -> None:
     dot, exported = tmp_path / "tree.dot", tmp_path / "tree.json"
     options = ["--dot", str(dot), "--json", str(exported), *(["--judge", judge] if judge else [])]
