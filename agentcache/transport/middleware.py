@@ -34,7 +34,7 @@ import httpx
 import orjson
 
 from agentcache.cache.options import CacheOptions
-from agentcache.canon import CanonicalPolicy, canonical_json, canonicalize
+from agentcache.canon import CanonicalPolicy, canonicalize
 from agentcache.errors import AgentCacheError, InputError
 from agentcache.predict.prompt import PromptTokenizer
 from agentcache.predict.replay import Prediction, Replay
@@ -150,7 +150,9 @@ class CacheMiddleware:
             sent = canonicalize(parsed, self.policy)
             if self.ask_output_ids and not sent.get("stream"):
                 sent = {**sent, **self.profile.output_ids_request}
-            content = canonical_json(sent)
+            # canonical_json's bytes without its check: a parsed body holds no NaN for a null to hide, and the
+            # check walks the whole body in Python whenever it holds a null (a tool call's "content": null).
+            content = orjson.dumps(sent, option=orjson.OPT_SORT_KEYS)
         except AgentCacheError as exc:
             return self._call(request, request, parsed, parsed, f"not canonicalized: {exc}", started)
         return self._call(request, _with_body(request, content), parsed, sent, None, started)
