@@ -14,6 +14,7 @@ __all__ = [
     "CacheModelError",
     "CycleError",
     "DuplicateToolError",
+    "InexactNumberError",
     "InputError",
     "InvalidValueError",
     "NestingTooDeepError",
@@ -49,6 +50,11 @@ class RequestShapeError(RequestError):
 
 class InvalidValueError(RequestError):
     """A value that is not JSON: a set, bytes, datetime, NaN/Infinity, a non-string key, a lone surrogate."""
+
+
+class InexactNumberError(RequestError):
+    """A number in a request body's text that parsing and re-serializing would turn into another number: an
+    integer beyond 64 bits, more digits than a double holds, an exponent beyond a double's range, or ``-0``."""
 
 
 class CycleError(RequestError):

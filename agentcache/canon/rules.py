@@ -17,13 +17,13 @@ recognized by name (``system`` blocks, ``tool_use``/``tool_result`` blocks, ``to
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 
 from agentcache.canon.jsonvalue import canonical_json
+from agentcache.canon.lossless import exact_float, exact_int
 from agentcache.canon.policy import CanonicalPolicy
 from agentcache.canon.text import normalize_prose
 from agentcache.canon.volatile import split_volatile_lines
@@ -92,20 +92,13 @@ def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return value
 
 
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if math.isinf(value):
-        raise ValueError(text)
-    return value
-
-
 def _reject_constant(text: str) -> None:
     raise ValueError(text)
 
 
 #: Built once: building a decoder for each call cost more than most arguments take to parse.
 _STRICT_JSON = json.JSONDecoder(
-    object_pairs_hook=_unique_object, parse_float=_finite_float, parse_constant=_reject_constant
+    object_pairs_hook=_unique_object, parse_float=exact_float, parse_int=exact_int, parse_constant=_reject_constant
 )
 
 
@@ -113,7 +106,7 @@ def canonical_arguments(text: str) -> str:
     """Tool-call arguments re-serialized with sorted keys and no whitespace, when that loses nothing.
 
     Left as they are when they do not parse as strict JSON, repeat a key (which copy wins is up to the parser),
-    or hold numbers the canonical form cannot carry exactly (beyond 64-bit integers, overflowing floats).
+    or hold a number that would be written as another (beyond 64 bits, more digits than a double holds, ``-0``).
     """
     try:
         value = _STRICT_JSON.decode(text)

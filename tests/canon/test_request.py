@@ -122,7 +122,17 @@ def test_tool_call_arguments_reserialized_when_json() -> None:
 
 @pytest.mark.parametrize(
     "arguments",
-    ['{"a": 1, "a": 2}', '{"a": 1', "not json", '{"n": 123456789012345678901234567890}', '{"x": 1e999}', "NaN"],
+    [
+        '{"a": 1, "a": 2}',
+        '{"a": 1',
+        "not json",
+        '{"n": 123456789012345678901234567890}',
+        '{"x": 1e999}',
+        "NaN",
+        '{"x": 0.1000000000000000000001}',  # written back as 0.1: another number
+        '{"x": 1e-400}',
+        '{"x": [-0]}',
+    ],
 )
 def test_tool_call_arguments_left_alone_when_canonical_form_would_lose_something(arguments: str) -> None:
     call = {"id": "1", "type": "function", "function": {"name": "f", "arguments": arguments}}
