@@ -13,6 +13,7 @@ __all__ = [
     "BodyTooLargeError",
     "CacheModelError",
     "CycleError",
+    "DuplicateKeyError",
     "DuplicateToolError",
     "InexactNumberError",
     "InputError",
@@ -55,6 +56,10 @@ class InvalidValueError(RequestError):
 class InexactNumberError(RequestError):
     """A number in a request body's text that parsing and re-serializing would turn into another number: an
     integer beyond 64 bits, more digits than a double holds, an exponent beyond a double's range, or ``-0``."""
+
+
+class DuplicateKeyError(RequestError):
+    """A key repeated in one object of a request body's text: a parse keeps one copy and drops the others."""
 
 
 class CycleError(RequestError):

@@ -2,9 +2,9 @@
 
 A request is handled when it is a POST whose path ends in ``/chat/completions`` or ``/v1/messages``. Its body is
 canonicalized unless that is switched off or impossible; then it is sent. Anything the middleware cannot handle
-(a body that is not JSON, not a chat request, that canonicalization refuses, or that holds a number its parse
-would change) is sent byte-identical, and the ledger says why. The response reaches the caller unchanged: the tap
-only reads it on the way.
+(a body that is not JSON, not a chat request, that canonicalization refuses, or that repeats a key or holds a
+number its parse would change) is sent byte-identical, and the ledger says why. The response reaches the caller
+unchanged: the tap only reads it on the way.
 
 The hook API, which the httpx transports and the CrewAI interceptor use and nothing else is needed for:
 
@@ -149,7 +149,7 @@ class CacheMiddleware:
         if not self.canonicalize:
             return self._call(request, request, parsed, parsed, "canonicalization switched off", started)
         try:
-            check_parse(body, parsed)  # a number the parse changed (a 100-bit seed) is never sent changed
+            check_parse(body, parsed)  # a key the parse dropped, or a number it changed, is never sent so
             sent = canonicalize(parsed, self.policy)
             if self.ask_output_ids and not sent.get("stream"):
                 sent = {**sent, **self.profile.output_ids_request}

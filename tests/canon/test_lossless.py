@@ -1,4 +1,5 @@
-"""``check_parse``: a body's orjson parse is refused exactly when it holds a number other than the text's."""
+"""``check_parse``: a body's orjson parse is refused exactly when it dropped a repeated key or holds a number
+other than the text's."""
 
 from __future__ import annotations
 
@@ -10,29 +11,48 @@ import pytest
 from hypothesis import given, settings
 
 from agentcache.canon.lossless import check_parse
-from agentcache.errors import InexactNumberError, NestingTooDeepError
+from agentcache.errors import DuplicateKeyError, InexactNumberError, NestingTooDeepError
 from tests.transport.test_lossless import bodies, exact
 
 
-def numbers_of(raw: bytes) -> Any:
-    return json.loads(raw, parse_float=exact, parse_int=exact)
+def as_written(raw: bytes) -> Any:
+    """Every key and every exact number of a JSON text, repeats included."""
+    return json.loads(raw, object_pairs_hook=list, parse_float=exact, parse_int=exact)
 
 
 @settings(max_examples=500, deadline=None)
 @given(bodies())
-def test_refused_exactly_when_the_parse_holds_another_number(body: bytes) -> None:
-    """The oracle compares every number of the text with orjson's writing of its parse, whatever the layout:
-    the fast comparison of SDK-style bodies and the slow parse of the others must both agree with it."""
+def test_refused_exactly_when_the_parse_lost_something(body: bytes) -> None:
+    """The oracle compares the text with orjson's writing of its parse, whatever the layout: the fast comparison
+    of SDK-style bodies and the counts and hooks of the others must both agree with it."""
     try:
         parsed = orjson.loads(body)
     except orjson.JSONDecodeError:
         return  # past a double's range: not parsed, so sent as it came
-    changed = numbers_of(orjson.dumps(parsed)) != numbers_of(body)
-    if changed:
-        with pytest.raises(InexactNumberError):
+    if as_written(orjson.dumps(parsed)) != as_written(body):
+        with pytest.raises((DuplicateKeyError, InexactNumberError)):
             check_parse(body, parsed)
     else:
         check_parse(body, parsed)
+
+
+@pytest.mark.parametrize(
+    ("text", "path"),
+    [
+        ('{"temperature": 0, "temperature": 2}', "$.temperature"),
+        ('{"messages": [{"role": "user", "content": "a", "content": "b"}]}', "$.messages[0].content"),
+        ('{"m": {"a b": 1, "a b": 1}}', '$.m["a b"]'),  # equal copies: still two keys where a parser reads one
+        ('{"s": "x\\u003ay", "k": 1, "k": 2}', "$.k"),  # an escaped colon in the text
+        ('{"x": 0.1000000000000000000001, "x": 1}', "$.x"),  # the first loss in the text is named
+    ],
+)
+def test_a_repeated_key_is_refused_with_its_path(text: str, path: str) -> None:
+    compact, loose = text.replace(": ", ":").replace(", ", ","), text.replace(": ", " :\n\t ")
+    for raw in (text.encode(), compact.encode(), loose.encode()):
+        with pytest.raises((DuplicateKeyError, InexactNumberError)) as refused:
+            check_parse(raw, orjson.loads(raw))
+        assert refused.value.path == path
+    assert isinstance(refused.value, InexactNumberError if "0.1" in text else DuplicateKeyError)
 
 
 @pytest.mark.parametrize(
