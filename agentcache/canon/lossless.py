@@ -24,10 +24,8 @@ from typing import Any
 
 import orjson
 
-from agentcache.canon.jsonvalue import child_path
+from agentcache.canon.jsonvalue import INT_MAX, INT_MIN, child_path
 from agentcache.errors import DuplicateKeyError, InexactNumberError, NestingTooDeepError
-
-_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
 
 
 class _Changed(ValueError):
@@ -91,7 +89,7 @@ def _int_change(token: str) -> str | None:
     digits = len(token) - token.startswith("-")
     if digits < 19:
         return "0" if token == "-0" else None
-    if digits <= 20 and _INT_MIN <= int(token) <= _INT_MAX:
+    if digits <= 20 and INT_MIN <= int(token) <= INT_MAX:
         return None
     return orjson.dumps(float(token)).decode()
 
