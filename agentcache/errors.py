@@ -13,7 +13,9 @@ __all__ = [
     "BodyTooLargeError",
     "CacheModelError",
     "CycleError",
+    "DuplicateKeyError",
     "DuplicateToolError",
+    "InexactNumberError",
     "InputError",
     "InvalidValueError",
     "NestingTooDeepError",
@@ -49,6 +51,15 @@ class RequestShapeError(RequestError):
 
 class InvalidValueError(RequestError):
     """A value that is not JSON: a set, bytes, datetime, NaN/Infinity, a non-string key, a lone surrogate."""
+
+
+class InexactNumberError(RequestError):
+    """A number in a request body's text that parsing and re-serializing would turn into another number: an
+    integer beyond 64 bits, more digits than a double holds, an exponent beyond a double's range, or ``-0``."""
+
+
+class DuplicateKeyError(RequestError):
+    """A key repeated in one object of a request body's text: a parse keeps one copy and drops the others."""
 
 
 class CycleError(RequestError):

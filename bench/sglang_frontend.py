@@ -8,9 +8,11 @@ The program: a system prompt listing 3 tools (about 1,500 tokens), a question, t
 tokens at temperature 0, in two shapes: ``flat`` (one level: the 4 branches run concurrently) and ``nested`` (each
 branch forks 4 more: 20 branches). Two endpoints, each round from a flushed cache, in alternation:
 
-- ``frontend``: ``CacheAwareEndpoint(prime_forks=False)`` with the text sent as the program wrote it: the
-  requests a plain ``RuntimeEndpoint`` sends, counted by the same reports;
-- ``agentcache``: ``CacheAwareEndpoint()``: every fork primed, canonical text.
+- ``frontend``: ``CacheAwareEndpoint(prime_forks=False)``: the requests a plain ``RuntimeEndpoint`` sends,
+  counted by the same reports;
+- ``agentcache``: ``CacheAwareEndpoint()``: every fork primed.
+
+Both send the text as the program wrote it (the endpoint's default).
 
 Server prefill is ``prompt_tokens - cached_tokens`` summed over every request, as the server reported it.
 Target: every branch of the agentcache run finds its whole fork prefix cached. Exits 1 when it does not.
@@ -46,7 +48,6 @@ def bench(url: str, rounds: int) -> int:
     import sglang as sgl
     import workload  # beside this script, so importable on either interpreter
 
-    from agentcache.canon import CanonicalPolicy
     from agentcache_sglang import CacheAwareEndpoint
 
     system = "You can call these tools:\n" + json.dumps(workload.tools(3)) + "\n"
@@ -69,9 +70,8 @@ def bench(url: str, rounds: int) -> int:
         s += "\n"
         expand(s, depth)
 
-    as_written = CanonicalPolicy(normalize_newlines=False, normalize_unicode=False)
     endpoints = {
-        "frontend": CacheAwareEndpoint(url, policy=as_written, prime_forks=False),
+        "frontend": CacheAwareEndpoint(url, prime_forks=False),
         "agentcache": CacheAwareEndpoint(url),
     }
     uncovered = 0

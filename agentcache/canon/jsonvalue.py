@@ -25,7 +25,8 @@ from agentcache.errors import CycleError, InvalidValueError, NestingTooDeepError
 
 _DUMP_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
 SORTED_OPTIONS = _DUMP_OPTIONS | orjson.OPT_SORT_KEYS
-_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
+#: The integers orjson reads and writes as integers (int64 and uint64); beyond them, it refuses or reads a double.
+INT_MIN, INT_MAX = -(2**63), 2**64 - 1
 
 
 class Invalid(Exception):
@@ -81,7 +82,7 @@ def _locate(value: Any, path: str, depth: int, max_depth: int, ancestors: set[in
         _locate(value.value, path, depth, max_depth, ancestors)
         return
     if isinstance(value, int):
-        if not _INT_MIN <= value <= _INT_MAX:
+        if not INT_MIN <= value <= INT_MAX:
             raise InvalidValueError(path, "integer outside the 64-bit range", "send it as a string")
         return
     if kind is float:

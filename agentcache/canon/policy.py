@@ -26,9 +26,9 @@ class CanonicalPolicy:
     canonical_tool_arguments: bool = True
     """Re-serialize tool-call ``arguments`` strings canonically when they parse as JSON."""
     normalize_newlines: bool = True
-    """CRLF and lone CR become LF in prose (message text, system prompt, descriptions)."""
+    """CRLF and lone CR become LF in prose: the system prompt and descriptions, outside fenced code blocks."""
     normalize_unicode: bool = True
-    """Prose is put in Unicode NFC."""
+    """Prose (as for ``normalize_newlines``) is put in Unicode NFC."""
     strip_trailing_whitespace: bool = False
     """Remove spaces and tabs at the end of each prose line."""
     relocate_volatile: bool = False

@@ -30,8 +30,8 @@ from agentcache.canon.policy import CanonicalPolicy
 from agentcache.canon.rules import (
     TOOL_FIELDS,
     canonical_arguments,
-    canonical_content,
     canonical_message,
+    canonical_system,
     order_tools,
     relocate_volatile,
 )
@@ -80,7 +80,7 @@ class Canonicalizer:
                 elif key in TOOL_FIELDS:
                     out[key] = self.tool_list(value, key, tools_raw[key])
                 elif key == "system":
-                    out[key] = canonical_content(self.fresh(value, room).value, policy)
+                    out[key] = canonical_system(self.fresh(value, room).value, policy)
                 elif key == "response_format" and isinstance(value, dict):
                     out[key] = self.definition(value, "$.response_format", room, self.formats).value
                 elif key in ("response_format", "tool_choice"):
@@ -91,7 +91,7 @@ class Canonicalizer:
         except Invalid:
             raise_located(request, "$", policy.max_depth)
         if policy.relocate_volatile:
-            relocate_volatile(out, policy.volatile_role)
+            relocate_volatile(out, policy)
         return out
 
     def _serialize(self, request: dict[str, Any]) -> tuple[dict[str, bytes], bytes]:

@@ -3,10 +3,10 @@
 OpenAI chat completions and Anthropic Messages bodies share these rules; a field only one dialect has is
 recognized by name (``system`` blocks, ``tool_use``/``tool_result`` blocks, ``tool_calls``, ``functions``).
 
-- ``messages``: each message by :func:`canonical_message` (its content, its tool calls' arguments);
+- ``messages``: each message by :func:`canonical_message` (a system prompt's content, tool calls' arguments);
 - ``tools`` and ``functions``: each definition by :class:`~agentcache.canon.schema.SchemaCanonicalizer`, then,
   with ``sort_tools``, the list by :func:`order_tools`;
-- ``system``: :func:`canonical_content`; an object ``response_format``: a definition, as a tool is;
+- ``system``: :func:`canonical_system`; an object ``response_format``: a definition, as a tool is;
 - ``tool_choice`` and any other ``response_format``: keys sorted (:func:`~agentcache.canon.jsonvalue.plain`);
 - every other field is checked to be JSON and passed through untouched; the body's own keys are sorted;
 - last, with ``relocate_volatile``, :func:`relocate_volatile` moves the system prompt's volatile lines.
@@ -17,21 +17,24 @@ recognized by name (``system`` blocks, ``tool_use``/``tool_result`` blocks, ``to
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 
 from agentcache.canon.jsonvalue import canonical_json
+from agentcache.canon.lossless import exact_float, exact_int
 from agentcache.canon.policy import CanonicalPolicy
-from agentcache.canon.text import normalize_prose
+from agentcache.canon.text import fenced_parts, may_hold_fences, normalize_prose
 from agentcache.canon.volatile import split_volatile_lines
 from agentcache.errors import DuplicateToolError
 
 #: Content blocks whose ``text`` is prose. A tuple, not a set: a block's ``type`` may be a list or an object, which
 #: cannot be hashed.
 TEXT_BLOCKS = ("text", "input_text", "output_text")
+#: Roles whose messages hold the system prompt, which the agent writes. Every other message holds what the user,
+#: the model or a tool wrote, and reaches the model byte for byte.
+SYSTEM_ROLES = ("system", "developer")
 #: Fields holding tool definitions, each an array of objects.
 TOOL_FIELDS = ("functions", "tools")
 
@@ -40,10 +43,11 @@ TOOL_FIELDS = ("functions", "tools")
 
 
 def canonical_message(message: dict[str, Any], policy: CanonicalPolicy, arguments: Callable[[str], str]) -> None:
-    """A message, edited in place: its content and, with ``canonical_tool_arguments``, each tool call's arguments
-    string through ``arguments`` (:func:`canonical_arguments`, which the caller may memoize)."""
-    if "content" in message:
-        message["content"] = canonical_content(message["content"], policy)
+    """A message, edited in place: a system prompt's content as prose and, with ``canonical_tool_arguments``, each
+    tool call's arguments string through ``arguments`` (:func:`canonical_arguments`, which the caller may
+    memoize). The text of user, assistant and tool messages is left as it is."""
+    if "content" in message and message.get("role") in SYSTEM_ROLES:
+        message["content"] = canonical_system(message["content"], policy)
     if not policy.canonical_tool_arguments:
         return
     calls = message.get("tool_calls")
@@ -61,24 +65,16 @@ def _call(function: dict[str, Any], arguments: Callable[[str], str]) -> None:
         function["arguments"] = arguments(function["arguments"])
 
 
-def canonical_content(value: Any, policy: CanonicalPolicy) -> Any:
-    """Message content or a system prompt: a string, or an array of content blocks (edited in place)."""
+def canonical_system(value: Any, policy: CanonicalPolicy) -> Any:
+    """A system prompt: a string, or an array of content blocks whose text blocks are prose (edited in place).
+    Any other block (an image, a document) is data."""
     if type(value) is str:
         return normalize_prose(value, policy)
     if type(value) is list:
         for block in value:
-            if type(block) is dict:
-                _block(block, policy)
+            if type(block) is dict and block.get("type") in TEXT_BLOCKS and type(block.get("text")) is str:
+                block["text"] = normalize_prose(block["text"], policy)
     return value
-
-
-def _block(block: dict[str, Any], policy: CanonicalPolicy) -> None:
-    """A content block. Thinking blocks are signed by the provider, so their text is never touched."""
-    kind = block.get("type")
-    if kind == "tool_result" and "content" in block:
-        block["content"] = canonical_content(block["content"], policy)
-    elif kind in TEXT_BLOCKS and type(block.get("text")) is str:
-        block["text"] = normalize_prose(block["text"], policy)
 
 
 class _DuplicateKey(ValueError):
@@ -92,20 +88,13 @@ def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return value
 
 
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if math.isinf(value):
-        raise ValueError(text)
-    return value
-
-
 def _reject_constant(text: str) -> None:
     raise ValueError(text)
 
 
 #: Built once: building a decoder for each call cost more than most arguments take to parse.
 _STRICT_JSON = json.JSONDecoder(
-    object_pairs_hook=_unique_object, parse_float=_finite_float, parse_constant=_reject_constant
+    object_pairs_hook=_unique_object, parse_float=exact_float, parse_int=exact_int, parse_constant=_reject_constant
 )
 
 
@@ -113,7 +102,7 @@ def canonical_arguments(text: str) -> str:
     """Tool-call arguments re-serialized with sorted keys and no whitespace, when that loses nothing.
 
     Left as they are when they do not parse as strict JSON, repeat a key (which copy wins is up to the parser),
-    or hold numbers the canonical form cannot carry exactly (beyond 64-bit integers, overflowing floats).
+    or hold a number that would be written as another (beyond 64 bits, more digits than a double holds, ``-0``).
     """
     try:
         value = _STRICT_JSON.decode(text)
@@ -171,41 +160,42 @@ def _tool_order(tool: dict[str, Any]) -> tuple[bool, str, bytes]:
 # -- volatile values ----------------------------------------------------------------------------------------
 
 
-def relocate_volatile(request: dict[str, Any], role: str) -> None:
+def relocate_volatile(request: dict[str, Any], policy: CanonicalPolicy) -> None:
     """Move the system prompt's lines holding volatile values into a trailing message (opt-in; changes layout).
 
-    Anthropic bodies (top-level ``system``) get a trailing ``user`` message, since Messages has no system role.
-    The message goes before a final assistant message, which is a prefill the model must continue. A text
-    block (or a whole string prompt) made only of volatile lines keeps them: an empty block is invalid, and a
-    ``cache_control`` marker on it would lose its place.
+    Anthropic bodies (top-level ``system``) get a trailing ``user`` message, since Messages has no system role;
+    others a message of ``policy.volatile_role``. The message goes before a final assistant message, which is a prefill
+    the model must continue. A text block (or a whole string prompt) made only of volatile lines keeps them: an
+    empty block is invalid, and a ``cache_control`` marker on it would lose its place. Lines of fenced code stay:
+    moving one would change the code.
     """
     messages = request.get("messages")
     messages = messages if isinstance(messages, list) else []
     if "system" in request:
-        system, moved = _split_system(request["system"])
+        system, moved = _split_system(request["system"], policy)
         if not moved:
             return
         request["system"] = system
         trailing: dict[str, Any] = {"content": [{"text": moved, "type": "text"}], "role": "user"}
     else:
         first = messages[0] if messages else None
-        if not (isinstance(first, dict) and first.get("role") in ("system", "developer")):
+        if not (isinstance(first, dict) and first.get("role") in SYSTEM_ROLES):
             return
-        content, moved = _split_system(first.get("content"))
+        content, moved = _split_system(first.get("content"), policy)
         if not moved:
             return
         messages = [{**first, "content": content}, *messages[1:]]
-        trailing = {"content": moved, "role": role}
+        trailing = {"content": moved, "role": policy.volatile_role}
     if messages and isinstance(messages[-1], dict) and messages[-1].get("role") == "assistant":
         request["messages"] = [*messages[:-1], trailing, messages[-1]]
     else:
         request["messages"] = [*messages, trailing]
 
 
-def _split_system(content: Any) -> tuple[Any, str]:
+def _split_system(content: Any, policy: CanonicalPolicy) -> tuple[Any, str]:
     """(content without volatile lines, the volatile lines joined) for a string or an array of text blocks."""
     if isinstance(content, str):
-        stable, moved = split_volatile_lines(content)
+        stable, moved = _split_prose(content, policy)
         return (stable, moved.rstrip("\n")) if stable.strip() else (content, "")
     if not isinstance(content, list):
         return content, ""
@@ -213,9 +203,22 @@ def _split_system(content: Any) -> tuple[Any, str]:
     moved_parts: list[str] = []
     for block in content:
         if isinstance(block, dict) and block.get("type") in TEXT_BLOCKS and isinstance(block.get("text"), str):
-            stable, moved = split_volatile_lines(block["text"])
+            stable, moved = _split_prose(block["text"], policy)
             if moved and stable.strip():
                 block = {**block, "text": stable}
                 moved_parts.append(moved.rstrip("\n"))
         kept.append(block)
     return kept, "\n".join(moved_parts)
+
+
+def _split_prose(text: str, policy: CanonicalPolicy) -> tuple[str, str]:
+    """:func:`~agentcache.canon.volatile.split_volatile_lines` outside fenced code, whose lines all stay."""
+    if not may_hold_fences(text):
+        return split_volatile_lines(text)
+    stable: list[str] = []
+    moved: list[str] = []
+    for part, code in fenced_parts(text, policy):
+        kept, volatile = (part, "") if code else split_volatile_lines(part)
+        stable.append(kept)
+        moved.append(volatile)
+    return "".join(stable), "".join(moved)

@@ -1,19 +1,44 @@
-"""Prose normalization: the bytes of natural-language text that carry no meaning for the model."""
+"""Prose normalization: the bytes of natural-language text that carry no meaning for the model.
+
+Only the prose the agent builds itself goes through here: the system prompt and the descriptions of its tools,
+where drift comes from (a template written on Windows, a description pasted in another Unicode form). Fenced
+code blocks (``` or ~~~) inside them are kept byte for byte: in code, ``'A\\u030a' == '\\u212b'`` is false and
+``cafe\\u0301.txt`` names another file than ``caf\\u00e9.txt``, and a CR may be part of a literal.
+"""
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 from agentcache.canon.policy import CanonicalPolicy
 
+#: A line with its line break (CRLF, CR or LF), or the last line without one.
+_LINE = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+")
+#: An opening code fence (CommonMark): three or more backticks or tildes, then the info string.
+_OPENING = re.compile(r"[ \t]*(`{3,}|~{3,})(.*)")
+
 
 def normalize_prose(text: str, policy: CanonicalPolicy) -> str:
-    """Line endings to LF, Unicode to NFC and, when asked, trailing spaces off each line.
+    """Line endings to LF, Unicode to NFC and, when asked, trailing spaces off each line, outside fenced code.
 
-    Returns ``text`` itself when nothing changes, so unchanged requests allocate nothing. Only prose goes
-    through here; identifiers, enum values and tool-call argument values never do, since changing them
-    changes what a program receives.
+    Returns ``text`` itself when nothing changes, so unchanged requests allocate nothing. Only prose the agent
+    writes itself comes here; what the user, the model and tools wrote, identifiers, enum values and tool-call
+    arguments never do, since changing them changes what the model or a program receives.
     """
+    out = _normalize(text, policy)
+    if out is text or not may_hold_fences(text):
+        return out
+    return "".join(part if code else _normalize(part, policy) for part, code in fenced_parts(text, policy))
+
+
+def may_hold_fences(text: str) -> bool:
+    """Whether ``text`` may hold a code fence, so that :func:`fenced_parts` is worth running: three backticks or
+    tildes, or a Greek varia (U+1FEF), which is a backtick once in NFC."""
+    return "```" in text or "~~~" in text or "\u1fef" in text
+
+
+def _normalize(text: str, policy: CanonicalPolicy) -> str:
     if policy.normalize_newlines and "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     if policy.normalize_unicode and not text.isascii() and not unicodedata.is_normalized("NFC", text):
@@ -21,3 +46,32 @@ def normalize_prose(text: str, policy: CanonicalPolicy) -> str:
     if policy.strip_trailing_whitespace and (" \n" in text or "\t\n" in text or text.endswith((" ", "\t"))):
         text = "\n".join(line.rstrip(" \t") for line in text.split("\n"))
     return text
+
+
+def fenced_parts(text: str, policy: CanonicalPolicy) -> list[tuple[str, bool]]:
+    """``text`` cut at whole lines into (part, is fenced code), in order; joined, the parts are ``text``.
+
+    A block runs from its opening fence line through the closing fence line (the same character, at least as many)
+    or, unclosed, to the end. A line is read as a fence as it reads once normalized: NFC turns a Greek varia
+    (U+1FEF) into a backtick, and a prose line that became a fence would otherwise pair with a later fence and
+    turn that block's code into prose on the next pass.
+    """
+    parts: list[tuple[str, bool]] = []
+    start = 0
+    fence = ""
+    for match in _LINE.finditer(text):
+        line = match.group().rstrip("\r\n")
+        if policy.normalize_unicode and not line.isascii():
+            line = unicodedata.normalize("NFC", line)
+        if not fence:
+            opening = _OPENING.fullmatch(line)
+            if opening is not None and not (opening.group(1)[0] == "`" and "`" in opening.group(2)):
+                parts.append((text[start : match.start()], False))
+                start, fence = match.start(), opening.group(1)
+        else:
+            closing = line.strip(" \t")
+            if len(closing) >= len(fence) and closing == fence[0] * len(closing):
+                parts.append((text[start : match.end()], True))
+                start, fence = match.end(), ""
+    parts.append((text[start:], bool(fence)))
+    return [(part, code) for part, code in parts if part]

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from agentcache.canon import CanonicalPolicy, canonical_json, canonicalize
+from agentcache.canon.lossless import check_parse
 from agentcache.errors import InputError
 
 
@@ -41,25 +43,19 @@ def run(args: argparse.Namespace) -> int:
 
 
 def load_json(name: str) -> Any:
-    """Parse a JSON file (``-`` is stdin), refusing repeated keys: which copy wins is up to the parser."""
+    """Parse a JSON file (``-`` is stdin) as the transport reads a body: a repeated key or a number the parse
+    would change is refused with the reason the transport gives for sending such a body as it came."""
     try:
         data = sys.stdin.buffer.read() if name == "-" else Path(name).read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read {name}: {exc.strerror}") from None
     try:
-        return json.loads(data.decode("utf-8"), object_pairs_hook=_unique_keys)
+        data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"{name} is not UTF-8 ({exc.reason} at byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
         raise InputError(f"{name}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
-    except RecursionError:
-        raise InputError(f"{name}: nesting too deep to parse") from None
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    value: dict[str, Any] = {}
-    for key, item in pairs:
-        if key in value:
-            raise InputError(f"key {key!r} appears twice in one object; keep one")
-        value[key] = item
+    check_parse(data, value)
     return value

@@ -40,7 +40,8 @@ _BY_CAUSE: dict[str, Rule] = {
         "AC304",
         "non-canonical-bytes",
         "the same content arrived as different bytes (line endings, Unicode form)",
-        "send requests through agentcache.canonicalize",
+        "send requests through agentcache.canonicalize; the text of messages and fenced code, which it keeps as "
+        "sent, must be re-sent as first sent",
     ),
     causes.TOOL_ADDED: Rule(
         "AC305",

@@ -5,6 +5,7 @@ The codes are part of the JSON output schema (docs/drift.md lists them); never r
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 from agentcache.canon import VolatileSpan, canonical_json, canonicalize, find_volatile
@@ -46,9 +47,13 @@ def classify(
         return PARAMS_CHANGED, "response_format changed: its schema is part of the prompt"
     if old is None or new is None:
         return HISTORY_REWRITTEN, f"{divergence.path} was dropped (compaction or truncation)"
-    old_canonical = _canonical(old.part, comparable(old.value))  # a redacted text: its canonical digest
-    if old_canonical is not None and old_canonical == _canonical(new.part, comparable(new.value)):
+    if _same(old, new, loose=False):
         return WHITESPACE, f"{divergence.path}: same content, different bytes (line endings, Unicode, key order)"
+    if _same(old, new, loose=True):
+        return WHITESPACE, (
+            f"{divergence.path}: same content in other line endings or Unicode form, in text agentcache sends as "
+            "it came (messages, fenced code): re-send it as first sent"
+        )
     if divergence.part == "system":
         return _system(old.text, new.text, divergence)
     return _history(before, after, old, new, divergence)
@@ -86,8 +91,16 @@ def _name(tool: Any, index: int) -> str:
     return canonical.decode() if canonical is not None else f"#{index}"
 
 
-def _canonical(part: str, value: Any) -> bytes | None:
-    """Canonical bytes of one tool, system prompt (or block) or message; None when it cannot be canonicalized."""
+def _same(old: Segment, new: Segment, loose: bool) -> bool:
+    """Whether two segments have the same canonical bytes, with ``loose`` also after putting every string in LF
+    and NFC: the text of messages, which canonicalization keeps as sent."""
+    before = _canonical(old.part, comparable(old.value), loose)  # a redacted text: its canonical digest
+    return before is not None and before == _canonical(new.part, comparable(new.value), loose)
+
+
+def _canonical(part: str, value: Any, loose: bool = False) -> bytes | None:
+    """Canonical bytes of one tool, system prompt (or block) or message; None when it cannot be canonicalized.
+    ``loose`` puts every string in LF and NFC first."""
     if part == "tools":
         body: dict[str, Any] = {"messages": [], "tools": [value]}
     elif part == "system" and not (isinstance(value, dict) and "role" in value):
@@ -95,9 +108,21 @@ def _canonical(part: str, value: Any) -> bytes | None:
     else:
         body = {"messages": [value]}
     try:
-        return canonical_json(canonicalize(body))
+        canonical = canonicalize(body)
+        return canonical_json(_loose(canonical) if loose else canonical)
     except RequestError:
         return None
+
+
+def _loose(value: Any) -> Any:
+    """``value`` with every string in LF line endings and Unicode NFC: how a reader sees it, not a tokenizer."""
+    if isinstance(value, str):
+        return unicodedata.normalize("NFC", value.replace("\r\n", "\n").replace("\r", "\n"))
+    if isinstance(value, list):
+        return [_loose(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _loose(item) for key, item in value.items()}
+    return value
 
 
 def _system(old: str, new: str, divergence: Divergence) -> tuple[str, str]:

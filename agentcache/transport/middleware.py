@@ -2,8 +2,9 @@
 
 A request is handled when it is a POST whose path ends in ``/chat/completions`` or ``/v1/messages``. Its body is
 canonicalized unless that is switched off or impossible; then it is sent. Anything the middleware cannot handle
-(a body that is not JSON, not a chat request, or that canonicalization refuses) is sent byte-identical, and the
-ledger says why. The response reaches the caller unchanged: the tap only reads it on the way.
+(a body that is not JSON, not a chat request, that canonicalization refuses, or that repeats a key or holds a
+number its parse would change) is sent byte-identical, and the ledger says why. The response reaches the caller
+unchanged: the tap only reads it on the way.
 
 The hook API, which the httpx transports and the CrewAI interceptor use and nothing else is needed for:
 
@@ -34,7 +35,8 @@ import httpx
 import orjson
 
 from agentcache.cache.options import CacheOptions
-from agentcache.canon import CanonicalPolicy, canonical_json, canonicalize
+from agentcache.canon import CanonicalPolicy, canonicalize
+from agentcache.canon.lossless import check_parse
 from agentcache.errors import AgentCacheError, InputError
 from agentcache.predict.prompt import PromptTokenizer
 from agentcache.predict.replay import Prediction, Replay
@@ -147,10 +149,13 @@ class CacheMiddleware:
         if not self.canonicalize:
             return self._call(request, request, parsed, parsed, "canonicalization switched off", started)
         try:
+            check_parse(body, parsed)  # a key the parse dropped, or a number it changed, is never sent so
             sent = canonicalize(parsed, self.policy)
             if self.ask_output_ids and not sent.get("stream"):
                 sent = {**sent, **self.profile.output_ids_request}
-            content = canonical_json(sent)
+            # canonical_json's bytes without its check: a parsed body holds no NaN for a null to hide, and the
+            # check walks the whole body in Python whenever it holds a null (a tool call's "content": null).
+            content = orjson.dumps(sent, option=orjson.OPT_SORT_KEYS)
         except AgentCacheError as exc:
             return self._call(request, request, parsed, parsed, f"not canonicalized: {exc}", started)
         return self._call(request, _with_body(request, content), parsed, sent, None, started)

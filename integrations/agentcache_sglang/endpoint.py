@@ -1,4 +1,4 @@
-"""An SGLang frontend backend that primes every fork, canonicalizes prompt text and accounts each branch's cache hits.
+"""An SGLang frontend backend that primes every fork and accounts each branch's cache hits.
 
 The frontend (``sgl.function`` programs) means to prime a prefix before ``fork``: ``StreamExecutor.fork`` commits
 the parent's text with a zero-token ``/generate`` so that it sits in the radix tree when the branches arrive. In
@@ -6,9 +6,12 @@ sglang 0.5.23 it decides whether to do so by reading the parent's text *before* 
 thread, so when that thread has not yet run any of the program's text (a program that forks right after its
 first ``+=``) the text looks empty, the prime is skipped, and concurrent branches each prefill the whole prefix.
 :class:`CacheAwareEndpoint` primes the prefix itself on a branch's first request when the frontend did not, once
-per program and prefix, the other branches waiting for that one prime. Every text it sends goes through
-agentcache's prose normalization, and every answer's ``meta_info`` is kept, so each fork gets a
-:class:`ForkReport` of its prefix and of what each branch found cached.
+per program and prefix, the other branches waiting for that one prime. Every answer's ``meta_info`` is kept, so
+each fork gets a :class:`ForkReport` of its prefix and of what each branch found cached.
+
+A program's text is sent as the program built it. It mixes what the program writes with what it was given (a
+user's question, a tool's output), which the endpoint cannot tell apart, and agentcache never changes text the
+agent did not write. A program whose text is all its own may ask for prose normalization with ``policy``.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ PRIME, GENERATE, SELECT = "prime", "generate", "select"
 _TEXT_ONLY = SimpleNamespace(images_=[], sid="", arguments=None)
 #: Primed prefixes remembered for branches to find; a fork's branches arrive right after its prime.
 MAX_PRIMED = 1024
+#: The default policy: the program's text, as written.
+AS_WRITTEN = CanonicalPolicy(normalize_newlines=False, normalize_unicode=False)
 
 
 @dataclass(frozen=True)
@@ -46,7 +51,8 @@ class CallReport:
     cached_tokens: int
     completion_tokens: int
     canonicalized: bool
-    """Whether the text sent differs from the program's text (line endings or Unicode normalization)."""
+    """Whether the text sent differs from the program's text (line endings or Unicode normalization, when the
+    endpoint's ``policy`` asks for them)."""
 
 
 @dataclass
@@ -109,20 +115,21 @@ class _CanonicalView:
 
 
 class CacheAwareEndpoint(RuntimeEndpoint):  # type: ignore[misc]  # sglang ships no type information
-    """``RuntimeEndpoint`` that primes every fork, sends canonical prompt text and reports each call and fork.
+    """``RuntimeEndpoint`` that primes every fork and reports each call and fork.
 
-    Use it where a ``RuntimeEndpoint`` goes: ``sgl.set_default_backend(CacheAwareEndpoint(url))``. ``policy``
-    controls the text normalization (``CanonicalPolicy(normalize_newlines=False, normalize_unicode=False)``
-    sends the program's text as it is); nothing else about a request changes. ``prime_forks=False`` leaves
-    priming to the frontend, for reports on what it does alone. A prime agentcache adds that fails is a warning,
-    and the branches go on unprimed. Reports accumulate for the endpoint's lifetime, until :meth:`reset`.
+    Use it where a ``RuntimeEndpoint`` goes: ``sgl.set_default_backend(CacheAwareEndpoint(url))``. The program's
+    text is sent as it is, unless ``policy`` asks for prose normalization (``CanonicalPolicy()``: line endings and
+    Unicode, outside fenced code), which suits only a program whose text is all its own; nothing else about a
+    request changes. ``prime_forks=False`` leaves priming to the frontend, for reports on what it does alone. A
+    prime agentcache adds that fails is a warning, and the branches go on unprimed. Reports accumulate for the
+    endpoint's lifetime, until :meth:`reset`.
     """
 
     def __init__(
         self, base_url: str, *, policy: CanonicalPolicy | None = None, prime_forks: bool = True, **kwargs: Any
     ) -> None:
         super().__init__(base_url, **kwargs)
-        self.policy = policy or CanonicalPolicy()
+        self.policy = policy or AS_WRITTEN
         self.prime_forks = prime_forks
         self._lock = threading.Lock()
         self._calls: list[CallReport] = []
@@ -157,7 +164,7 @@ class CacheAwareEndpoint(RuntimeEndpoint):  # type: ignore[misc]  # sglang ships
     def canonical(self, text: str) -> str:
         return normalize_prose(text, self.policy)
 
-    # The requests the frontend sends: each goes out with canonical text and its answer is recorded.
+    # The requests the frontend sends: each goes out with the policy's text and its answer is recorded.
 
     def commit_lazy_operations(self, s: Any) -> None:
         self._prime(s.text_, s, "frontend")

@@ -1,4 +1,5 @@
-"""Hypothesis strategies for chat requests with the drift real agents show: shuffled tools and keys, CRLF, NFD."""
+"""Hypothesis strategies for chat requests with the drift real agents show: shuffled tools and keys, CRLF, NFD, code
+fences."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from typing import Any
 import orjson
 from hypothesis import strategies as st
 
-# Prose with the characters canonicalization touches: CR, LF, decomposed accents, trailing blanks.
+FENCES = ["\n```", "\n~~~", "\u1fef"]  # the Greek varia is a backtick in NFC
+# Prose with the characters canonicalization touches: CR, LF, decomposed accents, trailing blanks, and code fences
+# (``` and ~~~ opening at a line's start), inside which nothing is touched.
 prose = st.lists(
-    st.sampled_from([*"abcXYZ {}:,\"'\t\n\r", "\r\n", "e\u0301", "\u00e9", "\u212b", "\u00c5", "\u4e2d"]),
+    st.sampled_from([*"abcXYZ {}:,\"'`~\t\n\r", "\r\n", "e\u0301", "\u00e9", "\u212b", "\u00c5", "\u4e2d", *FENCES]),
     max_size=12,
 ).map("".join)
 names = st.text(alphabet="abcdefghij_", min_size=1, max_size=8)

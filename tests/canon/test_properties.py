@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import unicodedata
@@ -21,8 +22,28 @@ from tests.canon.strategies import requests, shuffled
 CASES = settings(max_examples=500, deadline=None)
 
 
+FENCE = re.compile(r"[ \t]*(`{3,}|~{3,})(.*)")
+
+
 def prose(text: str) -> str:
-    return unicodedata.normalize("NFC", text.replace("\r\n", "\n").replace("\r", "\n"))
+    """LF line endings and NFC, line by line, except on the lines of fenced code blocks, fences included. A line is
+    a fence as it reads in NFC."""
+    out, fence = [], ""
+    for line in re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+", text):
+        bare = unicodedata.normalize("NFC", line.rstrip("\r\n"))
+        if fence:
+            out.append(line)
+            closing = bare.strip(" \t")
+            if len(closing) >= len(fence) and set(closing) == {fence[0]}:
+                fence = ""
+            continue
+        opening = FENCE.fullmatch(bare)
+        if opening and not (opening.group(1)[0] == "`" and "`" in opening.group(2)):
+            out.append(line)
+            fence = opening.group(1)
+        else:
+            out.append(unicodedata.normalize("NFC", line.replace("\r\n", "\n").replace("\r", "\n")))
+    return "".join(out)
 
 
 def schema_meaning(schema: Any) -> Any:
@@ -74,21 +95,18 @@ def tools_meaning(tools: list[dict[str, Any]]) -> list[Any]:
     return segments
 
 
-def block_meaning(block: Any) -> Any:
-    if not isinstance(block, dict):
-        return block
-    if block.get("type") == "text":
+def text_block_meaning(block: Any) -> Any:
+    if isinstance(block, dict) and block.get("type") == "text":
         return {**block, "text": prose(block["text"])}
-    if block.get("type") == "tool_result":
-        return {**block, "content": content_meaning(block["content"])}
-    return block  # thinking blocks stay byte for byte (they are signed); others are data
+    return block
 
 
-def content_meaning(content: Any) -> Any:
+def system_meaning(content: Any) -> Any:
+    """A system prompt: a string or text blocks are prose; any other block is data."""
     if isinstance(content, str):
         return prose(content)
     if isinstance(content, list):
-        return [block_meaning(block) for block in content]
+        return [text_block_meaning(block) for block in content]
     return content
 
 
@@ -100,9 +118,10 @@ def arguments_meaning(text: str) -> Any:
 
 
 def message_meaning(message: dict[str, Any]) -> Any:
+    """A system prompt's content is prose; what the user, the model and tools wrote stays byte for byte."""
     out = dict(message)
-    if "content" in out:
-        out["content"] = content_meaning(out["content"])
+    if "content" in out and out.get("role") in ("system", "developer"):
+        out["content"] = system_meaning(out["content"])
     if "tool_calls" in out:
         out["tool_calls"] = [
             {**call, "function": {**call["function"], "arguments": arguments_meaning(call["function"]["arguments"])}}
@@ -118,7 +137,7 @@ def meaning(request: dict[str, Any]) -> Any:
     if "tools" in out:
         out["tools"] = tools_meaning(out["tools"])
     if "system" in out:
-        out["system"] = content_meaning(out["system"])
+        out["system"] = system_meaning(out["system"])
     if "response_format" in out:
         schema = out["response_format"]["json_schema"]["schema"]
         out["response_format"] = {

@@ -102,16 +102,18 @@ def test_enum_values_are_never_normalized() -> None:
     assert out["tools"][0]["function"]["parameters"]["enum"] == ["e\u0301", "a\r\nb"]
 
 
-def test_prose_line_endings_and_nfc() -> None:
-    out = canonicalize(request(messages=[{"role": "user", "content": "caf\u0065\u0301\r\nline\rend"}]))
-    assert out["messages"][0]["content"] == "caf\u00e9\nline\nend"
+def test_system_prompt_line_endings_and_nfc() -> None:
+    text = "caf\u0065\u0301\r\nline\rend"
+    messages = [{"role": role, "content": text} for role in ("system", "developer", "user", "assistant", "tool")]
+    out = canonicalize(request(messages=messages))
+    assert [m["content"] for m in out["messages"]] == ["caf\u00e9\nline\nend"] * 2 + [text] * 3
 
 
 def test_trailing_whitespace_only_when_asked() -> None:
-    body = request(messages=[{"role": "user", "content": "a  \nb\t"}])
+    body = request(messages=[{"role": "system", "content": "a  \nb\t"}, {"role": "user", "content": "a  \nb\t"}])
     assert canonicalize(body)["messages"][0]["content"] == "a  \nb\t"
     stripped = canonicalize(body, CanonicalPolicy(strip_trailing_whitespace=True))
-    assert stripped["messages"][0]["content"] == "a\nb"
+    assert [m["content"] for m in stripped["messages"]] == ["a\nb", "a  \nb\t"]
 
 
 def test_tool_call_arguments_reserialized_when_json() -> None:
@@ -122,7 +124,17 @@ def test_tool_call_arguments_reserialized_when_json() -> None:
 
 @pytest.mark.parametrize(
     "arguments",
-    ['{"a": 1, "a": 2}', '{"a": 1', "not json", '{"n": 123456789012345678901234567890}', '{"x": 1e999}', "NaN"],
+    [
+        '{"a": 1, "a": 2}',
+        '{"a": 1',
+        "not json",
+        '{"n": 123456789012345678901234567890}',
+        '{"x": 1e999}',
+        "NaN",
+        '{"x": 0.1000000000000000000001}',  # written back as 0.1: another number
+        '{"x": 1e-400}',
+        '{"x": [-0]}',
+    ],
 )
 def test_tool_call_arguments_left_alone_when_canonical_form_would_lose_something(arguments: str) -> None:
     call = {"id": "1", "type": "function", "function": {"name": "f", "arguments": arguments}}
@@ -160,7 +172,7 @@ def test_anthropic_blocks() -> None:
     out = canonicalize(body)
     assert out["system"] == [{"cache_control": {"type": "ephemeral"}, "text": "rules\n", "type": "text"}]
     assert list(out["messages"][0]["content"][0]["input"]) == ["a", "b"]
-    assert out["messages"][1]["content"][0]["content"] == "out\n"
+    assert out["messages"][1]["content"][0]["content"] == "out\r\n"  # a tool's output, as the tool wrote it
 
 
 def test_response_format_schema_is_canonical() -> None:
@@ -295,7 +307,7 @@ def test_volatile_role_must_be_one_that_is_not_a_prefill() -> None:
     ],
 )
 def test_tuples_and_dict_subclasses_are_walked_like_lists_and_dicts(content: Any) -> None:
-    out = canonicalize({"messages": [{"role": "user", "content": content}]})
+    out = canonicalize({"messages": [{"role": "system", "content": content}]})
     assert out["messages"][0]["content"] == [{"text": "a\nb", "type": "text"}]
     assert canonical_json(canonicalize(out)) == canonical_json(out)
 
@@ -304,7 +316,7 @@ def test_str_subclass_content_is_normalized() -> None:
     class Text(str):
         pass
 
-    out = canonicalize({"messages": [{"role": "user", "content": Text("e\u0301")}]})
+    out = canonicalize({"messages": [{"role": "system", "content": Text("e\u0301")}]})
     assert out["messages"][0]["content"] == "\u00e9" and type(out["messages"][0]["content"]) is str
 
 
@@ -403,7 +415,7 @@ def test_an_enum_block_type_is_read_as_its_value() -> None:
     class Kind(enum.Enum):
         TEXT = "text"
 
-    out = canonicalize({"messages": [{"role": "user", "content": [{"type": Kind.TEXT, "text": "a\r\nb"}]}]})
+    out = canonicalize({"messages": [{"role": "system", "content": [{"type": Kind.TEXT, "text": "a\r\nb"}]}]})
     assert out["messages"][0]["content"][0] == {"text": "a\nb", "type": "text"}
     assert canonical_json(canonicalize(out)) == canonical_json(out)
 

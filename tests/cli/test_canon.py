@@ -7,9 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
 from agentcache import canonical_json, canonicalize
+from agentcache.transport.middleware import CacheMiddleware
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "request.json"
 
@@ -36,8 +38,9 @@ def test_reads_stdin() -> None:
     [
         (b"{bad", "-:1:2: not JSON"),
         (b"[1, 2]", "$: the request is an array, not a JSON object"),
-        (b'{"a": 1, "a": 2}', "key 'a' appears twice"),
-        (b'{"messages": [], "t": NaN}', "$.t: nan is not a JSON number"),
+        (b'{"a": 1, "a": 2}', "$.a: the key 'a' appears twice in one object"),
+        (b'{"messages": [], "t": NaN}', "-:1:23: not JSON"),  # NaN is no JSON number (RFC 8259)
+        (b'{"messages": [], "tools": [{"name": "a"}, {"name": "a"}]}', "$.tools[1]: tool name 'a' is already used"),
         (b'{"messages": "x"}', "$.messages: expected an array of messages"),
         (b"\xff\xfe", "- is not UTF-8"),
     ],
@@ -49,6 +52,27 @@ def test_bad_input_exits_2_with_one_line(stdin: bytes, reason: str) -> None:
     lines = result.stderr.decode().splitlines()
     assert len(lines) == 1 and lines[0].startswith("agentcache canon: error: ")
     assert reason in lines[0]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"messages": [], "temperature":0,"temperature":2}',
+        b'{"messages": [{"role": "user", "content": "a", "content": "b"}]}',
+        b'{"messages":[],"seed":123456789012345678901234567890}',
+        b'{"messages": [], "top_p": 0.1000000000000000000001}',
+    ],
+)
+def test_a_body_the_transport_sends_as_it_came_is_refused_for_the_same_reason(body: bytes) -> None:
+    """One reading of bytes everywhere: what the transport will not canonicalize, ``canon`` will not either."""
+    call = CacheMiddleware(server="openai", telemetry=False).begin(
+        httpx.Request("POST", "http://server/v1/chat/completions", content=body)
+    )
+    assert call.request.content == body and call.passthrough is not None
+    result = run("canon", "-", stdin=body)
+    assert result.returncode == 2 and result.stdout == b""
+    reason = call.passthrough.removeprefix("not canonicalized: ")
+    assert result.stderr.decode() == f"agentcache canon: error: {reason}\n"
 
 
 def test_missing_file(tmp_path: Path) -> None:

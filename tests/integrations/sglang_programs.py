@@ -108,7 +108,7 @@ def split_tokens(endpoint: CacheAwareEndpoint) -> dict[str, list[int]]:
 
 def main(url: str) -> None:
     aware = CacheAwareEndpoint(url)
-    as_sent = CacheAwareEndpoint(url, policy=CanonicalPolicy(normalize_newlines=False, normalize_unicode=False))
+    normalizing = CacheAwareEndpoint(url, policy=CanonicalPolicy())
     plain = RuntimeEndpoint(url)
     lf, crlf = "You are a careful planner.\nThink step by step.", "You are a careful planner.\r\nThink step by step."
     stamped = "You are a careful planner. Now: 2026-11-30T07:{:02d}:00Z."
@@ -130,7 +130,7 @@ def main(url: str) -> None:
     aware.flush_cache()
     out["stream"] = run(aware, tree, system=lf, width=3, depth=1, stream=True)
 
-    for name, endpoint in (("canonical", aware), ("as_sent", as_sent)):
+    for name, endpoint in (("canonical", normalizing), ("as_sent", aware)):
         aware.flush_cache()
         run(endpoint, tree, system=lf, width=2, depth=1)
         out[name] = run(endpoint, tree, system=crlf, width=2, depth=1)

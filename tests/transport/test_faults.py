@@ -369,6 +369,10 @@ PASSTHROUGH: dict[str, tuple[bytes, Callable[[str], bool]]] = {
         lambda reason: reason == _refusal(DUPLICATE_TOOLS, DuplicateToolError),
     ),
     "too-deep": (json.dumps(TOO_DEEP).encode(), lambda reason: reason == _refusal(TOO_DEEP, NestingTooDeepError)),
+    "number-a-parse-changes": (
+        b'{"messages": [], "seed": 123456789012345678901234567890}',
+        lambda reason: reason.startswith("not canonicalized: $.seed: the number 123456789012345678901234567890 "),
+    ),
 }
 
 
