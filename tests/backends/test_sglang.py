@@ -21,7 +21,7 @@ from agentcache.usage import CacheUsage
 from tests.backends import stable_text
 from tests.conftest import EngineInfo
 
-GREEDY = {"max_new_tokens": 2, "temperature": 0}
+GREEDY = {"max_new_tokens": 2, "temperature": 0, "ignore_eos": True}  # exactly 2 tokens, whatever the model says
 
 
 def fresh(label: str) -> str:

@@ -30,7 +30,7 @@ def _spans(node: Node) -> list[tuple[int, int, Any]]:
     return found
 
 
-@settings(max_examples=100)
+@settings(max_examples=100, deadline=None)
 @given(value=_VALUES, indent=st.sampled_from([None, 0, 2, "\t"]), ascii_only=st.booleans())
 def test_values_and_spans_match_the_stdlib(value: Any, indent: int | str | None, ascii_only: bool) -> None:
     text = json.dumps(value, indent=indent, ensure_ascii=ascii_only)

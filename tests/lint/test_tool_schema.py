@@ -210,7 +210,7 @@ def _tool_files(draw: st.DrawFn) -> tuple[list[Any], int | None]:
     return tools, draw(st.sampled_from([None, 2, 4]))
 
 
-@settings(max_examples=50, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(drawn=_tool_files())
 def test_fix_is_canonicalize_and_leaves_nothing_to_report(tmp_path: Path, drawn: tuple[list[Any], int | None]) -> None:
     tools, indent = drawn

@@ -11,7 +11,7 @@ import asyncio
 
 import orjson
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentcache.errors import InputError
@@ -26,6 +26,7 @@ def prefixes(seq: tuple[int, ...]) -> set[tuple[int, ...]]:
     return {seq[:i] for i in range(1, len(seq) + 1)}
 
 
+@settings(deadline=None)
 @given(st.lists(tokens, max_size=12))
 def test_trie_size_counts_distinct_prefixes(sequences: list[list[int]]) -> None:
     expected: set[tuple[int, ...]] = set()
@@ -37,6 +38,7 @@ def test_trie_size_counts_distinct_prefixes(sequences: list[list[int]]) -> None:
 requests = st.lists(st.tuples(tokens, tokens, st.sampled_from(["prime", "branch", "judge"])), max_size=10)
 
 
+@settings(deadline=None)
 @given(requests)
 def test_lower_bound_is_unique_prompt_tokens_less_decoded_ones(reqs: list[tuple[list[int], list[int], str]]) -> None:
     exchanges = [Exchange(kind, tuple(p), tuple(o), len(p), 0) for p, o, kind in reqs]  # type: ignore[arg-type]
