@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-__all__ = ["Cell", "Colorer", "Counted", "Totals", "cell", "hit_ratio", "ratio", "table", "totals"]
+__all__ = ["Cell", "Colorer", "Counted", "Totals", "cell", "count", "hit_ratio", "ratio", "table", "totals"]
 
 
 def hit_ratio(cached: int | None, prompt: int | None) -> float | None:
@@ -20,6 +20,11 @@ def hit_ratio(cached: int | None, prompt: int | None) -> float | None:
     if cached is None or not prompt:
         return None
     return cached / prompt
+
+
+def count(number: int, noun: str) -> str:
+    """``1 turn``, ``2 turns``: a count with its noun, thousands separated, plural unless it is exactly one."""
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
 
 
 def ratio(part: float, whole: float) -> float:

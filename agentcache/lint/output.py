@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 from agentcache import __version__
 from agentcache.lint.core import UNPARSABLE, Finding, LintResult, Rule, rules
+from agentcache.totals import count
 
 FORMATS = ("text", "json", "sarif")
 #: Where the schema of the SARIF this module writes is published (OASIS SARIF 2.1.0, errata 01).
@@ -50,15 +51,15 @@ def to_text(result: LintResult, paint: Paint = _plain) -> str:
     for finding in result.findings:
         lines.append(f"{paint(_where(finding), 'bold')}: {paint(finding.code, 'red')} {finding.message}")
         lines.append(f"  {paint('help:', 'cyan')} {finding.hint}")
-    files = _count(result.files, "file")
+    files = count(result.files, "file")
     if result.fixed:
         total = len(result.fixed) + len(result.findings)
         lines.append(
-            f"Found {_count(total, 'finding')} in {files}: {len(result.fixed)} fixed, {len(result.findings)} "
+            f"Found {count(total, 'finding')} in {files}: {len(result.fixed)} fixed, {len(result.findings)} "
             f"remaining (rewrote {', '.join(result.rewritten)})."
         )
     elif result.findings:
-        lines.append(f"Found {_count(len(result.findings), 'finding')} in {files}.")
+        lines.append(f"Found {count(len(result.findings), 'finding')} in {files}.")
     else:
         lines.append(f"All checks passed ({files} checked).")
     return "\n".join(lines) + "\n"
@@ -160,6 +161,3 @@ def _uri(path: str) -> str:
 def _where(finding: Finding) -> str:
     return f"{finding.path}:{finding.line}:{finding.column}"
 
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
