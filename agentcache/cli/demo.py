@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 from agentcache.cli.explain import cause_color
+from agentcache.cli.options import positive_int
 from agentcache.cli.style import Style
 from agentcache.demo.live import run_live
 from agentcache.demo.scenario import session
@@ -30,21 +31,14 @@ def register(commands: Any) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
         "demo", help="replay a drifting coding-agent session through modelled caches", description=__doc__
     )
-    parser.add_argument("--turns", type=_positive, default=None, help="turns in the session (default 10; 6 live)")
+    parser.add_argument("--turns", type=positive_int, default=None, help="turns in the session (default 10; 6 live)")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format")
     live = parser.add_argument_group("against a real engine")
     live.add_argument("--server", metavar="URL", help="send the session to this SGLang, vLLM or llama-server")
     live.add_argument("--engine", choices=("sglang", "vllm", "llama.cpp"), help="the server's kind (default: asked)")
     live.add_argument("--model-dir", metavar="DIR", help="the model folder the server loads: exact predictions")
-    live.add_argument("--block-size", type=_positive, default=16, help="vLLM's --block-size (default 16)")
+    live.add_argument("--block-size", type=positive_int, default=16, help="vLLM's --block-size (default 16)")
     parser.set_defaults(run=run)
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:

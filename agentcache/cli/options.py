@@ -3,11 +3,28 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from agentcache.cache.options import CACHE_KINDS, CacheKind, CacheOptions
 from agentcache.cli.style import Progress
 from agentcache.drift.trace import Trace
+
+
+def help_text(text: str | None) -> str | None:
+    """A module docstring as --help shows it: reStructuredText's ``literal`` quotes dropped."""
+    return None if text is None else re.sub(r"``(.*?)``", r"\1", text, flags=re.DOTALL)
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1, with a message that says so."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def add_trace_options(parser: argparse.ArgumentParser) -> None:
