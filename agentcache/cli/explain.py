@@ -12,11 +12,12 @@ from agentcache.cli.options import (
     add_cache_options,
     add_trace_options,
     cache_options,
+    load_trace,
     long_trace_progress,
     report_problems,
 )
 from agentcache.cli.style import Style
-from agentcache.drift import explain, read_trace
+from agentcache.drift import TurnReport, explain
 from agentcache.drift.summary import Summary, summarize
 from agentcache.totals import table
 
@@ -34,7 +35,7 @@ def register(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    trace = read_trace(args.trace)
+    trace = load_trace("explain", args.trace)
     options = cache_options(args, args.cache)
     reports = explain(trace, args.tokenizer, options, progress=long_trace_progress("explain", len(trace.records)))
     summary = summarize(reports)
@@ -65,11 +66,13 @@ def run(args: argparse.Namespace) -> int:
                 r.canonical_cached,
                 r.wasted_tokens,
                 r.cause,
+                broke_at(r),
                 r.detail,
             )
             for r in reports
         ]
-        header = ("session", "turn", "prompt", "cached", "reported", "canonical", "wasted", "cause", "detail")
+        header = ("session", "turn", "prompt", "cached", "reported", "canonical", "wasted", "cause", "broke at")
+        header += ("detail",)
         print(table(header, rows, Style(sys.stdout), {7: cause_color}))
         print()
         print(summary_text(summary, f"{options.kind} model, simulated on the client; tokenizer {args.tokenizer}"))
@@ -79,6 +82,12 @@ def run(args: argparse.Namespace) -> int:
 def cause_color(cause: object) -> str | None:
     """Green for an unbroken turn, dim for a session's first, yellow below a hosted minimum, red for drift."""
     return {"none": "green", "new_session": "dim", "below_minimum": "yellow"}.get(str(cause), "red")
+
+
+def broke_at(report: TurnReport) -> str | None:
+    """Where the prefix broke: the JSON path of the first differing value and the index of its first token."""
+    where = report.divergence
+    return None if where is None else f"{where.path} @ token {where.token_index:,}"
 
 
 def summary_text(summary: Summary, model: str) -> str:

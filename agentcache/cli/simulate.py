@@ -13,10 +13,11 @@ from agentcache.cli.options import (
     add_cache_options,
     add_trace_options,
     cache_options,
+    load_trace,
     report_problems,
 )
 from agentcache.cli.style import Style
-from agentcache.drift.trace import Trace, read_trace
+from agentcache.drift.trace import Trace
 from agentcache.predict.prompt import PromptTokenizer
 from agentcache.predict.replay import Replay
 from agentcache.tokens import get_tokenizer
@@ -73,7 +74,7 @@ def ratio_color(value: object) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    trace = read_trace(args.trace)
+    trace = load_trace("simulate", args.trace)
     prompts = PromptTokenizer(get_tokenizer(args.tokenizer))
     kinds = CACHE_KINDS if args.cache == "all" else (args.cache,)
     modes = (False, True) if args.canonicalize else (False,)

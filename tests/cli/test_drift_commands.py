@@ -65,9 +65,12 @@ def test_explain_text_table(trace: Path) -> None:
         "canonical",
         "wasted",
         "cause",
+        "broke",
+        "at",
         "detail",
     ]
     assert "volatile_value" in lines[2] and "timestamp in the system prompt" in lines[2]
+    assert "$.system" in lines[2] or "$.messages[0]" in lines[2]
     assert any(line.startswith("predicted cached:") for line in lines)
     assert any("simulated on the client" in line for line in lines)
 
