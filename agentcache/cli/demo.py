@@ -10,7 +10,7 @@ import sys
 import time
 from typing import Any
 
-from agentcache.cli.explain import cause_color
+from agentcache.cli.explain import cause_color, saving
 from agentcache.cli.options import positive_int
 from agentcache.cli.style import Style
 from agentcache.demo.live import run_live
@@ -90,11 +90,19 @@ def run(args: argparse.Namespace) -> int:
         totals = _totals(drift_reports, ideal_reports)
         print(
             f"{LABELS[name]:>16}: hit ratio raw {totals['raw_hit_ratio']:.1%}, canonicalized "
-            f"{totals['canonical_hit_ratio']:.1%}, ideal {totals['ideal_hit_ratio']:.1%}; canonicalization saves "
-            f"{totals['prefill_saved']:,} prefill tokens ({totals['canonical_of_ideal']:.1%} of the ideal reuse)"
+            f"{totals['canonical_hit_ratio']:.1%}, ideal {totals['ideal_hit_ratio']:.1%}; {_saved(totals)}"
         )
     print(f"\ndone in {time.perf_counter() - started:.1f} s")
     return 0
+
+
+def _saved(totals: dict[str, Any]) -> str:
+    """What canonicalization did to prefill, against the reuse the session allows (none in one turn)."""
+    saved = totals["prefill_saved"]
+    text = f"canonicalization saves {saved:,} prefill tokens" if saved >= 0 else saving(saved)
+    if not totals["ideal_cached"]:
+        return f"{text} (no reuse is possible: nothing is sent twice)"
+    return f"{text} ({totals['canonical_of_ideal']:.1%} of the ideal reuse)"
 
 
 def _totals(drift_reports: list[TurnReport], ideal_reports: list[TurnReport]) -> dict[str, Any]:
@@ -153,8 +161,8 @@ def _live(args: argparse.Namespace, started: float) -> int:
     print(table(header, rows, Style(sys.stdout), {6: cause_color}))
     raw, canon = totals["raw"], totals["canonical"]
     print(
-        f"\nhit ratio raw {raw['hit_ratio']:.1%}, canonicalized {canon['hit_ratio']:.1%}; canonicalization saved "
-        f"{canon['reported_cached'] - raw['reported_cached']:,} prefill tokens"
+        f"\nhit ratio raw {raw['hit_ratio']:.1%}, canonicalized {canon['hit_ratio']:.1%}; "
+        f"{saving(canon['reported_cached'] - raw['reported_cached'])}"
     )
     print(
         f"predicted == server-reported on {raw['exact_turns'] + canon['exact_turns']} of "

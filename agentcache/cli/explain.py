@@ -11,6 +11,7 @@ from agentcache.cache.options import CACHE_KINDS
 from agentcache.cli.options import (
     add_cache_options,
     add_trace_options,
+    anthropic_note,
     cache_options,
     load_trace,
     long_trace_progress,
@@ -19,7 +20,7 @@ from agentcache.cli.options import (
 from agentcache.cli.style import Style
 from agentcache.drift import TurnReport, explain
 from agentcache.drift.summary import Summary, summarize
-from agentcache.totals import table
+from agentcache.totals import count, table
 
 SCHEMA = "agentcache.explain/2"
 
@@ -76,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
         print(table(header, rows, Style(sys.stdout), {7: cause_color}))
         print()
         print(summary_text(summary, f"{options.kind} model, simulated on the client; tokenizer {args.tokenizer}"))
+        note = anthropic_note((options.kind,), trace)
+        if note:
+            print(note)
     return report_problems("explain", args.trace, trace)
 
 
@@ -90,9 +94,16 @@ def broke_at(report: TurnReport) -> str | None:
     return None if where is None else f"{where.path} @ token {where.token_index:,}"
 
 
+def saving(tokens: int) -> str:
+    """What canonicalization changes in prefill: a saving, or a cost when it would cache less."""
+    if tokens < 0:
+        return f"canonicalization cost {-tokens:,} prefill tokens"
+    return f"{tokens:,} prefill tokens saved"
+
+
 def summary_text(summary: Summary, model: str) -> str:
     lines = [
-        f"{summary.turns} turns in {summary.sessions} sessions, "
+        f"{count(summary.turns, 'turn')} in {count(summary.sessions, 'session')}, "
         f"{summary.predicted_prompt_tokens:,} prompt tokens ({model})",
         f"predicted cached: {summary.predicted_cached:,} ({summary.hit_ratio:.1%})",
     ]
@@ -102,7 +113,7 @@ def summary_text(summary: Summary, model: str) -> str:
     lines.append(f"wasted (prefilled again after drift): {summary.wasted_tokens:,} tokens")
     lines.append(
         f"canonicalized: {summary.canonical_cached:,} cached ({summary.canonical_hit_ratio:.1%}), "
-        f"{summary.saved_by_canonicalization:,} prefill tokens saved"
+        f"{saving(summary.saved_by_canonicalization)}"
     )
     if summary.wasted_by_cause:
         ranked = ", ".join(f"{cause} {tokens:,}" for cause, tokens in summary.wasted_by_cause.items())

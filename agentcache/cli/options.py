@@ -6,6 +6,7 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Collection
 from pathlib import Path
 
 from agentcache.cache.options import CACHE_KINDS, CacheKind, CacheOptions
@@ -51,6 +52,23 @@ def load_trace(command: str, path: str) -> Trace:
     if not trace.records and not trace.problems:
         print(f"agentcache {command}: warning: {name} holds no requests; nothing to analyse", file=sys.stderr)
     return trace
+
+
+def has_breakpoint(value: object) -> bool:
+    """Whether a request marks a ``cache_control`` breakpoint anywhere (tools, system blocks, content blocks)."""
+    if isinstance(value, dict):
+        return "cache_control" in value or any(has_breakpoint(v) for v in value.values())
+    if isinstance(value, list):
+        return any(has_breakpoint(v) for v in value)
+    return False
+
+
+def anthropic_note(kinds: Collection[str], trace: Trace) -> str | None:
+    """Why the Anthropic model caches nothing, when it does not: it caches only up to breakpoints, and no request
+    of the trace marked one."""
+    if "anthropic" not in kinds or not trace.records or any(has_breakpoint(r.request) for r in trace.records):
+        return None
+    return "note: Anthropic caches only up to cache_control breakpoints, and no request here has one: hence 0% cached"
 
 
 def add_trace_options(parser: argparse.ArgumentParser) -> None:

@@ -12,6 +12,7 @@ from agentcache.cache.options import CACHE_KINDS
 from agentcache.cli.options import (
     add_cache_options,
     add_trace_options,
+    anthropic_note,
     cache_options,
     load_trace,
     report_problems,
@@ -115,4 +116,7 @@ def run(args: argparse.Namespace) -> int:
         header = ("cache", "requests as", "requests", "prompt tokens", "cached tokens", "hit ratio")
         print(table(header, rows, Style(sys.stdout), {5: ratio_color}))
         print("\ncaches are simulated on the client from each server's documented rules")
+        note = anthropic_note(kinds, trace)
+        if note:
+            print(note)
     return report_problems("simulate", args.trace, trace)
