@@ -12,7 +12,7 @@ from typing import Any
 
 from agentcache.cli.explain import cause_color, saving
 from agentcache.cli.options import positive_int
-from agentcache.cli.style import Style
+from agentcache.cli.style import Style, fit, terminal_width
 from agentcache.demo.live import run_live
 from agentcache.demo.scenario import session
 from agentcache.drift import CacheOptions, TurnReport, explain
@@ -56,11 +56,8 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(_json(results), indent=2))
         return 0
-    print("agentcache demo: a coding agent's session (2,000-token system prompt, 1,500 tokens of tools, 6,000 tokens")
-    print("of repository context, ~500 tokens of tool output per turn) with the drift real agents show: tools from")
-    print("a set, a timestamp in the system prompt, schema keys in varying order. Each request is replayed raw and")
-    print("canonicalized. The caches are SIMULATED ON THE CLIENT (agentcache's models of each server's rules);")
-    print("no server is contacted. Tokenizer: o200k_base.\n")
+    width = terminal_width()
+    print(fit(INTRO, width) + "\n")
     raw = results["sglang"][0]
     rows = []
     for index, report in enumerate(raw):
@@ -76,24 +73,34 @@ def run(args: argparse.Namespace) -> int:
     header = [
         "turn",
         "prompt",
-        "sglang ideal",
-        "sglang raw",
-        "sglang canon",
-        "vllm ideal",
-        "vllm raw",
-        "vllm canon",
-        "why raw missed",
+        "sglang\nideal",
+        "sglang\nraw",
+        "sglang\ncanon",
+        "vllm\nideal",
+        "vllm\nraw",
+        "vllm\ncanon",
+        "why raw\nmissed",
     ]
-    print(table(header, rows, Style(sys.stdout), {8: cause_color}))
+    print(table(header, rows, Style(sys.stdout), {8: cause_color}, width))
     print("\ncached tokens per turn; ideal = the same session without drift\n")
     for name, (drift_reports, ideal_reports) in results.items():
         totals = _totals(drift_reports, ideal_reports)
-        print(
+        line = (
             f"{LABELS[name]:>16}: hit ratio raw {totals['raw_hit_ratio']:.1%}, canonicalized "
             f"{totals['canonical_hit_ratio']:.1%}, ideal {totals['ideal_hit_ratio']:.1%}; {_saved(totals)}"
         )
+        print(fit(line, width, indent=18))
     print(f"\ndone in {time.perf_counter() - started:.1f} s")
     return 0
+
+
+INTRO = (
+    "agentcache demo: a coding agent's session (2,000-token system prompt, 1,500 tokens of tools, 6,000 tokens\n"
+    "of repository context, ~500 tokens of tool output per turn) with the drift real agents show: tools from\n"
+    "a set, a timestamp in the system prompt, schema keys in varying order. Each request is replayed raw and\n"
+    "canonicalized. The caches are SIMULATED ON THE CLIENT (agentcache's models of each server's rules);\n"
+    "no server is contacted. Tokenizer: o200k_base."
+)
 
 
 def _saved(totals: dict[str, Any]) -> str:
@@ -157,8 +164,8 @@ def _live(args: argparse.Namespace, started: float) -> int:
          canon.predicted_cached, raw.cause]
         for raw, canon in zip(result.raw, result.canonical, strict=True)
     ]
-    header = ["turn", "prompt", "raw server", "raw predicted", "canon server", "canon predicted", "why raw missed"]
-    print(table(header, rows, Style(sys.stdout), {6: cause_color}))
+    header = ["turn", "prompt", "raw\nserver", "raw\npredicted", "canon\nserver", "canon\npredicted", "why raw\nmissed"]
+    print(table(header, rows, Style(sys.stdout), {6: cause_color}, terminal_width()))
     raw, canon = totals["raw"], totals["canonical"]
     print(
         f"\nhit ratio raw {raw['hit_ratio']:.1%}, canonicalized {canon['hit_ratio']:.1%}; "

@@ -17,7 +17,7 @@ from agentcache.cli.options import (
     long_trace_progress,
     report_problems,
 )
-from agentcache.cli.style import Style
+from agentcache.cli.style import Style, fit, terminal_width
 from agentcache.drift import TurnReport, explain
 from agentcache.drift.summary import Summary, summarize
 from agentcache.totals import count, table
@@ -67,19 +67,19 @@ def run(args: argparse.Namespace) -> int:
                 r.canonical_cached,
                 r.wasted_tokens,
                 r.cause,
-                broke_at(r),
-                r.detail,
+                detail(r),
             )
             for r in reports
         ]
-        header = ("session", "turn", "prompt", "cached", "reported", "canonical", "wasted", "cause", "broke at")
-        header += ("detail",)
-        print(table(header, rows, Style(sys.stdout), {7: cause_color}))
+        header = ("session", "turn", "prompt", "cached", "reported", "canonical", "wasted", "cause", "detail")
+        width = terminal_width()
+        print(table(header, rows, Style(sys.stdout), {7: cause_color}, width))
         print()
-        print(summary_text(summary, f"{options.kind} model, simulated on the client; tokenizer {args.tokenizer}"))
+        text = summary_text(summary, f"{options.kind} model, simulated on the client; tokenizer {args.tokenizer}")
+        print("\n".join(fit(line, width, indent=4) for line in text.splitlines()))
         note = anthropic_note((options.kind,), trace)
         if note:
-            print(note)
+            print(fit(note, width, indent=4))
     return report_problems("explain", args.trace, trace)
 
 
@@ -88,10 +88,11 @@ def cause_color(cause: object) -> str | None:
     return {"none": "green", "new_session": "dim", "below_minimum": "yellow"}.get(str(cause), "red")
 
 
-def broke_at(report: TurnReport) -> str | None:
-    """Where the prefix broke: the JSON path of the first differing value and the index of its first token."""
+def detail(report: TurnReport) -> str:
+    """Where the prefix broke (the JSON path of the first differing value and the index of its first token), then
+    why."""
     where = report.divergence
-    return None if where is None else f"{where.path} @ token {where.token_index:,}"
+    return report.detail if where is None else f"at {where.path}, token {where.token_index:,}: {report.detail}"
 
 
 def saving(tokens: int) -> str:

@@ -17,7 +17,7 @@ from agentcache.cli.options import (
     load_trace,
     report_problems,
 )
-from agentcache.cli.style import Style
+from agentcache.cli.style import Style, fit, terminal_width
 from agentcache.drift.trace import Trace
 from agentcache.predict.prompt import PromptTokenizer
 from agentcache.predict.replay import Replay
@@ -114,9 +114,10 @@ def run(args: argparse.Namespace) -> int:
             for r in results
         ]
         header = ("cache", "requests as", "requests", "prompt tokens", "cached tokens", "hit ratio")
-        print(table(header, rows, Style(sys.stdout), {5: ratio_color}))
+        width = terminal_width()
+        print(table(header, rows, Style(sys.stdout), {5: ratio_color}, width))
         print("\ncaches are simulated on the client from each server's documented rules")
         note = anthropic_note(kinds, trace)
         if note:
-            print(note)
+            print(fit(note, width, indent=4))
     return report_problems("simulate", args.trace, trace)

@@ -65,8 +65,6 @@ def test_explain_text_table(trace: Path) -> None:
         "canonical",
         "wasted",
         "cause",
-        "broke",
-        "at",
         "detail",
     ]
     assert "volatile_value" in lines[2] and "timestamp in the system prompt" in lines[2]
