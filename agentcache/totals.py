@@ -7,12 +7,13 @@ reported both its prompt and its cached tokens, beside the model's predictions o
 
 from __future__ import annotations
 
+import textwrap
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-__all__ = ["Cell", "Colorer", "Counted", "Totals", "cell", "hit_ratio", "ratio", "table", "totals"]
+__all__ = ["Cell", "Colorer", "Counted", "Totals", "cell", "count", "hit_ratio", "ratio", "table", "totals"]
 
 
 def hit_ratio(cached: int | None, prompt: int | None) -> float | None:
@@ -20,6 +21,11 @@ def hit_ratio(cached: int | None, prompt: int | None) -> float | None:
     if cached is None or not prompt:
         return None
     return cached / prompt
+
+
+def count(number: int, noun: str) -> str:
+    """``1 turn``, ``2 turns``: a count with its noun, thousands separated, plural unless it is exactly one."""
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
 
 
 def ratio(part: float, whole: float) -> float:
@@ -97,22 +103,49 @@ def table(
     rows: Sequence[Sequence[Cell]],
     paint: Callable[[str, str | None], str] | None = None,
     colors: Mapping[int, Colorer] | None = None,
+    width: int | None = None,
 ) -> str:
-    """Rows under a header; a column is right-aligned when its cells are numbers. With ``paint`` (a terminal
-    style), the header is bold and ``colors`` paints cells by column index; colour goes around the padded text,
-    so columns stay aligned."""
+    """Rows under a header; a column is right-aligned when its cells are numbers. A header cell may hold a newline,
+    to stack its words. With ``paint`` (a terminal style), the header is bold and ``colors`` paints cells by column
+    index; colour goes around the padded text, so columns stay aligned.
+
+    With ``width``, the last column (the free text) is wrapped to fit: in its own column when at least
+    :data:`MIN_WRAP` characters are left for it, else on indented lines under its row."""
     colour = paint or (lambda text, color: text)
     colors = colors or {}
     text = [[cell(value) for value in row] for row in rows]
+    heads = [h.split("\n") for h in header]
+    depth = max(len(h) for h in heads)
+    heads = [[""] * (depth - len(h)) + h for h in heads]  # stacked words sit on the bottom line
     numeric = [all(isinstance(row[i], (int, float)) or row[i] is None for row in rows) for i in range(len(header))]
-    widths = [max([len(header[i])] + [len(row[i]) for row in text]) for i in range(len(header))]
+    widths = [max([len(w) for w in heads[i]] + [len(row[i]) for row in text]) for i in range(len(header))]
+    last = len(header) - 1
+    room = None if width is None else width - sum(widths[:last]) - 2 * last
+    below = room is not None and room < MIN_WRAP and widths[last] > max(room, 0)
+    if room is not None and not below and widths[last] > room:
+        widths[last] = room
 
-    def line(cells: Sequence[str], values: Sequence[Cell] | None) -> str:
+    def line(cells: Sequence[str], values: Sequence[Cell] | None, plain: bool = False) -> str:
         parts = []
         for i, (c, w, num) in enumerate(zip(cells, widths, numeric, strict=True)):
             padded = c.rjust(w) if num else c.ljust(w)
-            color = "bold" if values is None else (colors[i](values[i]) if i in colors else None)
+            color = None if plain else "bold" if values is None else (colors[i](values[i]) if i in colors else None)
             parts.append(colour(padded, color) if i < len(cells) - 1 else colour(padded.rstrip(), color))
         return "  ".join(parts).rstrip()
 
-    return "\n".join([line(list(header), None), *(line(row, values) for row, values in zip(text, rows, strict=True))])
+    out = [line([h[k] for h in heads[:last]] + ["" if below else heads[last][k]], None) for k in range(depth)]
+    for row, values in zip(text, rows, strict=True):
+        if width is None or (len(row[last]) <= widths[last] and not below):
+            out.append(line(row, values))
+        elif below:
+            out.append(line([*row[:last], ""], values))
+            out += textwrap.wrap(row[last], max(width - 4, MIN_WRAP), initial_indent="    ", subsequent_indent="    ")
+        else:
+            pieces = textwrap.wrap(row[last], widths[last]) or [""]
+            out.append(line([*row[:last], pieces[0]], values))
+            out += [line([""] * last + [piece], None, plain=True) for piece in pieces[1:]]
+    return "\n".join(out)
+
+
+#: The narrowest the free-text column of a table is wrapped to; with less room it goes under its row.
+MIN_WRAP = 24

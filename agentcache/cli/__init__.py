@@ -8,10 +8,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from agentcache import __version__
 from agentcache.cli import canon, demo, explain, lint, report, simulate
+from agentcache.cli.options import help_text
 from agentcache.errors import AgentCacheError
 
 COMMANDS = (demo, explain, simulate, lint, canon, report)
@@ -19,7 +20,13 @@ EXIT_USAGE = 2
 
 
 class _Parser(argparse.ArgumentParser):
-    """Usage errors in one line, as every other error of the CLI (subcommands inherit the class)."""
+    """Usage errors in one line, as every other error of the CLI (subcommands inherit the class). Descriptions
+    come from module docstrings: their reStructuredText quotes are dropped for --help."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["description"] = help_text(kwargs.get("description"))
+        kwargs["epilog"] = help_text(kwargs.get("epilog"))
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}; see {self.prog} --help\n")

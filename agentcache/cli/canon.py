@@ -11,7 +11,12 @@ import orjson
 
 from agentcache.canon import CanonicalPolicy, canonical_json, canonicalize
 from agentcache.canon.lossless import check_parse
-from agentcache.errors import InputError
+from agentcache.errors import BodyTooLargeError, InputError, NestingTooDeepError, RequestError
+
+#: What the command takes, said in its errors instead of the library's advice to Python callers.
+USAGE = 'pass one chat request body (a JSON object with a "messages" array) as FILE, or - to read it from stdin'
+
+_JSON_TYPES = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean"}
 
 
 def register(commands: Any) -> None:
@@ -38,7 +43,17 @@ def run(args: argparse.Namespace) -> int:
         relocate_volatile=args.relocate_volatile,
     )
     request = load_json(args.file)
-    sys.stdout.buffer.write(canonical_json(canonicalize(request, policy)) + b"\n")
+    if not isinstance(request, dict):
+        raise InputError(f"$: the request is {_JSON_TYPES.get(type(request), 'a value')}, not a JSON object; {USAGE}")
+    if "messages" not in request:
+        raise InputError(f'$: not a chat request, it has no "messages" array; {USAGE}')
+    try:
+        canonical = canonicalize(request, policy)
+    except (BodyTooLargeError, NestingTooDeepError) as exc:
+        raise InputError(f"{exc.path}: {exc.problem}; agentcache would send this request as it is") from None
+    except RequestError as exc:
+        raise InputError(f"{exc.path}: {exc.problem}; fix that value and run again") from None
+    sys.stdout.buffer.write(canonical_json(canonical) + b"\n")
     return 0
 
 

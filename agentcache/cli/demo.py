@@ -10,8 +10,9 @@ import sys
 import time
 from typing import Any
 
-from agentcache.cli.explain import cause_color
-from agentcache.cli.style import Style
+from agentcache.cli.explain import cause_color, saving
+from agentcache.cli.options import positive_int
+from agentcache.cli.style import Style, fit, terminal_width
 from agentcache.demo.live import run_live
 from agentcache.demo.scenario import session
 from agentcache.drift import CacheOptions, TurnReport, explain
@@ -30,21 +31,14 @@ def register(commands: Any) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
         "demo", help="replay a drifting coding-agent session through modelled caches", description=__doc__
     )
-    parser.add_argument("--turns", type=_positive, default=None, help="turns in the session (default 10; 6 live)")
+    parser.add_argument("--turns", type=positive_int, default=None, help="turns in the session (default 10; 6 live)")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format")
     live = parser.add_argument_group("against a real engine")
     live.add_argument("--server", metavar="URL", help="send the session to this SGLang, vLLM or llama-server")
     live.add_argument("--engine", choices=("sglang", "vllm", "llama.cpp"), help="the server's kind (default: asked)")
     live.add_argument("--model-dir", metavar="DIR", help="the model folder the server loads: exact predictions")
-    live.add_argument("--block-size", type=_positive, default=16, help="vLLM's --block-size (default 16)")
+    live.add_argument("--block-size", type=positive_int, default=16, help="vLLM's --block-size (default 16)")
     parser.set_defaults(run=run)
-
-
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,11 +56,8 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(_json(results), indent=2))
         return 0
-    print("agentcache demo: a coding agent's session (2,000-token system prompt, 1,500 tokens of tools, 6,000 tokens")
-    print("of repository context, ~500 tokens of tool output per turn) with the drift real agents show: tools from")
-    print("a set, a timestamp in the system prompt, schema keys in varying order. Each request is replayed raw and")
-    print("canonicalized. The caches are SIMULATED ON THE CLIENT (agentcache's models of each server's rules);")
-    print("no server is contacted. Tokenizer: o200k_base.\n")
+    width = terminal_width()
+    print(fit(INTRO, width) + "\n")
     raw = results["sglang"][0]
     rows = []
     for index, report in enumerate(raw):
@@ -82,25 +73,43 @@ def run(args: argparse.Namespace) -> int:
     header = [
         "turn",
         "prompt",
-        "sglang ideal",
-        "sglang raw",
-        "sglang canon",
-        "vllm ideal",
-        "vllm raw",
-        "vllm canon",
-        "why raw missed",
+        "sglang\nideal",
+        "sglang\nraw",
+        "sglang\ncanon",
+        "vllm\nideal",
+        "vllm\nraw",
+        "vllm\ncanon",
+        "why raw\nmissed",
     ]
-    print(table(header, rows, Style(sys.stdout), {8: cause_color}))
+    print(table(header, rows, Style(sys.stdout), {8: cause_color}, width))
     print("\ncached tokens per turn; ideal = the same session without drift\n")
     for name, (drift_reports, ideal_reports) in results.items():
         totals = _totals(drift_reports, ideal_reports)
-        print(
+        line = (
             f"{LABELS[name]:>16}: hit ratio raw {totals['raw_hit_ratio']:.1%}, canonicalized "
-            f"{totals['canonical_hit_ratio']:.1%}, ideal {totals['ideal_hit_ratio']:.1%}; canonicalization saves "
-            f"{totals['prefill_saved']:,} prefill tokens ({totals['canonical_of_ideal']:.1%} of the ideal reuse)"
+            f"{totals['canonical_hit_ratio']:.1%}, ideal {totals['ideal_hit_ratio']:.1%}; {_saved(totals)}"
         )
+        print(fit(line, width, indent=18))
     print(f"\ndone in {time.perf_counter() - started:.1f} s")
     return 0
+
+
+INTRO = (
+    "agentcache demo: a coding agent's session (2,000-token system prompt, 1,500 tokens of tools, 6,000 tokens\n"
+    "of repository context, ~500 tokens of tool output per turn) with the drift real agents show: tools from\n"
+    "a set, a timestamp in the system prompt, schema keys in varying order. Each request is replayed raw and\n"
+    "canonicalized. The caches are SIMULATED ON THE CLIENT (agentcache's models of each server's rules);\n"
+    "no server is contacted. Tokenizer: o200k_base."
+)
+
+
+def _saved(totals: dict[str, Any]) -> str:
+    """What canonicalization did to prefill, against the reuse the session allows (none in one turn)."""
+    saved = totals["prefill_saved"]
+    text = f"canonicalization saves {saved:,} prefill tokens" if saved >= 0 else saving(saved)
+    if not totals["ideal_cached"]:
+        return f"{text} (no reuse is possible: nothing is sent twice)"
+    return f"{text} ({totals['canonical_of_ideal']:.1%} of the ideal reuse)"
 
 
 def _totals(drift_reports: list[TurnReport], ideal_reports: list[TurnReport]) -> dict[str, Any]:
@@ -155,12 +164,12 @@ def _live(args: argparse.Namespace, started: float) -> int:
          canon.predicted_cached, raw.cause]
         for raw, canon in zip(result.raw, result.canonical, strict=True)
     ]
-    header = ["turn", "prompt", "raw server", "raw predicted", "canon server", "canon predicted", "why raw missed"]
-    print(table(header, rows, Style(sys.stdout), {6: cause_color}))
+    header = ["turn", "prompt", "raw\nserver", "raw\npredicted", "canon\nserver", "canon\npredicted", "why raw\nmissed"]
+    print(table(header, rows, Style(sys.stdout), {6: cause_color}, terminal_width()))
     raw, canon = totals["raw"], totals["canonical"]
     print(
-        f"\nhit ratio raw {raw['hit_ratio']:.1%}, canonicalized {canon['hit_ratio']:.1%}; canonicalization saved "
-        f"{canon['reported_cached'] - raw['reported_cached']:,} prefill tokens"
+        f"\nhit ratio raw {raw['hit_ratio']:.1%}, canonicalized {canon['hit_ratio']:.1%}; "
+        f"{saving(canon['reported_cached'] - raw['reported_cached'])}"
     )
     print(
         f"predicted == server-reported on {raw['exact_turns'] + canon['exact_turns']} of "

@@ -11,14 +11,16 @@ from agentcache.cache.options import CACHE_KINDS
 from agentcache.cli.options import (
     add_cache_options,
     add_trace_options,
+    anthropic_note,
     cache_options,
+    load_trace,
     long_trace_progress,
     report_problems,
 )
-from agentcache.cli.style import Style
-from agentcache.drift import explain, read_trace
+from agentcache.cli.style import Style, fit, terminal_width
+from agentcache.drift import TurnReport, explain
 from agentcache.drift.summary import Summary, summarize
-from agentcache.totals import table
+from agentcache.totals import count, table
 
 SCHEMA = "agentcache.explain/2"
 
@@ -34,7 +36,7 @@ def register(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    trace = read_trace(args.trace)
+    trace = load_trace("explain", args.trace)
     options = cache_options(args, args.cache)
     reports = explain(trace, args.tokenizer, options, progress=long_trace_progress("explain", len(trace.records)))
     summary = summarize(reports)
@@ -65,14 +67,19 @@ def run(args: argparse.Namespace) -> int:
                 r.canonical_cached,
                 r.wasted_tokens,
                 r.cause,
-                r.detail,
+                detail(r),
             )
             for r in reports
         ]
         header = ("session", "turn", "prompt", "cached", "reported", "canonical", "wasted", "cause", "detail")
-        print(table(header, rows, Style(sys.stdout), {7: cause_color}))
+        width = terminal_width()
+        print(table(header, rows, Style(sys.stdout), {7: cause_color}, width))
         print()
-        print(summary_text(summary, f"{options.kind} model, simulated on the client; tokenizer {args.tokenizer}"))
+        text = summary_text(summary, f"{options.kind} model, simulated on the client; tokenizer {args.tokenizer}")
+        print("\n".join(fit(line, width, indent=4) for line in text.splitlines()))
+        note = anthropic_note((options.kind,), trace)
+        if note:
+            print(fit(note, width, indent=4))
     return report_problems("explain", args.trace, trace)
 
 
@@ -81,9 +88,23 @@ def cause_color(cause: object) -> str | None:
     return {"none": "green", "new_session": "dim", "below_minimum": "yellow"}.get(str(cause), "red")
 
 
+def detail(report: TurnReport) -> str:
+    """Where the prefix broke (the JSON path of the first differing value and the index of its first token), then
+    why."""
+    where = report.divergence
+    return report.detail if where is None else f"at {where.path}, token {where.token_index:,}: {report.detail}"
+
+
+def saving(tokens: int) -> str:
+    """What canonicalization changes in prefill: a saving, or a cost when it would cache less."""
+    if tokens < 0:
+        return f"canonicalization cost {-tokens:,} prefill tokens"
+    return f"{tokens:,} prefill tokens saved"
+
+
 def summary_text(summary: Summary, model: str) -> str:
     lines = [
-        f"{summary.turns} turns in {summary.sessions} sessions, "
+        f"{count(summary.turns, 'turn')} in {count(summary.sessions, 'session')}, "
         f"{summary.predicted_prompt_tokens:,} prompt tokens ({model})",
         f"predicted cached: {summary.predicted_cached:,} ({summary.hit_ratio:.1%})",
     ]
@@ -93,7 +114,7 @@ def summary_text(summary: Summary, model: str) -> str:
     lines.append(f"wasted (prefilled again after drift): {summary.wasted_tokens:,} tokens")
     lines.append(
         f"canonicalized: {summary.canonical_cached:,} cached ({summary.canonical_hit_ratio:.1%}), "
-        f"{summary.saved_by_canonicalization:,} prefill tokens saved"
+        f"{saving(summary.saved_by_canonicalization)}"
     )
     if summary.wasted_by_cause:
         ranked = ", ".join(f"{cause} {tokens:,}" for cause, tokens in summary.wasted_by_cause.items())

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from agentcache.cli.style import Style
+from agentcache.cli.style import Style, terminal_width
 from agentcache.lint import FORMATS, lint_paths, render
 
 
@@ -28,7 +28,7 @@ def register(commands: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     result = lint_paths(args.paths, fix=args.fix)
     # A file name that is not UTF-8 holds surrogates: write them as escapes, so the output stays valid UTF-8.
-    text = render(result, args.format, Style(sys.stdout))
+    text = render(result, args.format, Style(sys.stdout), terminal_width())
     sys.stdout.buffer.write(text.encode("utf-8", "backslashreplace"))
     sys.stdout.flush()
     return 1 if result.findings else 0

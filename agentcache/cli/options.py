@@ -3,15 +3,76 @@
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import sys
+from collections.abc import Collection
+from pathlib import Path
 
 from agentcache.cache.options import CACHE_KINDS, CacheKind, CacheOptions
 from agentcache.cli.style import Progress
-from agentcache.drift.trace import Trace
+from agentcache.drift.trace import Trace, parse_trace
+from agentcache.errors import InputError
+
+TRACE_HELP = "a JSONL trace (docs/trace-format.md), a file of request bodies, one request body, or - for stdin"
+
+
+def help_text(text: str | None) -> str | None:
+    """A module docstring as --help shows it: reStructuredText's ``literal`` quotes dropped."""
+    return None if text is None else re.sub(r"``(.*?)``", r"\1", text, flags=re.DOTALL)
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1, with a message that says so."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def load_trace(command: str, path: str) -> Trace:
+    """The trace at ``path`` (``-`` is stdin): JSONL, or one request body (or trace record) pretty-printed over
+    many lines. An empty trace gets a warning on stderr, since every figure of it is zero."""
+    name = "stdin" if path == "-" else path
+    try:
+        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read trace {name}: {exc.strerror}") from None
+    trace = parse_trace(data.split(b"\n"))
+    if trace.problems and data.lstrip().startswith(b"{"):
+        try:
+            whole = json.loads(data)
+        except (ValueError, RecursionError):
+            whole = None
+        if isinstance(whole, dict):  # one JSON object spread over many lines, not JSONL
+            trace = parse_trace([json.dumps(whole)])
+    if not trace.records and not trace.problems:
+        print(f"agentcache {command}: warning: {name} holds no requests; nothing to analyse", file=sys.stderr)
+    return trace
+
+
+def has_breakpoint(value: object) -> bool:
+    """Whether a request marks a ``cache_control`` breakpoint anywhere (tools, system blocks, content blocks)."""
+    if isinstance(value, dict):
+        return "cache_control" in value or any(has_breakpoint(v) for v in value.values())
+    if isinstance(value, list):
+        return any(has_breakpoint(v) for v in value)
+    return False
+
+
+def anthropic_note(kinds: Collection[str], trace: Trace) -> str | None:
+    """Why the Anthropic model caches nothing, when it does not: it caches only up to breakpoints, and no request
+    of the trace marked one."""
+    if "anthropic" not in kinds or not trace.records or any(has_breakpoint(r.request) for r in trace.records):
+        return None
+    return "note: Anthropic caches only up to cache_control breakpoints, and no request here has one: hence 0% cached"
 
 
 def add_trace_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("trace", help="a JSONL trace (docs/trace-format.md) or a file of request bodies")
+    parser.add_argument("trace", help=TRACE_HELP)
     parser.add_argument("--tokenizer", default="o200k_base", help="o200k_base, cl100k_base or a tokenizer.json")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format")
 

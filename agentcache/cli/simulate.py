@@ -12,11 +12,13 @@ from agentcache.cache.options import CACHE_KINDS
 from agentcache.cli.options import (
     add_cache_options,
     add_trace_options,
+    anthropic_note,
     cache_options,
+    load_trace,
     report_problems,
 )
-from agentcache.cli.style import Style
-from agentcache.drift.trace import Trace, read_trace
+from agentcache.cli.style import Style, fit, terminal_width
+from agentcache.drift.trace import Trace
 from agentcache.predict.prompt import PromptTokenizer
 from agentcache.predict.replay import Replay
 from agentcache.tokens import get_tokenizer
@@ -73,7 +75,7 @@ def ratio_color(value: object) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    trace = read_trace(args.trace)
+    trace = load_trace("simulate", args.trace)
     prompts = PromptTokenizer(get_tokenizer(args.tokenizer))
     kinds = CACHE_KINDS if args.cache == "all" else (args.cache,)
     modes = (False, True) if args.canonicalize else (False,)
@@ -112,6 +114,10 @@ def run(args: argparse.Namespace) -> int:
             for r in results
         ]
         header = ("cache", "requests as", "requests", "prompt tokens", "cached tokens", "hit ratio")
-        print(table(header, rows, Style(sys.stdout), {5: ratio_color}))
+        width = terminal_width()
+        print(table(header, rows, Style(sys.stdout), {5: ratio_color}, width))
         print("\ncaches are simulated on the client from each server's documented rules")
+        note = anthropic_note(kinds, trace)
+        if note:
+            print(fit(note, width, indent=4))
     return report_problems("simulate", args.trace, trace)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import textwrap
 from typing import TextIO
 
 _CODES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
@@ -20,6 +22,26 @@ class Style:
         if not self.enabled or color is None:
             return text
         return f"\033[{_CODES[color]}m{text}\033[0m"
+
+
+def terminal_width(stream: TextIO | None = None) -> int | None:
+    """The columns text should fit: ``COLUMNS`` when set, else the terminal's width; None on a pipe or a file,
+    where nothing is wrapped."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.strip().isdigit() and int(columns) > 0:
+        return int(columns)
+    if not (stream or sys.stdout).isatty():
+        return None
+    return shutil.get_terminal_size().columns
+
+
+def fit(text: str, width: int | None, indent: int = 0) -> str:
+    """``text`` as written on a pipe; on a terminal narrower than one of its lines, each paragraph (a blank line
+    apart) re-wrapped to its width, later lines indented by ``indent``."""
+    if width is None or all(len(line) <= width for line in text.splitlines()):
+        return text
+    paragraphs = text.split("\n\n")
+    return "\n\n".join(textwrap.fill(" ".join(p.split()), width, subsequent_indent=" " * indent) for p in paragraphs)
 
 
 class Progress:

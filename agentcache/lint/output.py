@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from urllib.parse import quote
 
 from agentcache import __version__
 from agentcache.lint.core import UNPARSABLE, Finding, LintResult, Rule, rules
+from agentcache.totals import count
 
 FORMATS = ("text", "json", "sarif")
 #: Where the schema of the SARIF this module writes is published (OASIS SARIF 2.1.0, errata 01).
@@ -31,10 +33,11 @@ def _plain(text: str, color: str | None) -> str:
     return text
 
 
-def render(result: LintResult, fmt: str, paint: Paint = _plain) -> str:
-    """The result in one of :data:`FORMATS`, ending with a newline. ``paint`` colours the text format only."""
+def render(result: LintResult, fmt: str, paint: Paint = _plain, width: int | None = None) -> str:
+    """The result in one of :data:`FORMATS`, ending with a newline. ``paint`` colours the text format only, and
+    ``width`` (a terminal's columns) wraps its lines."""
     if fmt == "text":
-        return to_text(result, paint)
+        return to_text(result, paint, width)
     if fmt == "json":
         return json.dumps(to_json(result), indent=2, ensure_ascii=False) + "\n"
     if fmt == "sarif":
@@ -42,23 +45,43 @@ def render(result: LintResult, fmt: str, paint: Paint = _plain) -> str:
     raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
 
 
-def to_text(result: LintResult, paint: Paint = _plain) -> str:
-    """``path:line:col: CODE message`` and an indented ``help:`` line per finding, then a summary line."""
+def to_text(result: LintResult, paint: Paint = _plain, width: int | None = None) -> str:
+    """``path:line:col: CODE message`` and an indented ``help:`` line per finding, then a summary line. With
+    ``width``, a longer line is wrapped, its continuation indented."""
     lines = []
+
+    def add(prefix: str, painted: str, text: str, indent: int) -> None:
+        """``painted`` (``prefix`` in colour) then ``text``, wrapped at ``width`` as if uncoloured."""
+        if width is None or len(prefix) + len(text) <= width:
+            lines.append(painted + text)
+            return
+        wrapped = textwrap.wrap(
+            text,
+            width,
+            initial_indent=" " * len(prefix),
+            subsequent_indent=" " * indent,
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        lines.append(painted + wrapped[0][len(prefix) :])
+        lines.extend(wrapped[1:])
+
     for finding in result.fixed:
-        lines.append(f"{paint(_where(finding), 'bold')}: {paint(finding.code, 'green')} [fixed] {finding.message}")
+        where, code = _where(finding), finding.code
+        add(f"{where}: {code} [fixed] ", f"{paint(where, 'bold')}: {paint(code, 'green')} [fixed] ", finding.message, 4)
     for finding in result.findings:
-        lines.append(f"{paint(_where(finding), 'bold')}: {paint(finding.code, 'red')} {finding.message}")
-        lines.append(f"  {paint('help:', 'cyan')} {finding.hint}")
-    files = _count(result.files, "file")
+        where, code = _where(finding), finding.code
+        add(f"{where}: {code} ", f"{paint(where, 'bold')}: {paint(code, 'red')} ", finding.message, 4)
+        add("  help: ", f"  {paint('help:', 'cyan')} ", finding.hint, 8)
+    files = count(result.files, "file")
     if result.fixed:
         total = len(result.fixed) + len(result.findings)
         lines.append(
-            f"Found {_count(total, 'finding')} in {files}: {len(result.fixed)} fixed, {len(result.findings)} "
+            f"Found {count(total, 'finding')} in {files}: {len(result.fixed)} fixed, {len(result.findings)} "
             f"remaining (rewrote {', '.join(result.rewritten)})."
         )
     elif result.findings:
-        lines.append(f"Found {_count(len(result.findings), 'finding')} in {files}.")
+        lines.append(f"Found {count(len(result.findings), 'finding')} in {files}.")
     else:
         lines.append(f"All checks passed ({files} checked).")
     return "\n".join(lines) + "\n"
@@ -160,6 +183,3 @@ def _uri(path: str) -> str:
 def _where(finding: Finding) -> str:
     return f"{finding.path}:{finding.line}:{finding.column}"
 
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"

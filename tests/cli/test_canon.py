@@ -87,3 +87,13 @@ def test_version_and_module_entry_point() -> None:
     result = run("--version")
     assert result.returncode == 0
     assert result.stdout.decode().strip() == f"agentcache {__version__}"
+
+
+@pytest.mark.parametrize("body", ['{"foo": 1}', "[1, 2]", '{"messages": [], "tools": [1]}'])
+def test_canon_refuses_what_is_not_a_chat_request_with_cli_advice(body: str) -> None:
+    result = run("canon", "-", stdin=body.encode())
+    assert result.returncode == 2
+    assert result.stdout == b""
+    assert "canonicalize(" not in result.stderr.decode() and "json.loads" not in result.stderr.decode()
+    assert "send dicts" not in result.stderr.decode()
+    assert "FILE" in result.stderr.decode() or "run again" in result.stderr.decode()

@@ -68,6 +68,7 @@ def test_explain_text_table(trace: Path) -> None:
         "detail",
     ]
     assert "volatile_value" in lines[2] and "timestamp in the system prompt" in lines[2]
+    assert "$.system" in lines[2] or "$.messages[0]" in lines[2]
     assert any(line.startswith("predicted cached:") for line in lines)
     assert any("simulated on the client" in line for line in lines)
 
