@@ -17,9 +17,8 @@ import pytest
 from agentcache import find_volatile
 from agentcache.drift import explain, read_trace
 from agentcache.httpx import CacheAwareTransport, TraceRecorder
+from tests.conftest import EngineInfo
 
-USAGE = {"prompt_tokens": 21, "completion_tokens": 2, "prompt_tokens_details": {"cached_tokens": 16}}
-COMPLETION = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "Ok"}}], "usage": USAGE}
 STEADY = "You are a careful coding agent.\nRead files before you edit them.\n"
 
 EDITS = {
@@ -36,31 +35,34 @@ EDITS = {
 }
 
 
-def body(dialect: str, system: str) -> tuple[str, dict[str, Any]]:
+def body(dialect: str, system: str, model: str = "tiny") -> tuple[str, dict[str, Any]]:
     """(path, request) with ``system`` as the system prompt of the dialect."""
     question = {"role": "user", "content": "Summarise notes.txt."}
     if dialect == "openai":
-        return "/v1/chat/completions", {"model": "tiny", "messages": [{"role": "system", "content": system}, question]}
+        messages = [{"role": "system", "content": system}, question]
+        return "/v1/chat/completions", {"model": model, "max_tokens": 2, "messages": messages}
     prompt: Any = system if dialect == "anthropic" else [{"type": "text", "text": system}]
-    return "/v1/messages", {"model": "tiny", "max_tokens": 8, "system": prompt, "messages": [question]}
+    return "/v1/messages", {"model": model, "max_tokens": 2, "system": prompt, "messages": [question]}
 
 
 @pytest.mark.parametrize("dialect", ["openai", "anthropic", "anthropic-blocks"])
 @pytest.mark.parametrize("edit", list(EDITS))
-def test_a_redacted_trace_gives_the_cause_of_the_live_ledger(tmp_path: Path, dialect: str, edit: str) -> None:
+def test_a_redacted_trace_gives_the_cause_of_the_live_ledger(
+    llama_server: EngineInfo, tmp_path: Path, dialect: str, edit: str
+) -> None:
+    """Both dialects go to llama-server (chat completions and its Anthropic Messages endpoint)."""
     before, after, cause = EDITS[edit]
     kept, redacted = tmp_path / "kept.jsonl", tmp_path / "redacted.jsonl"
     transport = CacheAwareTransport(
-        httpx.MockTransport(lambda request: httpx.Response(200, json=COMPLETION)),
         server="llama.cpp",
         canonicalize=False,  # the ledger diagnoses what was sent: the same bodies as the traces hold
         recorder=TraceRecorder(kept),
         listeners=[TraceRecorder(redacted, record_content=False)],
     )
-    with httpx.Client(transport=transport, base_url="http://engine") as client:
+    with httpx.Client(transport=transport, base_url=llama_server.url, timeout=120) as client:
         for system in (before, after):
-            path, request = body(dialect, system)
-            client.post(path, json=request)
+            path, request = body(dialect, system, llama_server.model)
+            assert client.post(path, json=request).status_code == 200
     assert before not in redacted.read_text(encoding="utf-8")
     causes = {
         "live": transport.ledger.turns()[1].cause,
