@@ -39,23 +39,28 @@ def summary(output: str, unit: str) -> tuple[int, int, int, int, dict[str, int]]
 
 
 def test_langgraph_agent(llama_server: EngineInfo) -> None:
-    """How many turns the random model's replies lead to is its own affair; the timestamp line, moved to the end,
-    is what each later turn missed, whatever their number."""
+    """How many turns the random model's replies lead to, and what LangChain makes of them in the history, is not
+    agentcache's: assert that the prediction is exact and every turn's cause is accounted for."""
     output = run_example("langgraph_agent.py", "--url", llama_server.url)
     turns, cached, prompt, predicted, causes = summary(output, "turns")
     assert 0 < cached == predicted < prompt  # the client-side model predicted exactly what the server reused
-    assert causes == {"new_session": 1, "volatile_value": turns - 1}
+    assert_causes_explained(causes, turns)
 
 
 def test_crewai_crew(llama_server: EngineInfo) -> None:
-    """CrewAI retries a reply it cannot parse, as often as the random model makes it: assert what agentcache
+    """CrewAI re-runs a task whose reply it rejects, as often as the random model makes it: assert what agentcache
     guarantees (predicted equals reported, every call's cause is a known code), not how often crewai retried."""
     output = run_example("crewai_crew.py", "--url", llama_server.url)
     calls, cached, prompt, predicted, causes = summary(output, "calls")
     assert 0 < cached == predicted < prompt
-    assert sum(causes.values()) == calls and causes.get("new_session") == 1
-    assert set(causes) <= KNOWN_CAUSES - {causes_module.EVICTED}  # predicted == reported: nothing unexplained
+    assert_causes_explained(causes, calls)
     assert output.count("[event bus] Code reviewer:") == calls  # one report per LLM call, as it arrives
+
+
+def assert_causes_explained(causes: dict[str, int], requests: int) -> None:
+    """One cause per request of the one session, each a known code; none is an unexplained miss (``evicted``)."""
+    assert sum(causes.values()) == requests and causes.get("new_session") == 1
+    assert set(causes) <= KNOWN_CAUSES - {causes_module.EVICTED}
 
 
 @pytest.mark.parametrize("judge", [None, "number", "yes-no"])
