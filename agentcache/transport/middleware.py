@@ -27,7 +27,7 @@ from __future__ import annotations
 import threading
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -245,7 +245,7 @@ class CacheMiddleware:
                 relocated=_appended_message(call.sent, call.original),
             )
 
-    def _notify(self, hear: Any) -> None:
+    def _notify(self, hear: Callable[[TurnListener], object]) -> None:
         for listener in self.listeners:
             try:
                 hear(listener)

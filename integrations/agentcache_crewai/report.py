@@ -9,6 +9,7 @@ read. When all are in, the report is added to its crew run and announced on crew
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -91,7 +92,7 @@ class CrewRunReport:
     error: str | None
     calls: tuple[CallCacheReport, ...]
 
-    @property
+    @functools.cached_property
     def totals(self) -> Totals:
         """Over the run's calls: the server's counts where it reported them, the predictions, waste, causes."""
         return totals(c.turn for c in self.calls)
