@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agentcache.cache.blockhash import token_array
+from agentcache.cache.hosted import MAX_BREAKPOINTS
 from agentcache.cache.options import CacheOptions
 from agentcache.canon import CanonicalPolicy, canonicalize
 from agentcache.errors import RequestError
@@ -139,7 +140,8 @@ class Replay:
             cached = 0  # an empty prompt is never served: servers reject it
             if tokens:
                 ends = [*starts[1:], len(tokens)]  # each segment ends where the next starts
-                marks = [end for end, segment in zip(ends, segments, strict=True) if segment.breakpoint][-4:]
+                marks = [end for end, segment in zip(ends, segments, strict=True) if segment.breakpoint]
+                marks = marks[-MAX_BREAKPOINTS:]  # the model takes at most the API's limit: the latest ones
                 blocks = ends if marks else None  # no breakpoint: nothing is read or written
                 cached = self.model.serve(tokens, (), namespace, now=self.clock, breakpoints=marks, blocks=blocks)
             served = Served(segments, tokens, starts, cached)

@@ -115,7 +115,6 @@ class CacheMiddleware:
         self.canonicalize = canonicalize
         self.policy = policy or CanonicalPolicy()
         self.ledger = ledger or Ledger()
-        self.recorder = recorder
         self.session_header = session_header
         self.ask_output_ids = ask_output_ids
         self.listeners: list[TurnListener] = [*listeners]
