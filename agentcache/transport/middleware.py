@@ -16,6 +16,10 @@ The hook API, which the httpx transports and the CrewAI interceptor use and noth
 - :class:`TurnListener` objects hear each call begin and each turn recorded (the trace recorder and the
   OpenTelemetry spans are listeners).
 
+A turn is predicted and recorded after its response has reached the caller, on agentcache's background thread
+(:mod:`agentcache.transport.background`): reading the ledger or a scope's turns waits for the turns still being
+recorded, and :func:`~agentcache.transport.background.settle` waits for all.
+
 Predictions run on the client-side model of the server (:class:`~agentcache.servers.ServerProfile`): with the
 model folder the server loads (``model_dir``), the prompt is rendered with the server's own template and
 tokenizer, so predicted and reported counts compare token for token; without it, agentcache's generic rendering
@@ -42,6 +46,7 @@ from agentcache.predict.prompt import PromptTokenizer
 from agentcache.predict.replay import Prediction, Replay
 from agentcache.servers import ServerProfile, ServerPrompt, get_profile
 from agentcache.tokens import Tokenizer, get_tokenizer
+from agentcache.transport.background import defer
 from agentcache.transport.call import Call, TurnListener
 from agentcache.transport.ledger import Ledger, Turn
 from agentcache.transport.otel import SpanListener
@@ -109,9 +114,7 @@ class CacheMiddleware:
         if prompt is None and model_dir is not None:
             prompt = ServerPrompt.from_pretrained(model_dir, self.profile)
         if prompt is not None and self.cache_options.kind == "anthropic":
-            raise InputError(
-                "an Anthropic server has no local chat template: leave model_dir and prompt unset for it"
-            )
+            raise InputError("an Anthropic server has no local chat template: leave model_dir and prompt unset for it")
         self.canonicalize = canonicalize
         self.policy = policy or CanonicalPolicy()
         self.ledger = ledger or Ledger()
@@ -193,7 +196,7 @@ class CacheMiddleware:
 
     def _tap(self, call: Call, response: httpx.Response) -> ResponseTap | None:
         call.status = response.status_code
-        tap = ResponseTap(response, lambda result: self._finish(call, result))
+        tap = ResponseTap(response, lambda result: self._finish_later(call, result))
         if not response.is_closed:
             return tap
         tap.feed(response.content)
@@ -204,12 +207,15 @@ class CacheMiddleware:
     def fail(self, call: Call, error: BaseException | str) -> None:
         """Record a call that got no response (never raising another error)."""
         message = error if isinstance(error, str) else f"{type(error).__name__}: {error}".rstrip(": ")
-        try:
-            self._finish(call, TapResult(error=message))
-        except Exception as exc:
-            warnings.warn(f"agentcache: a turn could not be recorded ({type(exc).__name__}: {exc})", stacklevel=2)
+        self._finish_later(call, TapResult(error=message))
 
-    def _finish(self, call: Call, result: TapResult) -> Turn:
+    def _finish_later(self, call: Call, result: TapResult) -> None:
+        """The call ended now: record its turn on the background thread, so the caller does not wait for it."""
+        ended = time.time()
+        waiters = [self.ledger.pending] if call.scope is None else [self.ledger.pending, call.scope.pending]
+        defer(lambda: self._finish(call, result, ended), *waiters)
+
+    def _finish(self, call: Call, result: TapResult, ended: float) -> Turn:
         """Predict the turn (the server cached the prompt only if it answered 2xx), record it, tell listeners."""
         call.usage = result.raw_usage
         prediction = None
@@ -218,10 +224,10 @@ class CacheMiddleware:
                 prediction = self._predict(call, result)
             except AgentCacheError as exc:
                 result.notes.append(f"no prediction: {exc}")
-        turn = _turn(call, result, prediction, exact=self.prompt is not None)
+        turn = _turn(call, result, prediction, self.prompt is not None, ended)
         self.ledger.record(turn)
         if call.scope is not None:
-            call.scope.turns.append(turn)
+            call.scope.add(turn)
         self._notify(lambda listener: listener.on_turn(call, turn))
         return turn
 
@@ -252,7 +258,7 @@ class CacheMiddleware:
                 warnings.warn(f"agentcache: listener {listener!r} failed ({type(exc).__name__}: {exc})", stacklevel=3)
 
 
-def _turn(call: Call, result: TapResult, prediction: Prediction | None, exact: bool) -> Turn:
+def _turn(call: Call, result: TapResult, prediction: Prediction | None, exact: bool, ended: float) -> Turn:
     """The ledger's record of a call: the one place a :class:`Turn` is built."""
     usage = result.usage
     return Turn(
@@ -278,7 +284,7 @@ def _turn(call: Call, result: TapResult, prediction: Prediction | None, exact: b
         divergence=None if prediction is None else prediction.divergence,
         wasted_tokens=0 if prediction is None else prediction.wasted_tokens,
         started=call.started,
-        seconds=time.time() - call.started,
+        seconds=ended - call.started,
     )
 
 
@@ -299,4 +305,3 @@ def _appended_message(sent: dict[str, Any], original: dict[str, Any] | None) -> 
     if isinstance(after, list) and isinstance(before, list) and len(after) > len(before):
         return f"$.messages[{len(after) - 1}]"
     return None
-

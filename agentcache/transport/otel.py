@@ -84,7 +84,7 @@ def _end_span(span: Any, turn: Turn, usage: Mapping[str, Any] | None) -> None:
     failed = turn.error is not None or (turn.status is not None and turn.status >= 400)
     if failed and trace is not None:
         span.set_status(trace.Status(trace.StatusCode.ERROR, redact(turn.error or f"HTTP {turn.status}")))
-    span.end()
+    span.end(end_time=round((turn.started + turn.seconds) * 1e9))  # when the call ended, not when it was recorded
 
 
 def _int(value: Any) -> int | None:
