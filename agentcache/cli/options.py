@@ -11,7 +11,7 @@ from pathlib import Path
 
 from agentcache.cache.options import CACHE_KINDS, CacheKind, CacheOptions
 from agentcache.cli.style import Progress
-from agentcache.drift.trace import Trace, parse_trace
+from agentcache.drift.trace import Trace, parse_trace, parse_trace_bytes
 from agentcache.errors import InputError
 
 TRACE_HELP = "a JSONL trace (docs/trace-format.md), a file of request bodies, one request body, or - for stdin"
@@ -41,7 +41,7 @@ def load_trace(command: str, path: str) -> Trace:
         data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read trace {name}: {exc.strerror}") from None
-    trace = parse_trace(data.split(b"\n"))
+    trace = parse_trace_bytes(data)
     if trace.problems and data.lstrip().startswith(b"{"):
         try:
             whole = json.loads(data)
