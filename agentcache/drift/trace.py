@@ -92,6 +92,8 @@ def parse_trace(lines: Iterable[str | bytes]) -> Trace:
 def _record(line: int, value: Any) -> TraceRecord:
     if not isinstance(value, dict):
         raise ValueError(f"expected a JSON object, got {type(value).__name__}")
+    if "unrecorded" in value and "request" not in value:
+        raise ValueError(f"request not recorded: {value['unrecorded']}")
     if "request" in value:
         request, session = value["request"], value.get("session", DEFAULT_SESSION)
         usage, ts = value.get("usage"), value.get("ts")
