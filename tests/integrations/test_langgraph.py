@@ -21,6 +21,7 @@ from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool, tool
+from langchain_core.tracers.run_collector import RunCollectorCallbackHandler
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -311,3 +312,31 @@ def test_models_agentcache_cannot_send_through_are_refused_with_what_to_do() -> 
     assert type(once) is type(twice) and once.ledger is not twice.ledger
     assert plain.http_client is None and type(plain) is ChatOpenAI
     assert (twice.max_tokens, twice.openai_api_base) == (3, "http://127.0.0.1:9/v1")
+
+
+def test_no_credential_reaches_the_report_the_run_metadata_or_the_handler() -> None:
+    """A thread id or a passthrough reason can quote a credential (a URL with its password and key, a password
+    number the body could not carry): the report on the message, in the run's metadata (what LangSmith receives)
+    and in the callback handler is redacted as a ledger export is."""
+    password, key = "hunter2hunter2", "abcd1234efgh5678"
+    thread = f"https://agent:{password}@example.com/threads/7?api_key={key}"
+    completion = {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Ok"}}],
+        "usage": {"prompt_tokens": 9, "completion_tokens": 1, "total_tokens": 10},
+    }
+    engine = httpx.MockTransport(lambda request: httpx.Response(200, json=completion))
+    chat = cache_aware(
+        ChatOpenAI(base_url="http://engine/v1", api_key="sk-test", model="m", max_tokens=2), transport=engine
+    )
+    handler, runs = AgentCacheCallbackHandler(), RunCollectorCallbackHandler()
+    config: Any = {"metadata": {"thread_id": thread}, "callbacks": [handler, runs]}
+    message = chat.invoke("hi", config)
+    report = message.response_metadata["agentcache"]
+    (run,) = runs.traced_runs
+    shown = repr((report, run.metadata["agentcache"], handler.reports(), handler.table()))
+    assert password not in shown and key not in shown
+    assert report["session"] == chat.ledger.turns()[0].to_json()["session"]
