@@ -28,6 +28,7 @@ and o200k_base give an estimate (the only option for hosted APIs).
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 import warnings
@@ -41,9 +42,10 @@ import orjson
 from agentcache.cache.options import CacheOptions
 from agentcache.canon import CanonicalPolicy, canonicalize
 from agentcache.canon.lossless import check_parse
-from agentcache.errors import AgentCacheError, InputError
+from agentcache.errors import AgentCacheError, InputError, RequestError
 from agentcache.predict.prompt import PromptTokenizer
 from agentcache.predict.replay import Prediction, Replay
+from agentcache.redact import CREDENTIAL, redact
 from agentcache.servers import ServerProfile, ServerPrompt, get_profile
 from agentcache.tokens import Tokenizer, get_tokenizer
 from agentcache.transport.background import defer
@@ -159,7 +161,7 @@ class CacheMiddleware:
             # check walks the whole body in Python whenever it holds a null (a tool call's "content": null).
             content = orjson.dumps(sent, option=orjson.OPT_SORT_KEYS)
         except AgentCacheError as exc:
-            return self._call(request, request, parsed, parsed, f"not canonicalized: {exc}", started)
+            return self._call(request, request, parsed, parsed, f"not canonicalized: {_refusal(exc)}", started)
         return self._call(request, _with_body(request, content), parsed, sent, None, started)
 
     def _call(
@@ -286,6 +288,19 @@ def _turn(call: Call, result: TapResult, prediction: Prediction | None, exact: b
         started=call.started,
         seconds=ended - call.started,
     )
+
+
+_PATH_KEYS = re.compile(r'\.([^.\[]+)|\[("(?:[^"\\]|\\.)*")\]')
+
+
+def _refusal(exc: AgentCacheError) -> str:
+    """Why a body was refused, as the ledger, the trace and the span keep it: an error about a value under a
+    credential-shaped key (a 30-digit ``pin_password``) names its place, not the value."""
+    if isinstance(exc, RequestError):
+        keys = [dotted or orjson.loads(quoted) for dotted, quoted in _PATH_KEYS.findall(exc.path)]
+        if redact(dict.fromkeys(keys, "")) != dict.fromkeys(keys, ""):
+            return f"{exc.path}: {CREDENTIAL}; {exc.hint}"
+    return str(exc)
 
 
 def _with_body(request: httpx.Request, content: bytes) -> httpx.Request:
