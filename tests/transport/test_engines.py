@@ -170,6 +170,7 @@ def test_openai_sdk_streams_through_unbuffered_and_usage_comes_from_the_last_chu
         stream = client.chat.completions.create(
             model=engine.model, messages=messages, max_tokens=6, temperature=0, stream=True,  # type: ignore[arg-type]
             stream_options={"include_usage": True},
+            extra_body={"ignore_eos": True},  # six tokens, so several chunks, however the random model would end
         )
         chunks = 0
         for chunk in stream:
