@@ -429,3 +429,24 @@ def test_editing_a_request_after_canonicalizing_it_does_not_change_later_results
     block["text"] = "edited"
     body["messages"][0]["role"] = "assistant"
     assert canonicalize(json.loads(json.dumps(expected))) == expected
+
+
+def test_normalize_whitespace_touches_the_system_prompt_and_descriptions_only() -> None:
+    """Opt-in: trailing blanks and blank-line runs go from prose; user text, tool output and code keep them."""
+    messy = "Rules: \n\n\n\nBe brief.\t\n```py\nx = 1  \n\n\n\ny = 2\n```\n"
+    request = {
+        "messages": [
+            {"role": "system", "content": messy},
+            {"role": "user", "content": messy},
+            {"role": "tool", "tool_call_id": "1", "content": messy},
+        ],
+        "tools": [{"type": "function", "function": {"name": "f", "description": messy, "parameters": {}}}],
+    }
+    out = canonicalize(request, CanonicalPolicy(normalize_whitespace=True))
+    tidy = "Rules:\n\nBe brief.\n```py\nx = 1  \n\n\n\ny = 2\n```\n"
+    assert out["messages"][0]["content"] == tidy
+    assert out["tools"][0]["function"]["description"] == tidy
+    assert out["messages"][1]["content"] == messy and out["messages"][2]["content"] == messy
+    assert canonicalize(request)["messages"][0]["content"] == messy  # off by default
+    again = canonicalize(out, CanonicalPolicy(normalize_whitespace=True))
+    assert again["messages"][0]["content"] == tidy
