@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import random
 import statistics
 import subprocess
 import sys
@@ -34,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import workload
 
 from agentcache.httpx import AsyncCacheAwareTransport, settle
+from agentcache.transport import CacheMiddleware
 
 
 def _answer(prompt_bytes: int) -> bytes:
@@ -58,8 +60,12 @@ def _answer(prompt_bytes: int) -> bytes:
 
 
 async def serve_stub(delay: float) -> None:
-    """A chat completions endpoint on a free port that answers every request after ``delay`` seconds (asyncio,
-    so 64 open connections cost nothing); prints its URL, then serves until killed."""
+    """A chat completions endpoint on a free port that answers each request after 0.5 to 1.5 times ``delay``
+    seconds, as a server's time varies with the length of what it generates (a fixed time would keep all sessions
+    in lockstep, every answer landing in one burst); asyncio, so 64 open connections cost nothing. Prints its URL,
+    then serves until killed."""
+
+    jitter = random.Random(0)
 
     async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -71,7 +77,7 @@ async def serve_stub(delay: float) -> None:
                     if line.lower().startswith(b"content-length:")
                 )
                 await reader.readexactly(length)
-                await asyncio.sleep(delay)
+                await asyncio.sleep(delay * (0.5 + jitter.random()))
                 writer.write(_answer(length))
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
@@ -91,20 +97,23 @@ def session_requests(index: int, turns: int) -> list[dict[str, Any]]:
     ]
 
 
-async def run_round(client: httpx.AsyncClient, url: str, sessions: list[list[dict[str, Any]]]) -> list[float]:
-    """Seconds per request of every session, the sessions running concurrently."""
+async def run_round(
+    clients: list[httpx.AsyncClient], url: str, sessions: list[list[dict[str, Any]]], name: str
+) -> list[float]:
+    """Seconds per request of every session, the sessions running concurrently, each on its own client; ``name``
+    makes the round's sessions new ones (a session that starts over would be a rewritten history)."""
 
-    async def one(requests: list[dict[str, Any]], index: int) -> list[float]:
+    async def one(client: httpx.AsyncClient, requests: list[dict[str, Any]], index: int) -> list[float]:
         times = []
         for body in requests:
             start = time.perf_counter()
-            response = await client.post(url, json=body, headers={"x-agentcache-session": f"s{index}"})
+            response = await client.post(url, json=body, headers={"x-agentcache-session": f"{name}-{index}"})
             response.raise_for_status()
             response.json()
             times.append(time.perf_counter() - start)
         return times
 
-    results = await asyncio.gather(*(one(requests, i) for i, requests in enumerate(sessions)))
+    results = await asyncio.gather(*(one(clients[i], requests, i) for i, requests in enumerate(sessions)))
     return [seconds for times in results for seconds in times]
 
 
@@ -113,25 +122,31 @@ def percentile(values: list[float], q: float) -> float:
 
 
 async def measure(url: str, args: argparse.Namespace) -> tuple[list[float], list[float], int, int]:
-    """Latencies of the plain and the agentcache client over alternating rounds, and turns recorded / sent."""
+    """Latencies of the plain and the agentcache clients over alternating rounds, and turns recorded / sent.
+
+    Each session has a client of its own, as agents built on one SDK client each do: httpx's connection pool
+    looks at every connection for every request, so one client shared by 64 sessions spends more CPU in its
+    pool than the requests cost, for both sides alike. The agentcache clients share one middleware (one ledger,
+    one model of the server's cache), as ``middleware=`` is meant for."""
     sessions = [session_requests(i, args.turns) for i in range(args.sessions)]
-    limits = httpx.Limits(max_connections=args.sessions, max_keepalive_connections=args.sessions)
     timeout = httpx.Timeout(120.0)
-    transport = AsyncCacheAwareTransport(httpx.AsyncHTTPTransport(limits=limits), server="sglang", telemetry=False)
-    async with (
-        httpx.AsyncClient(limits=limits, timeout=timeout) as plain,
-        httpx.AsyncClient(transport=transport, timeout=timeout) as wrapped,
-    ):
-        await run_round(plain, url, sessions[:2])  # warm both: connections, tokenizer, canonical memo
-        await run_round(wrapped, url, sessions[:2])
-        warm = len(transport.ledger.turns())
-        base: list[float] = []
-        ours: list[float] = []
-        for _ in range(args.rounds):
-            base += await run_round(plain, url, sessions)
-            ours += await run_round(wrapped, url, sessions)
+    middleware = CacheMiddleware(server="sglang", telemetry=False)
+    plain = [httpx.AsyncClient(timeout=timeout) for _ in sessions]
+    wrapped = [
+        httpx.AsyncClient(transport=AsyncCacheAwareTransport(middleware=middleware), timeout=timeout) for _ in sessions
+    ]
+    await run_round(plain, url, sessions, "warm")  # warm both: connections, tokenizer, canonical memo
+    await run_round(wrapped, url, sessions, "warm")
+    warm = len(middleware.ledger.turns())
+    base: list[float] = []
+    ours: list[float] = []
+    for round_ in range(args.rounds):
+        base += await run_round(plain, url, sessions, f"r{round_}")
+        ours += await run_round(wrapped, url, sessions, f"r{round_}")
+    for client in plain + wrapped:
+        await client.aclose()
     settle()
-    return base, ours, len(transport.ledger.turns()) - warm, args.rounds * args.sessions * args.turns
+    return base, ours, len(middleware.ledger.turns()) - warm, args.rounds * args.sessions * args.turns
 
 
 def main() -> int:
