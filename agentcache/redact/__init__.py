@@ -17,7 +17,7 @@ from agentcache.redact.content import (
     redact_conversation,
     redacted_change,
 )
-from agentcache.redact.credentials import CREDENTIAL, overlaps_credential, redact
+from agentcache.redact.credentials import CREDENTIAL, names_credential, overlaps_credential, redact
 
 __all__ = [
     "CONVERSATION",
@@ -25,6 +25,7 @@ __all__ = [
     "NUMBER",
     "RedactedChange",
     "comparable",
+    "names_credential",
     "overlaps_credential",
     "redact",
     "redact_conversation",

@@ -96,7 +96,7 @@ def _walk(value: Any, key: str | None, content: frozenset[str], scan: bool) -> A
     """``scan``: whether strings here are searched for credential-shaped values (not inside ``content``)."""
     scan = scan and key not in content
     if isinstance(value, str):
-        if key is not None and _names_credential(key):
+        if key is not None and names_credential(key):
             return CREDENTIAL
         if key == "arguments":
             return _arguments(value, content, scan)
@@ -107,7 +107,7 @@ def _walk(value: Any, key: str | None, content: frozenset[str], scan: bool) -> A
         return [_walk(v, key, content, scan) for v in value]
     # A Fragment is a number kept as written (a trace's record of a body whose parse would change it).
     if isinstance(value, (int, float, orjson.Fragment)) and not isinstance(value, bool) and key is not None:
-        return CREDENTIAL if _names_credential(key) and _words(key)[-1] != "token" else value
+        return CREDENTIAL if names_credential(key) and _words(key)[-1] != "token" else value
     return value
 
 
@@ -154,7 +154,7 @@ def _words(name: str) -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _names_credential(name: str) -> bool:
+def names_credential(name: str) -> bool:
     """Whether a field name is credential-shaped (see the module docstring)."""
     words = _words(name)
     if not words:

@@ -45,7 +45,7 @@ from agentcache.canon.lossless import check_parse
 from agentcache.errors import AgentCacheError, InputError, RequestError
 from agentcache.predict.prompt import PromptTokenizer
 from agentcache.predict.replay import Prediction, Replay
-from agentcache.redact import CREDENTIAL, redact
+from agentcache.redact import CREDENTIAL, names_credential
 from agentcache.servers import ServerProfile, ServerPrompt, get_profile
 from agentcache.tokens import Tokenizer, get_tokenizer
 from agentcache.transport.background import defer
@@ -298,7 +298,7 @@ def _refusal(exc: AgentCacheError) -> str:
     credential-shaped key (a 30-digit ``pin_password``) names its place, not the value."""
     if isinstance(exc, RequestError):
         keys = [dotted or orjson.loads(quoted) for dotted, quoted in _PATH_KEYS.findall(exc.path)]
-        if redact(dict.fromkeys(keys, "")) != dict.fromkeys(keys, ""):
+        if any(map(names_credential, keys)):
             return f"{exc.path}: {CREDENTIAL}; {exc.hint}"
     return str(exc)
 
