@@ -31,13 +31,17 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 from agentcache.cache.options import CacheOptions
-from agentcache.errors import InputError
-from agentcache.servers.template import FloatFormat
+from agentcache.errors import InputError, TokenizerError
+from agentcache.servers.caps import TemplateCaps, llama_cpp_caps
+from agentcache.servers.template import ChatTemplate, FloatFormat
 
 ToolShape = Callable[[Mapping[str, Any]], dict[str, Any]]
+Reshape = Callable[[list[dict[str, Any]], "ChatTemplate | None"], list[dict[str, Any]]]
+Variables = Callable[[ChatTemplate], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -63,13 +67,29 @@ class ServerProfile:
     """Whether ``tool_choice`` "none" renders no tools and a named function only that tool (SGLang)."""
     output_ids_request: Mapping[str, Any] = field(default_factory=dict)
     """Request fields that make the server return the generated token ids (non-streaming only)."""
+    reshape: Reshape | None = None
+    """The server's own pass over the messages after the per-message shaping above, given the template: for
+    llama.cpp, its message model and the rewrites its template probes call for (:func:`_llama_cpp_messages`)."""
+    variables: Variables | None = None
+    """Template variables the server adds beyond messages, tools and the special tokens."""
+    undefined_tools: bool = False
+    """Whether ``tools`` is left undefined, not None, when the request has none or an empty list (llama.cpp)."""
 
-    def template_inputs(self, request: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
-        """``(messages, tools)`` as the server hands them to the chat template."""
+    def template_variables(self, template: ChatTemplate) -> dict[str, Any]:
+        """The variables this server adds for ``template`` (``chat_template_kwargs`` override them)."""
+        return self.variables(template) if self.variables else {}
+
+    def template_inputs(
+        self, request: Mapping[str, Any], template: ChatTemplate | None = None
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+        """``(messages, tools)`` as the server hands them to the chat template. A server that reshapes by what
+        the template reads (llama.cpp) needs ``template``; without it, its defaults stand."""
         messages = request.get("messages")
         if not isinstance(messages, list) or not all(isinstance(m, Mapping) for m in messages):
             raise InputError("$.messages: a chat request needs a list of message objects")
         shaped = [self._message(m) for m in messages]
+        if self.reshape is not None:
+            shaped = self.reshape(shaped, template)
         tools = request.get("tools")
         if not isinstance(tools, list):
             return shaped, None
@@ -77,7 +97,7 @@ class ServerProfile:
         kept = [shape(t) if shape else dict(t) for t in tools if isinstance(t, Mapping)]
         if self.tool_choice_filters:
             kept = _chosen(kept, request.get("tool_choice"))
-        return shaped, kept if kept or tools == [] else None
+        return shaped, kept if kept or (tools == [] and not self.undefined_tools) else None
 
     def _message(self, message: Mapping[str, Any]) -> dict[str, Any]:
         out = dict(message)
@@ -169,14 +189,101 @@ VLLM = ServerProfile(
     unparsed_arguments="empty",
     output_ids_request={"return_token_ids": True},
 )
+def _llama_cpp_messages(messages: list[dict[str, Any]], template: ChatTemplate | None) -> list[dict[str, Any]]:
+    """llama-server's messages as its template sees them (``common/chat.cpp``): each message through its
+    ``common_chat_msg`` model and back, then the rewrites the template's capabilities call for."""
+    caps = llama_cpp_caps(template) if template is not None else TemplateCaps()
+    source = template.source if template is not None else ""
+    trim = "You have access to the following functions in JSONSchema format" in source  # functionary's workaround
+    shaped = [_llama_cpp_message(m, trim) for m in messages]
+    for message in shaped:
+        message["content"] = _llama_cpp_content(message["content"], caps)
+        if message["role"] == "developer" and "<|channel|>" not in source:
+            message["role"] = "system"
+        if caps.object_arguments:
+            for call in message.get("tool_calls", ()):
+                call["function"]["arguments"] = _parsed_arguments(call["function"]["arguments"])
+    if not caps.system_role and shaped and shaped[0]["role"] == "system":  # merged into the next message
+        first = shaped.pop(0)
+        if shaped:
+            if not isinstance(first["content"], str) or not isinstance(shaped[0]["content"], str):
+                raise TokenizerError("llama.cpp merges the system message into the next one only as text")
+            shaped[0]["content"] = first["content"] + "\n" + shaped[0]["content"]
+    return shaped
+
+
+def _llama_cpp_message(message: Mapping[str, Any], trim: bool) -> dict[str, Any]:
+    """``common_chat_msgs_parse_oaicompat`` then ``to_json_oaicompat``: null or empty content becomes "", only
+    non-empty fields survive, in the server's key order, and arguments are a string (an object is dumped)."""
+    strip: Callable[[str], str] = str.strip if trim else str
+    content = message.get("content")
+    out: dict[str, Any] = {"role": message.get("role")}
+    if isinstance(content, list) and content:
+        out["content"] = [{"type": p.get("type"), "text": strip(p.get("text", ""))} for p in content]
+    else:
+        out["content"] = strip(content) if isinstance(content, str) else ""
+    for key in ("reasoning_content", "name", "tool_call_id"):
+        value = message.get(key)
+        if isinstance(value, str) and (value := strip(value)):
+            out[key] = value
+    calls = []
+    for call in message.get("tool_calls") or ():
+        function = call.get("function", {})
+        arguments = function.get("arguments")
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+        shaped = {"type": "function", "function": {"name": function.get("name"), "arguments": arguments}}
+        if call.get("id"):
+            shaped["id"] = call["id"]
+        calls.append(shaped)
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def _llama_cpp_content(content: str | list[dict[str, Any]], caps: TemplateCaps) -> Any:
+    """Content the way the template reads it: parts joined with newlines for a template that reads only
+    strings, a string wrapped in one text part for a template that reads only parts."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if caps.typed_content and not caps.string_content else content
+    if caps.string_content and not caps.typed_content:
+        return "\n".join(p["text"] for p in content if p["type"] == "text")
+    return content
+
+
+def _parsed_arguments(arguments: Any) -> Any:
+    if not isinstance(arguments, str):
+        return arguments
+    try:
+        return json.loads(arguments)
+    except ValueError as exc:  # llama-server answers 500
+        raise TokenizerError(
+            f"llama.cpp parses tool-call arguments for this template, and these are not JSON ({exc})"
+        ) from exc
+
+
+def _llama_cpp_variables(template: ChatTemplate) -> dict[str, Any]:
+    """``common_chat_extra_context`` and the thinking switch: llama-server enables thinking when the template
+    renders it, and passes today's date in two formats."""
+    now = datetime.now()
+    return {
+        "bos_token": template.special_tokens.get("bos_token", ""),
+        "eos_token": template.special_tokens.get("eos_token", ""),
+        "enable_thinking": llama_cpp_caps(template).thinking,
+        "datetime": now.strftime("%b %d %Y"),
+        "date_string": now.strftime("%d %b %Y"),
+    }
+
+
 LLAMA_CPP = ServerProfile(
     "llama.cpp",
     CacheOptions("llama.cpp"),
     tool_shape=_llama_cpp_tool,
-    join_parts={"*": "\n"},
-    parse_arguments="any",
     float_format="cpp",
     output_ids_request={"return_tokens": True, "verbose": True},
+    reshape=_llama_cpp_messages,
+    variables=_llama_cpp_variables,
+    undefined_tools=True,
 )
 OPENAI = ServerProfile("openai", CacheOptions("openai"))
 ANTHROPIC = ServerProfile("anthropic", CacheOptions("anthropic"))
