@@ -219,7 +219,10 @@ def _llama_cpp_message(message: Mapping[str, Any], trim: bool) -> dict[str, Any]
     content = message.get("content")
     out: dict[str, Any] = {"role": message.get("role")}
     if isinstance(content, list) and content:
-        out["content"] = [{"type": p.get("type"), "text": strip(p.get("text", ""))} for p in content]
+        other = [p.get("type") for p in content if not (isinstance(p, Mapping) and p.get("type") == "text")]
+        if other:  # media parts need a multimodal projector, which the client does not model
+            raise TokenizerError(f"llama.cpp takes only text parts here, not {other[0]!r}")
+        out["content"] = [{"type": "text", "text": strip(p.get("text", ""))} for p in content]
     else:
         out["content"] = strip(content) if isinstance(content, str) else ""
     for key in ("reasoning_content", "name", "tool_call_id"):
@@ -263,10 +266,16 @@ def _parsed_arguments(arguments: Any) -> Any:
 
 
 def _llama_cpp_variables(template: ChatTemplate) -> dict[str, Any]:
-    """``common_chat_extra_context`` and the thinking switch: llama-server enables thinking when the template
-    renders it, and passes today's date in two formats."""
+    """``common_chat_extra_context``, the thinking switch and the reasoning history: llama-server enables thinking
+    when the template renders it, passes today's date in two formats, and (its ``--reasoning-preserve`` default)
+    asks every template to keep earlier turns' reasoning under each name templates use for it."""
     now = datetime.now()
     return {
+        "preserve_reasoning": True,
+        "preserve_thinking": True,
+        "clear_thinking": False,
+        "truncate_history_thinking": False,
+        "drop_thinking": False,
         "bos_token": template.special_tokens.get("bos_token", ""),
         "eos_token": template.special_tokens.get("eos_token", ""),
         "enable_thinking": llama_cpp_caps(template).thinking,

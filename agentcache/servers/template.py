@@ -19,6 +19,9 @@ from typing import Any, Literal, NoReturn
 from agentcache.errors import TokenizerError
 
 FloatFormat = Literal["python", "cpp"]
+"""Whose Jinja runtime renders: Python's jinja2 (transformers: SGLang, vLLM) or llama.cpp's C++ port, which
+writes floats as a C++ stream does, lets a missing attribute of a missing value stay undefined, and lets a
+template append to its own lists (transformers' sandbox forbids it)."""
 
 
 class ChatTemplate:
@@ -41,9 +44,9 @@ class ChatTemplate:
         """The source compiled in a fresh environment of the servers' conventions; ``prepare`` may adjust the
         environment first (the capability probes watch what the template reads)."""
         try:
-            from jinja2 import nodes
+            from jinja2 import ChainableUndefined, Undefined, nodes
             from jinja2.ext import Extension, loopcontrols
-            from jinja2.sandbox import ImmutableSandboxedEnvironment
+            from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
         except ImportError as exc:
             raise TokenizerError(
                 f"{self.name}: rendering a chat template needs the optional package jinja2; "
@@ -61,8 +64,20 @@ class ChatTemplate:
                 body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
                 return nodes.Scope(body, lineno=lineno)
 
-        env = ImmutableSandboxedEnvironment(
-            trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols, Generation]
+        class CppUndefined(ChainableUndefined):
+            """llama.cpp's undefined: a member of it is undefined too, and a string plus it is the string."""
+
+            def __add__(self, other: Any) -> Any:
+                return other if isinstance(other, str) else super().__add__(other)
+
+            __radd__ = __add__
+
+        sandbox = ImmutableSandboxedEnvironment if self.float_format == "python" else SandboxedEnvironment
+        env = sandbox(
+            trim_blocks=True,
+            lstrip_blocks=True,
+            extensions=[loopcontrols, Generation],
+            undefined=Undefined if self.float_format == "python" else CppUndefined,
         )
         env.filters["tojson"] = _tojson if self.float_format == "python" else _tojson_cpp
         env.globals["raise_exception"] = _raise

@@ -27,6 +27,7 @@ from typing import Any
 import httpx
 import pytest
 
+from agentcache.canon import CanonicalPolicy
 from agentcache.httpx import CacheAwareTransport
 from agentcache.servers import ChatTemplate, ServerPrompt, get_profile
 from agentcache.tokens import Tokenizer, get_tokenizer
@@ -61,6 +62,8 @@ SEARCH = {
     },
 }
 TOOLS = [WEATHER, SEARCH]
+DEFAULT_POLICY = CanonicalPolicy()
+RELOCATING = (CanonicalPolicy(relocate_volatile=True), CanonicalPolicy(relocate_volatile=True, volatile_role="user"))
 
 
 class Ids:
@@ -97,6 +100,7 @@ class Session:
 
     name: str
     requests: list[dict[str, Any]]
+    policy: CanonicalPolicy = DEFAULT_POLICY
 
 
 def grow(name: str, steps: list[list[dict[str, Any]]], last: int | None = None, **extra: Any) -> Session:
@@ -225,7 +229,23 @@ def sessions(source: str) -> list[Session]:
         plain_then_tool_steps.append([{"role": "assistant", "content": f"It is 20 C in {city}."}])
     long_history = grow("long_history", plain_then_tool_steps, last=3, tools=TOOLS)
 
-    return [sequential, parallel, reasoning_field, inline_think, parts, tool_choice, empty_tools, long_history]
+    relocated = [relocating(policy) for policy in RELOCATING]
+    shapes = [sequential, parallel, reasoning_field, inline_think, parts, tool_choice, empty_tools, long_history]
+    return [*shapes, *relocated]
+
+
+def relocating(policy: CanonicalPolicy) -> Session:
+    """A system prompt with a timestamp line that changes every turn, canonicalized with ``relocate_volatile``:
+    the line moves to a trailing message of the policy's role, or into the last user message where the template
+    refuses that message."""
+    requests = []
+    history: list[dict[str, Any]] = []
+    for turn, question in enumerate(("Plan my day.", "Add lunch.", "Add a walk.")):
+        stamp = {"role": "system", "content": f"You plan days.\nNow: 2026-12-01T09:{turn:02d}:00Z\nBe brief."}
+        history.append({"role": "user", "content": question})
+        requests.append({"messages": [stamp, *history]})
+        history.append({"role": "assistant", "content": f"Step {turn + 1} planned."})
+    return Session(f"relocated_{policy.volatile_role}", requests, policy)
 
 
 @dataclass
@@ -329,7 +349,9 @@ def run_sessions(url: str, prompt: ServerPrompt) -> list[Outcome]:
     for session in sessions(prompt.template.source):
         erase_slots(url)
         wire = Wire()
-        transport = CacheAwareTransport(wire, server="llama.cpp", prompt=prompt, tokenizer=encoder, telemetry=False)
+        transport = CacheAwareTransport(
+            wire, server="llama.cpp", prompt=prompt, tokenizer=encoder, policy=session.policy, telemetry=False
+        )
         fixed = {"model": engine_script.SERVED_NAME, "max_tokens": 1, "temperature": 0}
         originals = [{**fixed, **request} for request in session.requests]
         with httpx.Client(transport=transport, base_url=url, timeout=120) as http:
