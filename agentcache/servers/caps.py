@@ -12,11 +12,16 @@ filter or a test, iterated), give the client the same answers.
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from agentcache.servers.template import ChatTemplate
+
+_inside = threading.local()
+"""``_inside.filter`` is set while a filter or test runs: what it does to its input (``tojson`` iterating a
+list) is the filter's, not the template's, and llama.cpp counts only the filter itself."""
 
 
 class _Stats:
@@ -26,6 +31,8 @@ class _Stats:
     _ops: set[str]
 
     def _mark(self, op: str | None = None) -> None:
+        if getattr(_inside, "filter", False):
+            return
         self._used = True
         if op is not None:
             self._ops.add(op)
@@ -67,7 +74,7 @@ def _mark(value: Any, op: str | None = None, deep: bool = False) -> None:
     if isinstance(value, _Stats):
         value._mark(op)
     if deep and isinstance(value, (list, dict)):
-        for item in value.values() if isinstance(value, dict) else value:
+        for item in dict.values(value) if isinstance(value, dict) else list.__iter__(value):  # not a loop of its own
             _mark(item, deep=True)
 
 
@@ -110,7 +117,11 @@ def _watched(function: Callable[..., Any], op: str, deep: bool) -> Callable[...,
     def watch(*args: Any, **kwargs: Any) -> Any:
         if len(args) > int(passes):
             _mark(args[int(passes)], op, deep)
-        return function(*args, **kwargs)
+        _inside.filter = True
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _inside.filter = False
 
     return watch
 
@@ -126,8 +137,9 @@ class TemplateCaps:
     tool_calls: bool = True
     object_arguments: bool = False
     thinking: bool = False
-    """Whether the template renders ``enable_thinking`` into the generation prompt (llama-server then passes
-    ``enable_thinking=true``; without it, false)."""
+    """Whether switching ``enable_thinking`` on adds or removes reasoning tags at the end of the prompt: llama-server
+    then passes ``enable_thinking=true``, else false (a switch that only rewrites a line elsewhere is not taken
+    for thinking)."""
 
 
 _TOOL = {
@@ -154,6 +166,9 @@ def _tool_conversation(arguments: Any) -> list[dict[str, Any]]:
         {"role": "assistant", "content": "The tool response was 'tool response'"},
         {"role": "user", "content": "User message"},
     ]
+
+
+_USER = "test"
 
 
 @functools.lru_cache(maxsize=128)
@@ -205,6 +220,13 @@ def llama_cpp_caps(template: ChatTemplate) -> TemplateCaps:
         else:
             tools = tool_calls = False
 
-    user = [{"role": "user", "content": "test"}]
-    thinking = probe(user, enable_thinking=True)[3] != probe(user, enable_thinking=False)[3]
+    user = [{"role": "user", "content": _USER}]
+    thinking = _thinks(probe(user, enable_thinking=False)[3], probe(user, enable_thinking=True)[3])
     return TemplateCaps(string_content, typed_content, system_role, tools, tool_calls, object_arguments, thinking)
+
+
+def _thinks(off: str, on: str) -> bool:
+    """Whether the switch changes what follows the user's message: the generation prompt opens a reasoning block,
+    or closes an empty one. llama.cpp's differential analysis finds reasoning tags there; a switch that only
+    rewrites a line of the system prompt (Apertus's "Deliberation: enabled") is not taken for thinking."""
+    return off.rpartition(_USER)[2] != on.rpartition(_USER)[2]
