@@ -15,15 +15,25 @@ tool                           adds ``defer_loading``
                                (null) after function
 ``tool_choice``                "none": no tools; a
                                named one: only it
-assistant ``arguments``        a JSON object is parsed   a JSON object is parsed;     any JSON is parsed
-string                         (anything else: 400)      anything else becomes {}     (not JSON: 500)
-text parts of ``content``      joined with " "           kept as a list (``tool``:    joined with "\\n"
-                                                         joined with "\\n")
+assistant ``arguments``        a JSON object is parsed   a JSON object is parsed;     any JSON is parsed when
+string                         (anything else: 400)      anything else becomes {}     the template reads objects
+                                                                                      (not JSON: 500), else kept
+text parts of ``content``      joined with " "           kept as a list (``tool``:    joined with "\\n" when the
+                                                         joined with "\\n")           template reads only strings
+null ``content``                                                                      "" (only non-empty fields of
+                                                                                      a message are passed)
+no tools, or ``[]``            None; ``[]``              None; ``[]``                 undefined
 floats in ``tojson``           ``1000.0``, ``48.856614``  as SGLang                   C++ stream: ``1000``,
                                                                                       ``48.8566``, ``2.14827e+06``
 =============================  ========================  ===========================  ==========================
 
 Each profile also names the client-side cache model of the server and where its responses carry output token ids.
+
+llama.cpp decides parts of its shaping by probing the template first (:mod:`agentcache.servers.caps`: does it read
+``content`` as a string or as parts, the system message at all, ``arguments`` as an object), merges a system
+message the template ignores into the next one, and adds template variables: ``enable_thinking`` (on when the
+switch changes the generation prompt), today's date, and its ``--reasoning-preserve`` default. SGLang and vLLM
+render through transformers as sent after their request models; their rows above are all there is to them so far.
 """
 
 from __future__ import annotations
