@@ -213,6 +213,12 @@ def _llama_cpp_messages(messages: list[dict[str, Any]], template: ChatTemplate |
         if caps.object_arguments:
             for call in message.get("tool_calls", ()):
                 call["function"]["arguments"] = _parsed_arguments(call["function"]["arguments"])
+    if _reasons_as_thinking(source):
+        for message in shaped:
+            if "reasoning_content" in message:
+                message["thinking"] = message["reasoning_content"]
+                if "<|channel|>" in source and message.get("tool_calls"):
+                    del message["content"]
     if not caps.system_role and shaped and shaped[0]["role"] == "system":  # merged into the next message
         first = shaped.pop(0)
         if shaped:
@@ -220,6 +226,15 @@ def _llama_cpp_messages(messages: list[dict[str, Any]], template: ChatTemplate |
                 raise TokenizerError("llama.cpp merges the system message into the next one only as text")
             shaped[0]["content"] = first["content"] + "\n" + shaped[0]["content"]
     return shaped
+
+
+def _reasons_as_thinking(source: str) -> bool:
+    """Whether llama.cpp renders this template through a handler of its own that copies ``reasoning_content`` to
+    the ``thinking`` field the template reads: gpt-oss (which also drops the content of a message with tool calls)
+    and LFM2 (``common/parsers/gpt-oss.cpp``, ``lfm2.cpp``; detected by the same markers)."""
+    lfm2 = "<|tool_list_start|>" in source and "<|tool_list_end|>" in source
+    lfm25 = "List of tools: [" in source and "<|tool_list_start|>" not in source
+    return "<|channel|>" in source or lfm2 or lfm25
 
 
 def _llama_cpp_message(message: Mapping[str, Any], trim: bool) -> dict[str, Any]:
