@@ -225,7 +225,30 @@ def _llama_cpp_messages(messages: list[dict[str, Any]], template: ChatTemplate |
             if not isinstance(first["content"], str) or not isinstance(shaped[0]["content"], str):
                 raise TokenizerError("llama.cpp merges the system message into the next one only as text")
             shaped[0]["content"] = first["content"] + "\n" + shaped[0]["content"]
+    if _ministral_3(source):
+        shaped = [_in_blocks(m) if m["role"] in ("system", "assistant") else m for m in shaped]
     return shaped
+
+
+def _ministral_3(source: str) -> bool:
+    """llama.cpp's own handler for Ministral 3 / Magistral (``common/parsers/ministral3.cpp``), by its markers."""
+    return all(m in source for m in ("[SYSTEM_PROMPT]", "[TOOL_CALLS]", "[ARGS]")) and "[CALL_ID]" not in source
+
+
+def _in_blocks(message: dict[str, Any]) -> dict[str, Any]:
+    """A system or assistant message as that handler passes it: reasoning first as a ``thinking`` block, then
+    the content as text blocks."""
+    blocks: list[Any] = []
+    out = {k: v for k, v in message.items() if k != "reasoning_content"}
+    if "reasoning_content" in message:
+        blocks.append({"type": "thinking", "thinking": message["reasoning_content"]})
+    content = message.get("content")
+    if isinstance(content, str):
+        blocks.append({"type": "text", "text": content})
+    elif isinstance(content, list):
+        blocks.extend(content)
+    out["content"] = blocks
+    return out
 
 
 def _reasons_as_thinking(source: str) -> bool:

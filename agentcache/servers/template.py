@@ -20,8 +20,8 @@ from agentcache.errors import TokenizerError
 
 FloatFormat = Literal["python", "cpp"]
 """Whose Jinja runtime renders: Python's jinja2 (transformers: SGLang, vLLM) or llama.cpp's C++ port, which
-writes floats as a C++ stream does, lets a missing attribute of a missing value stay undefined, and lets a
-template append to its own lists (transformers' sandbox forbids it)."""
+writes floats as a C++ stream does, lets a missing attribute of a missing value stay undefined, lets a template
+append to its own lists (transformers' sandbox forbids it), and has no markup (``safe`` changes nothing)."""
 
 
 class ChatTemplate:
@@ -80,6 +80,8 @@ class ChatTemplate:
             undefined=Undefined if self.float_format == "python" else CppUndefined,
         )
         env.filters["tojson"] = _tojson if self.float_format == "python" else _tojson_cpp
+        if self.float_format == "cpp":  # llama.cpp has no markup: "x"|safe + text is plain concatenation, unescaped
+            env.filters["safe"] = str
         env.globals["raise_exception"] = _raise
         env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
         if prepare is not None:
