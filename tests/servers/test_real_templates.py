@@ -10,6 +10,11 @@ calls, never what the random-weight model generates, so every run sends the same
 A template llama-server refuses at start is skipped with its reason. On every turn the server accepts, the
 prediction must equal the report; a turn the client cannot render must say why, and its request must have gone
 out as the agent wrote it.
+
+Cost: one llama-server start (a few seconds) and 29 turns per template; most of a turn is llama-server's own
+request handling (its template analysis and tool grammar), not prompt evaluation. The 70 templates took 20 minutes
+on two CPUs shared with other work (9 to 74 s a template). Run it alone with
+``scripts/test tests/servers/test_real_templates.py``.
 """
 
 from __future__ import annotations
