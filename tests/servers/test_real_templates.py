@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -397,6 +398,7 @@ def run_template(template: Path, workdir: Path) -> tuple[str | None, list[Outcom
         return None, run_sessions(server.url, server_prompt(model_folder(template, workdir / "model", server.url)))
     finally:
         stop_server(server.process)
+        shutil.rmtree(engine_script.RUN / f"llama-server-{server.url.rsplit(':', 1)[1]}-slots", ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
