@@ -11,6 +11,7 @@ from agentcache.transport import (
     TraceRecorder,
     Turn,
     session_scope,
+    settle,
 )
 
 __all__ = [
@@ -22,4 +23,5 @@ __all__ = [
     "TraceRecorder",
     "Turn",
     "session_scope",
+    "settle",
 ]

@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 
 import orjson
 
+from agentcache.canon.memo import proven_nulls
 from agentcache.errors import CycleError, InvalidValueError, NestingTooDeepError
 
 _DUMP_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
@@ -43,18 +44,38 @@ def has_null(raw: bytes) -> bool:
     return b"null" in raw and (b":null" in raw or b",null" in raw or b"[null" in raw or raw == b"null")
 
 
+def null_tokens(raw: bytes, expected: int) -> int:
+    """At least the number of null tokens in compact JSON; exact when ``expected`` is, in one scan.
+
+    Counting ``null`` is one scan, and exact unless a string says "null"; then the tokens are counted by what
+    precedes them (``:``, ``,``, ``[``, or nothing when ``null`` is the whole text), which a string can still only add
+    to, in three more scans.
+    """
+    count = raw.count(b"null")
+    if count == expected:
+        return count
+    return raw.count(b":null") + raw.count(b",null") + raw.count(b"[null") + (raw == b"null")
+
+
 def canonical_json(obj: Any) -> bytes:
     """Canonical bytes of a JSON value: UTF-8, object keys sorted, no whitespace.
 
     Equal JSON values give equal bytes, in any process (no hash seeds involved). Raises a
     :class:`~agentcache.errors.RequestError` subclass naming the JSON path of the first value that is not JSON.
+
+    orjson writes NaN and Infinity as null, so a null in the output must be shown to be a None. When as many Nones
+    are found as the output has null tokens, none is left for a NaN; :func:`~agentcache.canon.memo.proven_nulls`
+    finds them without walking what canonicalization built (a tool-call message's ``"content": null`` is in
+    every history). Otherwise the whole value is walked, to name the NaN.
     """
     try:
         out = orjson.dumps(obj, option=SORTED_OPTIONS)
     except TypeError as exc:
         raise_located(obj, "$", 250, exc)
-    if has_null(out):
-        locate(obj, "$", 250)
+    if b"null" in out:
+        proven = proven_nulls(obj)
+        if null_tokens(out, proven) != proven:
+            locate(obj, "$", 250)
     return out
 
 
@@ -237,13 +258,6 @@ def check_depth(value: Any, room: int) -> None:
         for item in value.values() if kind is dict else value:
             if type(item) is dict or type(item) is list:
                 check_depth(item, room - 1)
-
-
-def lookup(value: Any, path: tuple[str | int, ...]) -> Any:
-    """The value at a path of keys and indices (the path is known to exist)."""
-    for step in path:
-        value = value[step]
-    return value
 
 
 def null_paths(value: Any, prefix: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:

@@ -106,6 +106,34 @@ def _float_change(token: str, value: float) -> str | None:
     return written
 
 
+def exact_loads(raw: bytes) -> Any:
+    """The parse of ``raw`` (JSON orjson has read) in which every number that orjson would write otherwise is an
+    :class:`orjson.Fragment` of its text, so that ``orjson.dumps`` writes it back as written: for a record of
+    a body as it was sent. A repeated key raises :class:`~agentcache.errors.DuplicateKeyError`, since no parse
+    keeps both copies."""
+    text = raw.decode()
+    try:
+        return json.loads(text, object_pairs_hook=_unique_pairs, parse_float=_as_written, parse_int=_as_written)
+    except _Changed:  # a repeated key: locate it
+        _locate(json.loads(text, object_pairs_hook=_Pairs, parse_float=_Number, parse_int=_Number), "$")
+        raise AssertionError("a repeated key was found, then not located") from None
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        raise _Changed
+    return value
+
+
+def _as_written(token: str) -> int | float | orjson.Fragment:
+    """A number token as orjson writes it back when that is the token itself, else the token kept as written."""
+    integer = not any(mark in token for mark in ".eE")
+    number = int(token) if integer else float(token)
+    changed = _int_change(token) if integer else _float_change(token, number)
+    return number if changed is None else orjson.Fragment(token)
+
+
 class _Number(str):
     """A number token as written, from the slow parse that locates a change."""
 

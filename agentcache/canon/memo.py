@@ -6,9 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Generic, NamedTuple, TypeVar
 
-from agentcache.canon.jsonvalue import lookup
-
-K = TypeVar("K", bytes, str)
+K = TypeVar("K", bytes, str, int)
 V = TypeVar("V")
 
 
@@ -36,13 +34,53 @@ class Memo(Generic[K, V]):
                 self.put(key, value)
         return value
 
-    def put(self, key: K, value: V) -> None:
-        if len(key) > self.max_key_chars:
+    def put(self, key: K, value: V, size: int = 0) -> None:
+        """Keep ``value`` under ``key``; a text key counts its length against the budget, an id key ``size``."""
+        chars = size if isinstance(key, int) else len(key)
+        if chars > self.max_key_chars:
             return
-        if len(self._young) >= self.max_entries or self._young_chars + len(key) > self.max_key_chars:
+        if len(self._young) >= self.max_entries or self._young_chars + chars > self.max_key_chars:
             self._old, self._young, self._young_chars = self._young, {}, 0
         self._young[key] = value
-        self._young_chars += len(key)
+        self._young_chars += chars
+
+
+def lookup(value: Any, path: tuple[str | int, ...]) -> Any:
+    """The value at a path of keys and indices, read as orjson reads it: through the base type's own item access,
+    whatever a subclass's ``__getitem__`` says. Raises LookupError or TypeError where the path does not exist."""
+    for step in path:
+        kind = dict if isinstance(value, dict) else list if isinstance(value, list) else tuple
+        value = kind.__getitem__(value, step)  # type: ignore[index]
+    return value
+
+
+#: id of a value canonicalization built -> its entry, which holds the value (so the id is not reused while it is
+#: here) and the paths of its nulls. A hint, never trusted: :func:`proven_nulls` checks each path.
+KNOWN_NULLS: Memo[int, Entry] = Memo(1 << 17, 128 << 20)
+
+
+def remember(entry: Entry, size: int) -> Entry:
+    """Record where ``entry``'s value, ``size`` bytes of JSON, holds its nulls, for :func:`proven_nulls`."""
+    if isinstance(entry.value, (dict, list)):
+        KNOWN_NULLS.put(id(entry.value), entry, size)
+    return entry
+
+
+def proven_nulls(value: Any) -> int:
+    """How many Nones ``value`` is shown to hold, each at its own place, without walking what canonicalization built.
+
+    A value :func:`remember` recorded counts its recorded nulls when each is still a None (an edit elsewhere in it
+    shows as more null tokens than Nones). Other containers are walked; subclasses are not, so they count nothing.
+    """
+    if value is None:
+        return 1
+    kind = type(value)
+    if kind is not dict and kind is not list and kind is not tuple:
+        return 0
+    known = KNOWN_NULLS.get(id(value))
+    if known is not None and known.value is value and known.fits(value):
+        return len(known.nulls)
+    return sum(map(proven_nulls, value.values() if kind is dict else value))
 
 
 @dataclass(frozen=True)

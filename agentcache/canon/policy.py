@@ -15,8 +15,8 @@ class CanonicalPolicy:
     """Switches for :func:`agentcache.canonicalize`.
 
     Every switch that is on by default is meaning-preserving (see docs/canonicalization.md for why each is safe).
-    ``strip_trailing_whitespace`` and ``relocate_volatile`` are off by default: the first edits prose, the second
-    changes the request's layout.
+    ``strip_trailing_whitespace``, ``normalize_whitespace`` and ``relocate_volatile`` are off by default: the first
+    two edit prose, the last changes the request's layout.
     """
 
     sort_tools: bool = True
@@ -31,6 +31,9 @@ class CanonicalPolicy:
     """Prose (as for ``normalize_newlines``) is put in Unicode NFC."""
     strip_trailing_whitespace: bool = False
     """Remove spaces and tabs at the end of each prose line."""
+    normalize_whitespace: bool = False
+    """Trailing spaces and tabs off each prose line, and each run of blank lines cut to one: prose only (the system
+    prompt and descriptions, outside fenced code), never what the user, the model or a tool wrote."""
     relocate_volatile: bool = False
     """Move system-prompt lines holding timestamps, dates, UUIDs, ids into a trailing message."""
     volatile_role: str = "system"

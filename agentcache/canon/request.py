@@ -25,7 +25,7 @@ from agentcache.canon.jsonvalue import (
     plain,
     raise_located,
 )
-from agentcache.canon.memo import Entry, History, Memo
+from agentcache.canon.memo import Entry, History, Memo, remember
 from agentcache.canon.policy import CanonicalPolicy
 from agentcache.canon.rules import (
     TOOL_FIELDS,
@@ -178,7 +178,7 @@ class Canonicalizer:
         if not entry.fits(value):
             raise Invalid
         check_depth(copy, room)
-        return entry
+        return remember(entry, len(raw))
 
     def tool_arguments(self, text: str) -> str:
         """:func:`~agentcache.canon.rules.canonical_arguments`, memoized: a call seen before is not parsed again."""
@@ -226,7 +226,7 @@ class Canonicalizer:
             unchecked = Entry(None, null_paths(orjson.loads(raw)) if has_null(raw) else [])
             if not unchecked.fits(value):  # orjson wrote a NaN/Infinity as null: name it
                 locate(value, path, room)
-            known = Entry(self.schemas.parse(raw, room), unchecked.nulls)
+            known = remember(Entry(self.schemas.parse(raw, room), unchecked.nulls), len(raw))
             memo.put(raw, known)
         return known
 

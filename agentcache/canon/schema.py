@@ -65,8 +65,10 @@ class SchemaCanonicalizer:
         Prose is skipped when the bytes show it cannot change: all ASCII and no escaped CR. The escape is looked
         for only after a backslash, which memchr finds at once, because a two-byte search is slow on 100+ kB.
         """
-        prose = self.policy.strip_trailing_whitespace or not raw.isascii() or (b"\\" in raw and b"\\r" in raw)
-        return _Walk(self.policy, prose).definition(orjson.loads(raw), room)
+        policy = self.policy
+        edits_blanks = policy.strip_trailing_whitespace or policy.normalize_whitespace
+        prose = edits_blanks or not raw.isascii() or (b"\\" in raw and b"\\r" in raw)
+        return _Walk(policy, prose).definition(orjson.loads(raw), room)
 
 
 class _Walk:

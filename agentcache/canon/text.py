@@ -15,12 +15,15 @@ from agentcache.canon.policy import CanonicalPolicy
 
 #: A line with its line break (CRLF, CR or LF), or the last line without one.
 _LINE = re.compile(r"[^\r\n]*(?:\r\n?|\n)|[^\r\n]+")
+#: Two or more blank lines (already stripped of trailing blanks): one is kept.
+_BLANK_LINES = re.compile(r"\n{3,}")
 #: An opening code fence (CommonMark): three or more backticks or tildes, then the info string.
 _OPENING = re.compile(r"[ \t]*(`{3,}|~{3,})(.*)")
 
 
 def normalize_prose(text: str, policy: CanonicalPolicy) -> str:
-    """Line endings to LF, Unicode to NFC and, when asked, trailing spaces off each line, outside fenced code.
+    """Line endings to LF, Unicode to NFC and, when asked, trailing spaces off each line and blank-line runs cut to
+    one, outside fenced code.
 
     Returns ``text`` itself when nothing changes, so unchanged requests allocate nothing. Only prose the agent
     writes itself comes here; what the user, the model and tools wrote, identifiers, enum values and tool-call
@@ -43,8 +46,11 @@ def _normalize(text: str, policy: CanonicalPolicy) -> str:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     if policy.normalize_unicode and not text.isascii() and not unicodedata.is_normalized("NFC", text):
         text = unicodedata.normalize("NFC", text)
-    if policy.strip_trailing_whitespace and (" \n" in text or "\t\n" in text or text.endswith((" ", "\t"))):
+    strip = policy.strip_trailing_whitespace or policy.normalize_whitespace
+    if strip and (" \n" in text or "\t\n" in text or text.endswith((" ", "\t"))):
         text = "\n".join(line.rstrip(" \t") for line in text.split("\n"))
+    if policy.normalize_whitespace and "\n\n\n" in text:
+        text = _BLANK_LINES.sub("\n\n", text)
     return text
 
 

@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from agentcache.cli.explain import cause_color, saving
-from agentcache.cli.options import positive_int
+from agentcache.cli.options import add_positive_int
 from agentcache.cli.style import Style, fit, terminal_width
 from agentcache.demo.live import run_live
 from agentcache.demo.scenario import session
@@ -31,13 +31,13 @@ def register(commands: Any) -> None:
     parser: argparse.ArgumentParser = commands.add_parser(
         "demo", help="replay a drifting coding-agent session through modelled caches", description=__doc__
     )
-    parser.add_argument("--turns", type=positive_int, default=None, help="turns in the session (default 10; 6 live)")
+    add_positive_int(parser, "--turns", "turns in the session (default 10; 6 live)")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format")
     live = parser.add_argument_group("against a real engine")
     live.add_argument("--server", metavar="URL", help="send the session to this SGLang, vLLM or llama-server")
     live.add_argument("--engine", choices=("sglang", "vllm", "llama.cpp"), help="the server's kind (default: asked)")
     live.add_argument("--model-dir", metavar="DIR", help="the model folder the server loads: exact predictions")
-    live.add_argument("--block-size", type=positive_int, default=16, help="vLLM's --block-size (default 16)")
+    add_positive_int(live, "--block-size", "vLLM's --block-size (default 16)", default=16)
     parser.set_defaults(run=run)
 
 

@@ -6,12 +6,13 @@ import argparse
 import json
 import re
 import sys
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import Path
+from typing import Any
 
 from agentcache.cache.options import CACHE_KINDS, CacheKind, CacheOptions
 from agentcache.cli.style import Progress
-from agentcache.drift.trace import Trace, parse_trace
+from agentcache.drift.trace import Trace, parse_trace, parse_trace_bytes
 from agentcache.errors import InputError
 
 TRACE_HELP = "a JSONL trace (docs/trace-format.md), a file of request bodies, one request body, or - for stdin"
@@ -22,15 +23,32 @@ def help_text(text: str | None) -> str | None:
     return None if text is None else re.sub(r"``(.*?)``", r"\1", text, flags=re.DOTALL)
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number of at least 1, with a message that says so."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+class PositiveInt(argparse.Action):
+    """Parses an option's value as a whole number of at least 1. A bad value is a usage error naming the option
+    and what it expected, not argparse's "invalid int value" (or the name of a type function)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        text = str(values)
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value < 1:
+            parser.error(f"{option_string or self.dest} must be a positive integer, got {text!r}")
+        setattr(namespace, self.dest, value)
+
+
+def add_positive_int(
+    parser: argparse._ActionsContainer, flag: str, help: str, default: int | None = None, metavar: str = "N"
+) -> None:
+    """Add a numeric option: every numeric option of the CLI is a count of at least 1, checked by one rule."""
+    parser.add_argument(flag, action=PositiveInt, default=default, metavar=metavar, help=help)
 
 
 def load_trace(command: str, path: str) -> Trace:
@@ -41,7 +59,7 @@ def load_trace(command: str, path: str) -> Trace:
         data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read trace {name}: {exc.strerror}") from None
-    trace = parse_trace(data.split(b"\n"))
+    trace = parse_trace_bytes(data)
     if trace.problems and data.lstrip().startswith(b"{"):
         try:
             whole = json.loads(data)
@@ -78,9 +96,9 @@ def add_trace_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_cache_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--capacity", type=int, metavar="TOKENS", help="KV capacity in tokens (default: unbounded)")
-    parser.add_argument("--page-size", type=int, default=1, metavar="N", help="SGLang page size (default 1)")
-    parser.add_argument("--block-size", type=int, default=16, metavar="N", help="vLLM block size (default 16)")
+    add_positive_int(parser, "--capacity", "KV capacity in tokens (default: unbounded)", metavar="TOKENS")
+    add_positive_int(parser, "--page-size", "SGLang page size (default 1)", default=1)
+    add_positive_int(parser, "--block-size", "vLLM block size (default 16)", default=16)
     parser.add_argument(
         "--model-dir", metavar="DIR", help="the model folder the server loads: count the server's own prompt tokens"
     )

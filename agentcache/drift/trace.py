@@ -61,6 +61,12 @@ def read_trace(path: str | Path) -> Trace:
         raise InputError(f"cannot read trace {path}: {exc.strerror}") from None
 
 
+def parse_trace_bytes(data: bytes) -> Trace:
+    """The records and problems of a whole trace held in memory, split at ``\\n`` as :func:`read_trace` splits a
+    file: a line that is not UTF-8 is one problem, and the lines after it are still read."""
+    return parse_trace(data.split(b"\n"))
+
+
 def parse_trace(lines: Iterable[str | bytes]) -> Trace:
     """The records and problems of ``lines``, numbered from 1; lines given as bytes are decoded as UTF-8."""
     trace = Trace([], [])
@@ -86,6 +92,8 @@ def parse_trace(lines: Iterable[str | bytes]) -> Trace:
 def _record(line: int, value: Any) -> TraceRecord:
     if not isinstance(value, dict):
         raise ValueError(f"expected a JSON object, got {type(value).__name__}")
+    if "unrecorded" in value and "request" not in value:
+        raise ValueError(f"request not recorded: {value['unrecorded']}")
     if "request" in value:
         request, session = value["request"], value.get("session", DEFAULT_SESSION)
         usage, ts = value.get("usage"), value.get("ts")

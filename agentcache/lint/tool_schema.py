@@ -63,7 +63,15 @@ NOT_CANONICALIZABLE = Rule(
     "agentcache.canonicalize refuses the file (two tools with one name, a value outside JSON's safe range)",
     "fix the value the message names; the file can then be canonicalized",
 )
-RULES = (UNSORTED_TOOLS, UNSORTED_KEYS, UNSORTED_SET, NON_CANONICAL_TEXT, NOT_CANONICALIZABLE)
+NUMBER_NOT_REWRITABLE = Rule(
+    "AC206",
+    "number-not-rewritable",
+    "--fix would write a number otherwise than the file does (more digits than a double holds, an exponent, "
+    "trailing zeros, -0), so it leaves the file as it is",
+    "write the number as the message shows if that is the value meant, then run --fix again; or fix the other "
+    "findings by hand",
+)
+RULES = (UNSORTED_TOOLS, UNSORTED_KEYS, UNSORTED_SET, NON_CANONICAL_TEXT, NOT_CANONICALIZABLE, NUMBER_NOT_REWRITABLE)
 
 _KEEP_ORDER = CanonicalPolicy(sort_tools=False)
 #: In a file that does not parse, these keys make it look like a tools file (walked files only; see check).
@@ -110,8 +118,10 @@ def check(source: SourceFile) -> Checked:
         report.tool_order(node, kept[field_name], ordered[field_name])
     report.compare(root, layout.unwrap(kept), "$")
     report.key_order_summary()
-    canonical = layout.unwrap(ordered)
-    return Checked(tuple(report.findings), _serialize(canonical, text, bom))
+    indent = _indent(text)
+    if report.findings and report.numbers_rewritten(root, "$", text, indent):  # the rewrite would change a number
+        return Checked(tuple(report.findings))
+    return Checked(tuple(report.findings), _serialize(layout.unwrap(ordered), text, bom, indent))
 
 
 def _layout(value: Any) -> _Layout:
@@ -222,6 +232,25 @@ class _Report:
             f"{json.dumps(member.key)}; the same schema with keys in another order is different bytes",
         )
 
+    def numbers_rewritten(self, node: Node, path: str, text: str, indent: str | int | None) -> bool:
+        """AC206 at each number of the file that its rewrite would write otherwise (``1E2`` as ``100.0``, ``1.50``
+        as ``1.5``, ``0.1000000000000000001`` as ``0.1``): a fix never changes a number's value or its text.
+        Whether there was one."""
+        value = node.value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            written, token = _dumps(value, indent), text[node.start : node.end]
+            if written != token:
+                self.add(
+                    NUMBER_NOT_REWRITABLE,
+                    node.start,
+                    node.end,
+                    f"{path}: --fix would write the number {token} as {written}, so it rewrote nothing",
+                )
+            return written != token
+        found = [self.numbers_rewritten(m.node, child_path(path, m.key), text, indent) for m in node.members]
+        found += [self.numbers_rewritten(item, f"{path}[{i}]", text, indent) for i, item in enumerate(node.items)]
+        return any(found)
+
     def at_path(self, rule: Rule, request_path: str, message: str, hint: str) -> None:
         """A finding at a request JSONPath (as agentcache's errors name them), translated to this file."""
         path = "$" + request_path[len(self.request_root) :] if request_path.startswith(self.request_root) else "$"
@@ -270,17 +299,19 @@ def _text_difference(text: str) -> str:
     return "is JSON that canonical tool-call arguments re-serialize (sorted keys, no whitespace)"
 
 
-def _serialize(value: Any, text: str, bom: bool) -> bytes:
+def _serialize(value: Any, text: str, bom: bool, indent: str | int | None) -> bytes:
     """The canonical value in the file's own style: its indent (none: compact), its line endings, its BOM."""
-    indent = _indent(text)
-    if indent is None:
-        out = canonical_json(value).decode()
-    else:
-        out = json.dumps(value, indent=indent, ensure_ascii=False, sort_keys=True)
-    out += "\n"
+    out = _dumps(value, indent) + "\n"
     if "\r\n" in text:
         out = out.replace("\n", "\r\n")
     return (b"\xef\xbb\xbf" if bom else b"") + out.encode()
+
+
+def _dumps(value: Any, indent: str | int | None) -> str:
+    """A JSON value as the rewrite writes it: canonical bytes, or sorted keys with the file's indent."""
+    if indent is None:
+        return canonical_json(value).decode()
+    return json.dumps(value, indent=indent, ensure_ascii=False, sort_keys=True)
 
 
 def _indent(text: str) -> str | int | None:

@@ -7,14 +7,14 @@ API's minimum are not.
 from __future__ import annotations
 
 from agentcache.drift import explain
-from agentcache.drift.trace import parse_trace
-from agentcache.lint.core import UNPARSABLE, Checked, Finding, NotThisKind, Rule, SourceFile
+from agentcache.drift.trace import parse_trace_bytes
+from agentcache.lint.core import Checked, Finding, NotThisKind, Rule, SourceFile
 from agentcache.predict import causes
 
 UNREADABLE = Rule(
     "AC300",
     "unreadable-trace-line",
-    "a trace line is not JSON or holds no chat request, so it was left out of the analysis",
+    "a trace line is not UTF-8, not JSON, or holds no chat request, so it was left out of the analysis",
     "write one request per line, as docs/trace-format.md describes",
 )
 _BY_CAUSE: dict[str, Rule] = {
@@ -86,15 +86,8 @@ RULES: tuple[Rule, ...] = (UNREADABLE, *sorted(set(_BY_CAUSE.values()), key=lamb
 
 
 def check(source: SourceFile) -> Checked:
-    try:
-        text = source.data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = source.data.count(b"\n", 0, exc.start) + 1
-        return Checked(
-            (Finding(source.display, line, 1, UNPARSABLE.code, f"not UTF-8 ({exc.reason})", UNPARSABLE.hint),)
-        )
-    # Lines end at "\n" only, as when the file is read: JSON strings may hold U+2028 and other separators raw.
-    trace = parse_trace(text.split("\n"))
+    # Read as explain reads it: a line that is not UTF-8 is one finding, and the lines after it are still analysed.
+    trace = parse_trace_bytes(source.data)
     if not trace.records and not source.explicit:
         raise NotThisKind("no chat request on any line")
     findings = [

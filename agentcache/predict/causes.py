@@ -8,6 +8,7 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
+from agentcache.cache.prefix import common_prefix
 from agentcache.canon import VolatileSpan, canonical_json, canonicalize, find_volatile
 from agentcache.canon.rules import tool_name
 from agentcache.errors import RequestError
@@ -47,13 +48,20 @@ def classify(
         return PARAMS_CHANGED, "response_format changed: its schema is part of the prompt"
     if old is None or new is None:
         return HISTORY_REWRITTEN, f"{divergence.path} was dropped (compaction or truncation)"
+    where = "the system prompt" if divergence.part == "system" else divergence.path
+    change = whitespace_change(_text(old), _text(new))
     if _same(old, new, loose=False):
-        return WHITESPACE, f"{divergence.path}: same content, different bytes (line endings, Unicode, key order)"
-    if _same(old, new, loose=True):
-        return WHITESPACE, (
-            f"{divergence.path}: same content in other line endings or Unicode form, in text agentcache sends as "
-            "it came (messages, fenced code): re-send it as first sent"
+        generic = f"{divergence.path}: same content, different bytes (line endings, Unicode, key order)"
+        return WHITESPACE, f"{change} of {where}" if change else generic
+    if _same(old, new, loose=True) or change is not None:
+        blanks = divergence.part == "system" and change is not None and change.startswith(("trailing", "blank line"))
+        fix = (
+            "CanonicalPolicy(normalize_whitespace=True) removes trailing blanks and extra blank lines there"
+            if blanks
+            else "agentcache sends this text as it came (messages, fenced code, spacing inside a line): re-send it "
+            "as first sent"
         )
+        return WHITESPACE, f"{change or 'line endings or Unicode form changed'} of {where}: {fix}"
     if divergence.part == "system":
         return _system(old.text, new.text, divergence)
     return _history(before, after, old, new, divergence)
@@ -112,6 +120,58 @@ def _canonical(part: str, value: Any, loose: bool = False) -> bytes | None:
         return canonical_json(_loose(canonical) if loose else canonical)
     except RequestError:
         return None
+
+
+def _text(segment: Segment) -> str:
+    """The text a segment holds: a string, a block's ``text`` or a message's string ``content``; else its rendering."""
+    value = segment.value
+    if isinstance(value, dict):
+        value = value.get("text", value.get("content"))
+    return value if isinstance(value, str) else segment.text
+
+
+def whitespace_change(old: str, new: str) -> str | None:
+    """What changed between two texts with the same words, or None when their words differ.
+
+    The first change is named with its line in ``new``: line endings, Unicode form, trailing blanks, blank lines,
+    or the blanks inside a line (tabs, runs of spaces).
+    """
+    if old == new or _words(old) != _words(new):
+        return None
+    lf_old, lf_new = _lf(old), _lf(new)
+    if lf_old == lf_new:
+        return f"line endings changed (CRLF, CR, LF) from line {_line(new, common_prefix(old, new))}"
+    if unicodedata.normalize("NFC", lf_old) == unicodedata.normalize("NFC", lf_new):
+        return f"Unicode normalization form changed at line {_line(lf_new, common_prefix(lf_old, lf_new))}"
+    old_lines, new_lines = lf_old.split("\n"), lf_new.split("\n")
+    old_bare, new_bare = [line.rstrip(" \t") for line in old_lines], [line.rstrip(" \t") for line in new_lines]
+    if old_bare == new_bare:
+        index = next(i for i, (a, b) in enumerate(zip(old_lines, new_lines, strict=True)) if a != b)
+        change = "added" if len(new_lines[index]) > len(old_lines[index]) else "removed"
+        blank = "tab" if "\t" in (old_lines[index] + new_lines[index])[len(old_bare[index]) :] else "space"
+        return f"trailing {blank} {change} at line {index + 1}"
+    index = next((i for i, (a, b) in enumerate(zip(old_bare, new_bare, strict=False)) if a != b), len(old_bare))
+    if [line for line in old_bare if line] == [line for line in new_bare if line]:
+        if len(new_bare) > len(old_bare):
+            return f"blank line added at line {index + 1}"
+        return f"blank line removed at line {index + 1}"
+    a, b = old_bare[index], new_bare[index]
+    if a.count("\t") != b.count("\t"):
+        change = "added" if a.count("\t") < b.count("\t") else "removed"
+        return f"tab {change} at line {index + 1}"
+    return f"run of spaces changed at line {index + 1}"
+
+
+def _words(text: str) -> list[str]:
+    return unicodedata.normalize("NFC", text).split()
+
+
+def _lf(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _line(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
 
 
 def _loose(value: Any) -> Any:

@@ -105,7 +105,8 @@ def _walk(value: Any, key: str | None, content: frozenset[str], scan: bool) -> A
         return {k: _walk(v, k if isinstance(k, str) else None, content, scan) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_walk(v, key, content, scan) for v in value]
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and key is not None:
+    # A Fragment is a number kept as written (a trace's record of a body whose parse would change it).
+    if isinstance(value, (int, float, orjson.Fragment)) and not isinstance(value, bool) and key is not None:
         return CREDENTIAL if _names_credential(key) and _words(key)[-1] != "token" else value
     return value
 

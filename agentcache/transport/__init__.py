@@ -6,6 +6,7 @@ the framework integrations are built on.
 
 from __future__ import annotations
 
+from agentcache.transport.background import settle
 from agentcache.transport.call import Call, TurnListener
 from agentcache.transport.ledger import Ledger, SessionSummary, Turn
 from agentcache.transport.middleware import CacheMiddleware, CacheSettings
@@ -29,4 +30,5 @@ __all__ = [
     "current_scope",
     "session_of",
     "session_scope",
+    "settle",
 ]

@@ -49,8 +49,10 @@ class Call:
 
 
 class TurnListener:
-    """Hears each handled call begin and each turn recorded. Override either; both run in the caller's context,
-    and an exception they raise is turned into a warning, never into a failed request."""
+    """Hears each handled call begin and each turn recorded. Override either. ``on_begin`` runs in the caller's
+    thread; ``on_turn`` on agentcache's background thread after the response reached the caller, in a copy of the
+    caller's context (:mod:`agentcache.transport.background`). An exception they raise is turned into a warning,
+    never into a failed request."""
 
     def on_begin(self, call: Call) -> None:
         """The request is about to be sent."""

@@ -11,6 +11,7 @@ from typing import Any
 from agentcache.predict.diff import Divergence
 from agentcache.redact import redact
 from agentcache.totals import Totals, hit_ratio, totals
+from agentcache.transport.background import Pending
 
 
 @dataclass(frozen=True)
@@ -77,13 +78,18 @@ class SessionSummary(Totals):
 
 
 class Ledger:
-    """Thread-safe list of turns, by session. ``on_turn`` is called with each turn as it is recorded."""
+    """Thread-safe list of turns, by session. ``on_turn`` is called with each turn as it is recorded.
+
+    Turns are recorded in the background after their responses reached the caller: the reads wait for the ones
+    still on their way (:attr:`pending`), so a read after a call returns sees its turn."""
 
     def __init__(self, on_turn: Callable[[Turn], None] | None = None) -> None:
         self._turns: list[Turn] = []
         self._next: dict[str, int] = {}
         self._lock = threading.Lock()
         self._on_turn = on_turn
+        self.pending = Pending()
+        """The turns of calls that ended, not recorded yet."""
 
     def next_turn(self, session: str) -> int:
         """Number the next request of ``session`` (when it is sent, so concurrent turns keep their order)."""
@@ -99,11 +105,13 @@ class Ledger:
 
     def turns(self, session: str | None = None) -> list[Turn]:
         """Turns in the order they completed, of one session or all, sorted by session then turn number."""
+        self.pending.wait()
         with self._lock:
             chosen = [t for t in self._turns if session is None or t.session == session]
         return sorted(chosen, key=lambda t: (t.session, t.turn))
 
     def sessions(self) -> list[str]:
+        self.pending.wait()
         with self._lock:
             return sorted({t.session for t in self._turns})
 

@@ -16,6 +16,10 @@ The hook API, which the httpx transports and the CrewAI interceptor use and noth
 - :class:`TurnListener` objects hear each call begin and each turn recorded (the trace recorder and the
   OpenTelemetry spans are listeners).
 
+A turn is predicted and recorded after its response has reached the caller, on agentcache's background thread
+(:mod:`agentcache.transport.background`): reading the ledger or a scope's turns waits for the turns still being
+recorded, and :func:`~agentcache.transport.background.settle` waits for all.
+
 Predictions run on the client-side model of the server (:class:`~agentcache.servers.ServerProfile`): with the
 model folder the server loads (``model_dir``), the prompt is rendered with the server's own template and
 tokenizer, so predicted and reported counts compare token for token; without it, agentcache's generic rendering
@@ -24,6 +28,7 @@ and o200k_base give an estimate (the only option for hosted APIs).
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 import warnings
@@ -37,11 +42,13 @@ import orjson
 from agentcache.cache.options import CacheOptions
 from agentcache.canon import CanonicalPolicy, canonicalize
 from agentcache.canon.lossless import check_parse
-from agentcache.errors import AgentCacheError, InputError
+from agentcache.errors import AgentCacheError, InputError, RequestError
 from agentcache.predict.prompt import PromptTokenizer
 from agentcache.predict.replay import Prediction, Replay
+from agentcache.redact import CREDENTIAL, redact
 from agentcache.servers import ServerProfile, ServerPrompt, get_profile
 from agentcache.tokens import Tokenizer, get_tokenizer
+from agentcache.transport.background import defer
 from agentcache.transport.call import Call, TurnListener
 from agentcache.transport.ledger import Ledger, Turn
 from agentcache.transport.otel import SpanListener
@@ -110,9 +117,7 @@ class CacheMiddleware:
         if prompt is None and model_dir is not None:
             prompt = ServerPrompt.from_pretrained(model_dir, self.profile)
         if prompt is not None and self.cache_options.kind == "anthropic":
-            raise InputError(
-                "an Anthropic server has no local chat template: leave model_dir and prompt unset for it"
-            )
+            raise InputError("an Anthropic server has no local chat template: leave model_dir and prompt unset for it")
         self.canonicalize = canonicalize
         self.policy = policy or CanonicalPolicy()
         self.ledger = ledger or Ledger()
@@ -159,7 +164,7 @@ class CacheMiddleware:
             # check walks the whole body in Python whenever it holds a null (a tool call's "content": null).
             content = orjson.dumps(sent, option=orjson.OPT_SORT_KEYS)
         except AgentCacheError as exc:
-            return self._call(request, request, parsed, parsed, f"not canonicalized: {exc}", started)
+            return self._call(request, request, parsed, parsed, f"not canonicalized: {_refusal(exc)}", started)
         return self._call(request, _with_body(request, content), parsed, sent, None, started)
 
     def _call(
@@ -196,7 +201,7 @@ class CacheMiddleware:
 
     def _tap(self, call: Call, response: httpx.Response) -> ResponseTap | None:
         call.status = response.status_code
-        tap = ResponseTap(response, lambda result: self._finish(call, result))
+        tap = ResponseTap(response, lambda result: self._finish_later(call, result))
         if not response.is_closed:
             return tap
         tap.feed(response.content)
@@ -207,12 +212,15 @@ class CacheMiddleware:
     def fail(self, call: Call, error: BaseException | str) -> None:
         """Record a call that got no response (never raising another error)."""
         message = error if isinstance(error, str) else f"{type(error).__name__}: {error}".rstrip(": ")
-        try:
-            self._finish(call, TapResult(error=message))
-        except Exception as exc:
-            warnings.warn(f"agentcache: a turn could not be recorded ({type(exc).__name__}: {exc})", stacklevel=2)
+        self._finish_later(call, TapResult(error=message))
 
-    def _finish(self, call: Call, result: TapResult) -> Turn:
+    def _finish_later(self, call: Call, result: TapResult) -> None:
+        """The call ended now: record its turn on the background thread, so the caller does not wait for it."""
+        ended = time.time()
+        waiters = [self.ledger.pending] if call.scope is None else [self.ledger.pending, call.scope.pending]
+        defer(lambda: self._finish(call, result, ended), *waiters)
+
+    def _finish(self, call: Call, result: TapResult, ended: float) -> Turn:
         """Predict the turn (the server cached the prompt only if it answered 2xx), record it, tell listeners."""
         call.usage = result.raw_usage
         prediction = None
@@ -221,10 +229,10 @@ class CacheMiddleware:
                 prediction = self._predict(call, result)
             except AgentCacheError as exc:
                 result.notes.append(f"no prediction: {exc}")
-        turn = _turn(call, result, prediction, exact=self.prompt is not None)
+        turn = _turn(call, result, prediction, self.prompt is not None, ended)
         self.ledger.record(turn)
         if call.scope is not None:
-            call.scope.turns.append(turn)
+            call.scope.add(turn)
         self._notify(lambda listener: listener.on_turn(call, turn))
         return turn
 
@@ -255,7 +263,7 @@ class CacheMiddleware:
                 warnings.warn(f"agentcache: listener {listener!r} failed ({type(exc).__name__}: {exc})", stacklevel=3)
 
 
-def _turn(call: Call, result: TapResult, prediction: Prediction | None, exact: bool) -> Turn:
+def _turn(call: Call, result: TapResult, prediction: Prediction | None, exact: bool, ended: float) -> Turn:
     """The ledger's record of a call: the one place a :class:`Turn` is built."""
     usage = result.usage
     return Turn(
@@ -281,9 +289,22 @@ def _turn(call: Call, result: TapResult, prediction: Prediction | None, exact: b
         divergence=None if prediction is None else prediction.divergence,
         wasted_tokens=0 if prediction is None else prediction.wasted_tokens,
         started=call.started,
-        seconds=time.time() - call.started,
+        seconds=ended - call.started,
         prediction_error=next((n for n in result.notes if n.startswith("no prediction")), None),
     )
+
+
+_PATH_KEYS = re.compile(r'\.([^.\[]+)|\[("(?:[^"\\]|\\.)*")\]')
+
+
+def _refusal(exc: AgentCacheError) -> str:
+    """Why a body was refused, as the ledger, the trace and the span keep it: an error about a value under a
+    credential-shaped key (a 30-digit ``pin_password``) names its place, not the value."""
+    if isinstance(exc, RequestError):
+        keys = [dotted or orjson.loads(quoted) for dotted, quoted in _PATH_KEYS.findall(exc.path)]
+        if redact(dict.fromkeys(keys, "")) != dict.fromkeys(keys, ""):
+            return f"{exc.path}: {CREDENTIAL}; {exc.hint}"
+    return str(exc)
 
 
 def _with_body(request: httpx.Request, content: bytes) -> httpx.Request:

@@ -11,6 +11,9 @@ Attributes (GenAI conventions): ``gen_ai.operation.name``, ``gen_ai.provider.nam
 ``agentcache.session``, ``agentcache.turn``, ``agentcache.predicted_cached_tokens``,
 ``agentcache.predicted_prompt_tokens``, ``agentcache.cause``, ``agentcache.divergence_token``,
 ``agentcache.wasted_tokens``, ``agentcache.canonicalized``, ``agentcache.passthrough``, ``agentcache.exact``.
+A call that failed (an error, or an HTTP status of 400 or more) has the status ERROR. A response the caller closed
+before its end (a stream it stopped reading) is its choice, not a failure: the status stays unset and
+``agentcache.abandoned`` is true.
 Every attribute and the status description go through :func:`agentcache.redact.redact`: an error message may
 quote a URL with its key.
 """
@@ -23,6 +26,7 @@ from typing import Any
 from agentcache.redact import redact
 from agentcache.transport.call import Call, TurnListener
 from agentcache.transport.ledger import Turn
+from agentcache.transport.tap import closed_by_caller
 from agentcache.usage import CacheUsage
 
 try:
@@ -81,10 +85,13 @@ def _end_span(span: Any, turn: Turn, usage: Mapping[str, Any] | None) -> None:
     span.set_attributes(redact({k: v for k, v in values.items() if v is not None}))
     if turn.status is not None:
         span.set_attribute("http.response.status_code", turn.status)
-    failed = turn.error is not None or (turn.status is not None and turn.status >= 400)
+    abandoned = closed_by_caller(turn.error)
+    if abandoned:
+        span.set_attribute("agentcache.abandoned", True)
+    failed = (turn.error is not None and not abandoned) or (turn.status is not None and turn.status >= 400)
     if failed and trace is not None:
         span.set_status(trace.Status(trace.StatusCode.ERROR, redact(turn.error or f"HTTP {turn.status}")))
-    span.end()
+    span.end(end_time=round((turn.started + turn.seconds) * 1e9))  # when the call ended, not when it was recorded
 
 
 def _int(value: Any) -> int | None:

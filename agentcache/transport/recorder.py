@@ -7,6 +7,10 @@ person or tool wrote (message contents, tool-call arguments, the system prompt) 
 (:func:`agentcache.redact.redact_conversation`): equal texts stay equal, a changed one shows as changed, and a
 system prompt keeps where and what kind of value changed, so the drift analysis of the trace gives the causes the
 live ledger gives while the trace holds no content.
+
+A trace holds what was sent: a body the middleware passed through because its parse would change it keeps its
+numbers as written, and one that repeats a key (which no line can hold twice) is an ``unrecorded`` line saying
+why (docs/trace-format.md).
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from agentcache.canon.lossless import check_parse, exact_loads
+from agentcache.errors import RequestError
 from agentcache.redact import CONVERSATION, redact, redact_conversation
 from agentcache.transport.call import Call, TurnListener
 from agentcache.transport.ledger import Turn
@@ -40,10 +46,14 @@ class TraceRecorder(TurnListener):
     def on_turn(self, call: Call, turn: Turn) -> None:
         if call.original is None:
             return
+        request, unkept = _as_sent(call)
         try:
-            self.write(
-                call.session, call.original, call.usage, call.started, turn=turn.turn, canonicalized=turn.canonicalized
-            )
+            if request is None:
+                self._append({"session": call.session, "unrecorded": unkept, "ts": call.started, "turn": turn.turn})
+            else:
+                self.write(
+                    call.session, request, call.usage, call.started, turn=turn.turn, canonicalized=turn.canonicalized
+                )
         except OSError as exc:  # a full disk must not fail the agent's request
             warnings.warn(f"agentcache: trace {self.path} not written: {exc}", stacklevel=2)
 
@@ -60,9 +70,33 @@ class TraceRecorder(TurnListener):
         if usage is not None:
             line["usage"] = usage
         line.update(ts=ts, **extra)
+        self._append(line)
+
+    def _append(self, line: dict[str, Any]) -> None:
         data = orjson.dumps(redact(line, CONVERSATION)) + b"\n"
         with self._lock, self.path.open("a+b") as handle:  # "a+": writes still append, and the end can be read
             handle.write(_after_last_line(handle) + data)
+
+
+def _as_sent(call: Call) -> tuple[dict[str, Any] | None, str | None]:
+    """The body to record as the agent sent it, or None and why it cannot be.
+
+    Its parse says what was sent, unless the middleware passed the body through because the parse changes it (a
+    number beyond a double or 64 bits, a repeated key): the trace must hold what was sent. Numbers are then kept
+    as written; a repeated key cannot be, since a trace line is one JSON object whose credentials are found in
+    its parse."""
+    if call.passthrough is None:
+        return call.original, None
+    raw = call.request.content
+    try:
+        check_parse(raw, call.original)
+        return call.original, None
+    except RequestError:
+        pass
+    try:
+        return exact_loads(raw), None
+    except RequestError as exc:
+        return None, f"the body as sent has no faithful record ({exc})"
 
 
 def _after_last_line(handle: BinaryIO) -> bytes:

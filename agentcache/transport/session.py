@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentcache.drift.trace import DEFAULT_SESSION
+from agentcache.transport.background import Pending
 
 if TYPE_CHECKING:
     from agentcache.transport.ledger import Turn
@@ -35,7 +36,18 @@ class Scope:
     """What a :func:`session_scope` hands to the transport, and the turns the transport recorded inside it."""
 
     session: str | None = None
-    turns: list[Turn] = field(default_factory=list)
+    pending: Pending = field(default_factory=Pending, repr=False, compare=False)
+    """The turns of the scope's calls that ended, not recorded yet."""
+    _turns: list[Turn] = field(default_factory=list, repr=False)
+
+    @property
+    def turns(self) -> list[Turn]:
+        """The turns recorded in the scope, once those of its calls that ended are in."""
+        self.pending.wait()
+        return list(self._turns)
+
+    def add(self, turn: Turn) -> None:
+        self._turns.append(turn)
 
 
 _SCOPE: ContextVar[Scope | None] = ContextVar("agentcache_scope", default=None)

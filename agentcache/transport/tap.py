@@ -28,6 +28,12 @@ UNREAD = "closed unread: the caller closed the response before reading its body 
 ABANDONED = "abandoned: the caller closed the response after {:,} bytes, before its end"
 
 
+def closed_by_caller(error: str | None) -> bool:
+    """Whether a turn's error is the caller closing its response early (:data:`UNREAD` or :data:`ABANDONED`): the
+    caller's choice, which readers of a turn must not count as a failed call."""
+    return error is not None and (error == UNREAD or error.startswith(ABANDONED.partition("{")[0]))
+
+
 @dataclass
 class TapResult:
     """What was read from one response body."""

@@ -1,14 +1,16 @@
 """httpx transports that put :class:`CacheMiddleware` in front of any other transport, sync and async.
 
 Everything but the I/O lives in the middleware (``begin``, ``wrap``, ``fail``), so the two classes differ only
-in ``await``. Errors raised by the wrapped transport reach the caller as they are (same exception, same
-traceback); the ledger records them.
+in ``await``. Closing a transport (leaving the client's ``with`` block) waits until the turns of its calls are
+recorded, so the ledger, the trace file and the spans are complete after it. Errors raised by the wrapped
+transport reach the caller as they are (same exception, same traceback); the ledger records them.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import anyio.to_thread
 import httpx
 
 from agentcache.errors import InputError
@@ -55,7 +57,9 @@ class CacheAwareTransport(httpx.BaseTransport):
         return middleware.wrap(call, response)
 
     def close(self) -> None:
+        """Close the inner transport, once the turns of the calls made through it are recorded."""
         self.inner.close()
+        self.middleware.ledger.pending.wait()
 
 
 class AsyncCacheAwareTransport(httpx.AsyncBaseTransport):
@@ -89,7 +93,10 @@ class AsyncCacheAwareTransport(httpx.AsyncBaseTransport):
         return middleware.wrap_async(call, response)
 
     async def aclose(self) -> None:
+        """Close the inner transport, once the turns of the calls made through it are recorded (waiting off the
+        event loop)."""
         await self.inner.aclose()
+        await anyio.to_thread.run_sync(self.middleware.ledger.pending.wait)
 
 
 def middleware_of(middleware: CacheMiddleware | None, options: CacheSettings) -> CacheMiddleware:

@@ -21,6 +21,7 @@ from crewai.events.types.crew_events import CrewKickoffCompletedEvent, CrewKicko
 from crewai.events.types.llm_events import LLMCallCompletedEvent, LLMCallFailedEvent
 from crewai.execution import get_execution_uuid
 
+from agentcache.httpx import settle
 from agentcache.totals import Cell, Totals, table, totals
 from agentcache.transport import Turn
 
@@ -214,6 +215,7 @@ class RunCollector:
     def runs(self, crew: Any = None) -> list[CrewRunReport]:
         """Snapshots of the runs with at least one call, oldest first; only ``crew``'s when given. Waits for crewai's
         pending event handlers, so call it from your code, not from inside a crewai event handler."""
+        settle()  # turns are recorded in the background after each response: let the last ones in
         crewai_event_bus.flush()  # handlers run on crewai's thread pool: let the last ones land
         crew_id = None if crew is None else str(crew.id)
         with self._lock:

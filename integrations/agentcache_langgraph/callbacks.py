@@ -15,6 +15,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
+from agentcache.redact import redact
 from agentcache.totals import hit_ratio, table
 from agentcache_langgraph.report import KEY, CacheReport
 
@@ -55,8 +56,8 @@ class AgentCacheCallbackHandler(BaseCallbackHandler):
         **kwargs: Any,
     ) -> None:
         thread = (metadata or {}).get("thread_id")  # LangGraph copies configurable.thread_id into run metadata
-        with self._lock:
-            self._threads[run_id] = None if thread is None else str(thread)
+        with self._lock:  # a thread id may quote a credential (a URL with its key): the table never shows one
+            self._threads[run_id] = None if thread is None else redact(str(thread))
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
         with self._lock:

@@ -10,6 +10,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.tracers.base import AsyncBaseTracer, BaseTracer
 
 from agentcache.httpx import Turn
+from agentcache.redact import redact
 
 KEY = "agentcache"
 """The key of the report in ``AIMessage.response_metadata`` and in the LLM run's metadata."""
@@ -44,21 +45,27 @@ class CacheReport(TypedDict):
 
 
 def report_of(turn: Turn) -> CacheReport:
-    return CacheReport(
-        session=turn.session,
-        turn=turn.turn,
-        prompt_tokens=turn.reported_prompt_tokens,
-        cached_tokens=turn.reported_cached,
-        hit_ratio=turn.hit_ratio,
-        predicted_cached=turn.predicted_cached,
-        exact=turn.exact,
-        cause=turn.cause,
-        detail=turn.detail,
-        divergence_token=turn.divergence_token,
-        wasted_tokens=turn.wasted_tokens,
-        canonicalized=turn.canonicalized,
-        passthrough=turn.passthrough,
+    """The report of a turn, without credentials as a ledger export is: it reaches the message, the run's metadata
+    (and so LangSmith) and the callback handler, and its session (a thread id) or passthrough reason may quote
+    one."""
+    report: CacheReport = redact(
+        CacheReport(
+            session=turn.session,
+            turn=turn.turn,
+            prompt_tokens=turn.reported_prompt_tokens,
+            cached_tokens=turn.reported_cached,
+            hit_ratio=turn.hit_ratio,
+            predicted_cached=turn.predicted_cached,
+            exact=turn.exact,
+            cause=turn.cause,
+            detail=turn.detail,
+            divergence_token=turn.divergence_token,
+            wasted_tokens=turn.wasted_tokens,
+            canonicalized=turn.canonicalized,
+            passthrough=turn.passthrough,
+        )
     )
+    return report
 
 
 def reported(message: BaseMessage, report: CacheReport) -> dict[str, Any]:

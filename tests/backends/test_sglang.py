@@ -106,7 +106,8 @@ def test_prime_text_prefix(client: SGLangClient, tokenizer: HFTokenizer) -> None
 
 def test_output_is_cached_but_its_last_token(client: SGLangClient, tokenizer: HFTokenizer) -> None:
     ids = tokenizer.encode(fresh("turns"))
-    answer = client.generate(input_ids=ids, sampling_params={"max_new_tokens": 4, "temperature": 0})
+    answer = client.generate(input_ids=ids, sampling_params={**GREEDY, "max_new_tokens": 4})  # 4, not ended early
+    assert len(answer.output_ids) == 4
     next_turn = ids + answer.output_ids + tokenizer.encode(" next")
     cached = client.generate(input_ids=next_turn, sampling_params=GREEDY).cached_tokens
     assert cached == len(ids) + len(answer.output_ids) - 1  # the last output token was never run through the model

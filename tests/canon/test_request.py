@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import collections
 import json
+import re
 from typing import Any
 
 import pytest
 
 from agentcache import CanonicalPolicy, canonical_json, canonicalize
-from agentcache.errors import DuplicateToolError
+from agentcache.canon.request import Canonicalizer
+from agentcache.errors import DuplicateToolError, InvalidValueError
 
 
 def tool(name: str, parameters: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
@@ -429,3 +431,68 @@ def test_editing_a_request_after_canonicalizing_it_does_not_change_later_results
     block["text"] = "edited"
     body["messages"][0]["role"] = "assistant"
     assert canonicalize(json.loads(json.dumps(expected))) == expected
+
+
+def test_normalize_whitespace_touches_the_system_prompt_and_descriptions_only() -> None:
+    """Opt-in: trailing blanks and blank-line runs go from prose; user text, tool output and code keep them."""
+    messy = "Rules: \n\n\n\nBe brief.\t\n```py\nx = 1  \n\n\n\ny = 2\n```\n"
+    request = {
+        "messages": [
+            {"role": "system", "content": messy},
+            {"role": "user", "content": messy},
+            {"role": "tool", "tool_call_id": "1", "content": messy},
+        ],
+        "tools": [{"type": "function", "function": {"name": "f", "description": messy, "parameters": {}}}],
+    }
+    out = canonicalize(request, CanonicalPolicy(normalize_whitespace=True))
+    tidy = "Rules:\n\nBe brief.\n```py\nx = 1  \n\n\n\ny = 2\n```\n"
+    assert out["messages"][0]["content"] == tidy
+    assert out["tools"][0]["function"]["description"] == tidy
+    assert out["messages"][1]["content"] == messy and out["messages"][2]["content"] == messy
+    assert canonicalize(request)["messages"][0]["content"] == messy  # off by default
+    again = canonicalize(out, CanonicalPolicy(normalize_whitespace=True))
+    assert again["messages"][0]["content"] == tidy
+
+
+def _tool_call_history() -> dict[str, Any]:
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    return {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": "it returned null"},
+        ],
+        "tools": [{"type": "function", "function": {"name": "f", "parameters": {"default": None}}}],
+    }
+
+
+def test_canonical_json_of_a_canonical_body_does_not_walk_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 18: a tool call's "content": null made canonical_json walk the whole body in Python."""
+    out = canonicalize(_tool_call_history())
+
+    def walked(*args: Any) -> None:
+        raise AssertionError("walked")
+
+    monkeypatch.setattr("agentcache.canon.jsonvalue.locate", walked)
+    assert json.loads(canonical_json(out))["messages"][1]["content"] is None
+
+
+@pytest.mark.parametrize(
+    ("edit", "path"),
+    [
+        (lambda out: out["messages"][1].__setitem__("content", float("nan")), "$.messages[1].content"),
+        (lambda out: out["messages"][0].__setitem__("extra", float("inf")), "$.messages[0].extra"),
+        (
+            lambda out: out["tools"][0]["function"]["parameters"].__setitem__("default", float("nan")),
+            "$.tools[0].function.parameters.default",
+        ),
+        (lambda out: out.__setitem__("messages", [*out["messages"], {"n": [None, float("nan")]}]), "$.messages[3]"),
+    ],
+)
+def test_canonical_json_still_names_a_nan_put_into_a_canonical_body(edit: Any, path: str) -> None:
+    """The recorded nulls are a hint: a NaN edited into the memo's own objects, or next to them, is still found."""
+    out = Canonicalizer(CanonicalPolicy()).canonicalize(_tool_call_history())  # objects no other test shares
+    edit(out)
+    with pytest.raises(InvalidValueError, match=re.escape(path)):
+        canonical_json(out)

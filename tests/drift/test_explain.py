@@ -143,7 +143,7 @@ def change_model(request: dict[str, Any]) -> None:
             "system",
         ),
         (counter, "volatile_value", "counter in the system prompt: 3 -> 4", "system"),
-        (crlf, "whitespace", "same content", "messages"),
+        (crlf, "whitespace", "line endings changed (CRLF, CR, LF) from line 1 of $.messages[3]", "messages"),
         (edit_system, "system_edited", "system prompt text changed", "system"),
         (strip_reasoning, "history_rewritten", "reasoning stripped from $.messages[2]", "messages"),
         (truncate_output, "history_rewritten", "truncated", "messages"),
@@ -286,3 +286,64 @@ def test_reported_counts_in_another_tokenizer_are_not_eviction() -> None:
     records = [TraceRecord(1, "s", first), TraceRecord(2, "s", grown(first), usage)]
     report = explain(Trace(records, []), TOKENIZER)[1]
     assert (report.cause, report.reported_cached, report.reported_prompt_tokens) == ("none", 5, 10_000)
+
+
+def _system_edit(edit: Any) -> Any:
+    def change(request: dict[str, Any]) -> None:
+        request["messages"][0]["content"] = edit(request["messages"][0]["content"])
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("edit", "detail"),
+    [
+        (lambda s: s.replace("9.\n", "9. \n", 1), "trailing space added at line 1 of the system prompt"),
+        (lambda s: s.replace("9.\n", "9.\t\n", 1), "trailing tab added at line 1 of the system prompt"),
+        (lambda s: s.replace("Z\n", "Z\n\n", 2), "blank line added at line 3 of the system prompt"),
+        (lambda s: s.replace("Plan step", "Plan  step", 1), "run of spaces changed at line 1 of the system prompt"),
+        (lambda s: s.replace("Plan step", "Plan\tstep", 1), "tab added at line 1 of the system prompt"),
+        (lambda s: s.replace("careful.", "caf\u00e9.", 1), None),  # a real edit stays system_edited
+    ],
+)
+def test_whitespace_in_the_system_prompt_is_named_with_what_changed(edit: Any, detail: str | None) -> None:
+    first = base()
+    second = grown(first)
+    _system_edit(edit)(second)
+    report = explain([first, second], TOKENIZER)[1]
+    if detail is None:
+        assert report.cause == "system_edited"
+    else:
+        assert report.cause == "whitespace"
+        assert detail in report.detail
+
+
+def test_unicode_form_in_a_message_is_named() -> None:
+    first = base()
+    first["messages"][1]["content"] = "Fix the caf\u00e9 bug."
+    second = grown(first)
+    second["messages"][1]["content"] = "Fix the cafe\u0301 bug."
+    report = explain([first, second], TOKENIZER)[1]
+    assert (report.cause, report.detail.split(":")[0]) == (
+        "whitespace",
+        "Unicode normalization form changed at line 1 of $.messages[1].content",
+    )
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("chatcmpl-AbCdEf1234567890XyZqRsTuVw", "chatcmpl-Zz9YxWv8UtSr7QpOn6MlKjIh5G"),
+        ("req_011CV5jvmzxN4fh7gRXDpe2J", "req_011CV5kQ2pLm8sTnW4rYb9xZ"),
+        ("01ARZ3NDEKTSV4RRFFQ69G5FAV", "01ARZ3NDEKTSV4RRFFQ69G5FAW"),
+    ],
+)
+def test_provider_ids_and_ulids_in_the_system_prompt_are_volatile_and_relocated(old: str, new: str) -> None:
+    """Issue 18: these were system_edited, and canonicalization left them in place."""
+    first = base()
+    first["messages"][0]["content"] += f"Last request: {old}\n"
+    second = grown(first)
+    second["messages"][0]["content"] = second["messages"][0]["content"].replace(old, new)
+    reports = explain([first, second], TOKENIZER)
+    assert reports[1].cause == "volatile_value"
+    assert reports[1].canonical_cached > reports[1].predicted_cached

@@ -37,6 +37,8 @@ from agentcache.predict import causes
 from agentcache_crewai import CacheInterceptor, CrewRunReport, LLMCacheReportEvent
 from tests.conftest import EngineInfo
 
+KNOWN_CAUSES = {value for name, value in vars(causes).items() if name.isupper() and isinstance(value, str)}
+
 REJECTIONS = 2
 """Outputs the guardrail rejects: the task then makes REJECTIONS + 1 LLM calls."""
 
@@ -118,6 +120,19 @@ def _llm(url: str, interceptor: CacheInterceptor, **options: Any) -> LLM:
     )
 
 
+def _fixed_reply(engine: EngineInfo) -> dict[str, Any]:
+    """LLM options that make llama-server write one fixed sentence (a grammar it honours), whatever the model.
+
+    crewai sends a rejected output back in its retry prompt, and a random model's text, re-sent, is tokenized again
+    by the server: llama-server's pre-tokenizer splits some strings such a model writes (runs of unusual Unicode)
+    otherwise than tokenizer.json, and the prediction would miss by what the two tokenizers disagree on, which is
+    not agentcache's. SGLang tokenizes with tokenizer.json itself: its replies are left as the model writes them.
+    llama-server refuses a grammar beside tools: only a crew without tools can use this."""
+    if engine.name != "llama-server":
+        return {}
+    return {"extra_body": {"grammar": 'root ::= "Hello, dear user."'}}
+
+
 def _crew(llm: LLM, tools: list[BaseTool] | None = None, rejections: int = 0) -> Crew:
     """One agent, one task; the task's guardrail rejects the first ``rejections`` outputs."""
     outputs: list[str] = []
@@ -187,7 +202,8 @@ def _kickoff(crew: Crew, mode: str) -> None:
 def _guardrail_retries(engine: EngineInfo, bus: Bus, mode: str) -> None:
     engine.empty_cache()
     with _interceptor(engine) as interceptor:
-        crew = _crew(_llm(engine.url, interceptor, stream=mode == "stream"), rejections=REJECTIONS)
+        llm = _llm(engine.url, interceptor, stream=mode == "stream", **_fixed_reply(engine))
+        crew = _crew(llm, rejections=REJECTIONS)
         _kickoff(crew, mode)
         run = interceptor.last_run(crew)
     assert run is not None
@@ -222,8 +238,15 @@ def add_numbers(a: int, b: int) -> int:
 
 def test_tool_order_is_canonicalized_away_or_reported_as_the_cause(llama_server: EngineInfo, bus: Bus) -> None:
     """Two kickoffs of the same agent, tools in another order, in one session the caller names: canonicalized, the
-    second request is the first one again; sent raw, the drift is reported as ``tool_order`` and costs hits."""
+    second kickoff's first request is the first kickoff's first request again; sent raw, the drift is reported as
+    ``tool_order`` and costs hits.
+
+    Each kickoff makes as many calls as crewai decides (it re-runs a task whose random reply came back empty), so
+    the counts are taken from what was recorded, and the second kickoff's first call is compared with the session
+    as the first kickoff left it: every token of it already sent (``none``, or ``history_rewritten`` when crewai's
+    extra calls of the first kickoff are what it drops), never a tool-order miss."""
     second: dict[bool, Any] = {}
+    made: list[str] = []  # call ids of every call the crews made
     orders: list[list[BaseTool]] = [[word_count, add_numbers], [add_numbers, word_count]]
     for canonical in (False, True):
         llama_server.empty_cache()
@@ -231,17 +254,26 @@ def test_tool_order_is_canonicalized_away_or_reported_as_the_cause(llama_server:
             for tools in orders:
                 _crew(_llm(llama_server.url, interceptor), tools=tools).kickoff()
             runs = interceptor.runs()
-        assert [len(run.calls) for run in runs] == [1, 1]
+            turns = interceptor.ledger.turns()
+        assert len(runs) == 2 and all(run.calls for run in runs)
+        calls = [call for run in runs for call in run.calls]
+        made += [call.call_id for call in calls]
+        assert len(turns) == len(scope.turns) == len(calls)  # one turn recorded per call made, all in the scope
+        assert {turn.session for turn in scope.turns} == {"researcher"}  # the caller's scope collects
+        assert {call.session for call in calls} == {"researcher"}
+        assert all(call.predicted_cached == call.cached_tokens for call in calls)
+        assert all(call.cause in KNOWN_CAUSES - {causes.EVICTED} for call in calls)
         first, second[canonical] = runs[0].calls[0], runs[1].calls[0]
-        assert [turn.session for turn in scope.turns] == ["researcher", "researcher"]  # the caller's scope collects
-        assert (first.session, second[canonical].session) == ("researcher", "researcher")
         assert (first.cause, first.turn.canonicalized) == (causes.NEW_SESSION, canonical)
-        assert second[canonical].predicted_cached == second[canonical].cached_tokens
+        if canonical:
+            assert second[canonical].prompt_tokens == first.prompt_tokens  # the same request, tools in one order
     assert second[False].cause == causes.TOOL_ORDER
-    assert second[True].cause == causes.NONE and second[True].turn.wasted_tokens == 0
-    assert second[True].cached_tokens is not None and second[False].cached_tokens is not None
-    assert second[True].cached_tokens > second[False].cached_tokens
-    assert len(bus.reports) == 4
+    again = second[True]
+    assert again.cause in (causes.NONE, causes.HISTORY_REWRITTEN)
+    assert again.turn.divergence_token in (None, again.prompt_tokens)  # nothing of it differs from what was sent
+    assert again.cached_tokens is not None and second[False].cached_tokens is not None
+    assert again.cached_tokens > second[False].cached_tokens
+    assert sorted(event.call_id for event in bus.reports) == sorted(made)  # one report per call made
 
 
 def test_a_call_outside_a_crew_is_reported_under_no_run(llama_server: EngineInfo, bus: Bus) -> None:
@@ -288,4 +320,3 @@ def test_calls_whose_requests_raise_are_reported_with_crewais_error(bus: Bus) ->
     )
     assert sorted(event.call_id for event in bus.reports) == sorted(call.call_id for call in run.calls)
     assert "Connection error" in run.table()
-

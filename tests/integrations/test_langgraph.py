@@ -21,6 +21,7 @@ from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool, tool
+from langchain_core.tracers.run_collector import RunCollectorCallbackHandler
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -84,6 +85,29 @@ def _reply(state: dict[str, Any]) -> AIMessage:
     return message
 
 
+def _sent_back(message: AIMessage, turn: int) -> dict[str, Any]:
+    """The thread's history with fixed text in place of the random model's reply ``message``, for the next turn.
+
+    The model's own text, re-sent, is tokenized again by the server, and llama-server's pre-tokenizer splits some
+    strings a random model writes (runs of unusual Unicode) otherwise than tokenizer.json: the prediction would
+    then miss by what the two tokenizers disagree on, which is not agentcache's. The server still holds the ids it
+    generated; the next prompt diverges from them where this text starts, and the prediction must follow."""
+    return {"messages": [AIMessage(content=f"Module {turn} looks fine; moving on.", id=message.id)]}
+
+
+def _ask(agent: Any, turn: int, config: Any) -> AIMessage:
+    """One turn of ``agent`` on the config's thread; its reply kept in the history as :func:`_sent_back` says."""
+    message = _reply(agent.invoke(_question(turn), config))
+    agent.update_state(config, _sent_back(message, turn))
+    return message
+
+
+async def _aask(agent: Any, turn: int, config: Any) -> AIMessage:
+    message = _reply(await agent.ainvoke(_question(turn), config))
+    await agent.aupdate_state(config, _sent_back(message, turn))
+    return message
+
+
 def _check_turn(message: AIMessage, turn: Turn, thread: str, number: int) -> CacheReport:
     """Every place the turn is shown holds the engine's figures, and the prediction is exact."""
     report: CacheReport = message.response_metadata["agentcache"]
@@ -141,7 +165,7 @@ def _shuffled_tools_session(
     for turn in range(TURNS):
         tools = TOOLS[turn % 3:] + TOOLS[: turn % 3]
         agent = create_agent(model, tools, system_prompt=SYSTEM, checkpointer=saver)
-        messages.append(_reply(agent.invoke(_question(turn), _config(thread, handler))))
+        messages.append(_ask(agent, turn, _config(thread, handler)))
     return messages, model.ledger.turns(thread), handler, model.ledger
 
 
@@ -187,7 +211,7 @@ def _clock_session(engine: EngineInfo, thread: str, relocate: bool) -> list[Cach
         agent = create_agent(
             _chat(engine), TOOLS, system_prompt=_timestamped(turn), middleware=[middleware], checkpointer=saver
         )
-        messages.append(_reply(agent.invoke(_question(turn), _config(thread, handler))))
+        messages.append(_ask(agent, turn, _config(thread, handler)))
     turns = middleware.ledger.turns(thread)
     reports = [_check_turn(m, t, thread, i + 1) for i, (m, t) in enumerate(zip(messages, turns, strict=True))]
     _check_handler(handler, thread, messages)
@@ -229,10 +253,10 @@ def test_ainvoke_turns_are_reported_like_invoke_ones_and_share_the_cache_model(
     )
 
     async def turns() -> list[AIMessage]:
-        return [_reply(await agent.ainvoke(_question(turn), _config("async", handler))) for turn in range(TURNS - 1)]
+        return [await _aask(agent, turn, _config("async", handler)) for turn in range(TURNS - 1)]
 
     messages = asyncio.run(turns())
-    messages.append(_reply(agent.invoke(_question(TURNS), _config("async", handler))))
+    messages.append(_ask(agent, TURNS, _config("async", handler)))
     reports = [
         _check_turn(m, t, "async", i + 1)
         for i, (m, t) in enumerate(zip(messages, middleware.ledger.turns("async"), strict=True))
@@ -311,3 +335,31 @@ def test_models_agentcache_cannot_send_through_are_refused_with_what_to_do() -> 
     assert type(once) is type(twice) and once.ledger is not twice.ledger
     assert plain.http_client is None and type(plain) is ChatOpenAI
     assert (twice.max_tokens, twice.openai_api_base) == (3, "http://127.0.0.1:9/v1")
+
+
+def test_no_credential_reaches_the_report_the_run_metadata_or_the_handler() -> None:
+    """A thread id or a passthrough reason can quote a credential (a URL with its password and key, a password
+    number the body could not carry): the report on the message, in the run's metadata (what LangSmith receives)
+    and in the callback handler is redacted as a ledger export is."""
+    password, key = "hunter2hunter2", "abcd1234efgh5678"
+    thread = f"https://agent:{password}@example.com/threads/7?api_key={key}"
+    completion = {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Ok"}}],
+        "usage": {"prompt_tokens": 9, "completion_tokens": 1, "total_tokens": 10},
+    }
+    engine = httpx.MockTransport(lambda request: httpx.Response(200, json=completion))
+    chat = cache_aware(
+        ChatOpenAI(base_url="http://engine/v1", api_key="sk-test", model="m", max_tokens=2), transport=engine
+    )
+    handler, runs = AgentCacheCallbackHandler(), RunCollectorCallbackHandler()
+    config: Any = {"metadata": {"thread_id": thread}, "callbacks": [handler, runs]}
+    message = chat.invoke("hi", config)
+    report = message.response_metadata["agentcache"]
+    (run,) = runs.traced_runs
+    shown = repr((report, run.metadata["agentcache"], handler.reports(), handler.table()))
+    assert password not in shown and key not in shown
+    assert report["session"] == chat.ledger.turns()[0].to_json()["session"]

@@ -20,7 +20,7 @@ from langsmith import Client
 
 from agentcache_langgraph import AgentCacheMiddleware
 from tests.conftest import EngineInfo
-from tests.integrations.test_langgraph import SYSTEM, TOOLS, _question, _reply
+from tests.integrations.test_langgraph import SYSTEM, TOOLS, _ask
 
 
 class _Recorder(BaseHTTPRequestHandler):
@@ -75,7 +75,7 @@ def test_langsmith_receives_the_report_in_the_llm_runs_metadata(
     )
     agent = create_agent(chat, TOOLS, system_prompt=SYSTEM, middleware=[middleware], checkpointer=InMemorySaver())
     config: Any = {"configurable": {"thread_id": "traced"}, "callbacks": [tracer]}
-    messages: list[AIMessage] = [_reply(agent.invoke(_question(turn), config)) for turn in range(2)]
+    messages: list[AIMessage] = [_ask(agent, turn, config) for turn in range(2)]
     tracer.wait_for_futures()
     client.flush()
 

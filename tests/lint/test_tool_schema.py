@@ -96,6 +96,28 @@ def test_fix_writes_the_canonical_form_in_the_files_style(
     assert _lint(tmp_path, written) == []
 
 
+@pytest.mark.parametrize(
+    ("number", "written"),
+    [("0.1000000000000000001", "0.1"), ("1E2", "100.0"), ("1.50", "1.5"), ("-0", "0"), ("1e5", "100000.0")],
+)
+@pytest.mark.parametrize("indent", [None, 2])
+def test_fix_never_changes_a_numbers_value_or_text(
+    tmp_path: Path, number: str, written: str, indent: int | None
+) -> None:
+    """A file whose rewrite would write a number otherwise is left as it is, with a finding naming the number and
+    what it would become; a number written back as it is (``-0.0``, ``100``) does not stop the fix."""
+    tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "maximum": "N"}}}
+    text = json.dumps(tool, indent=indent).replace('"N"', number) + "\n"
+    findings = _lint(tmp_path, text, fix=True)
+    assert (tmp_path / "tools.json").read_text() == text
+    [refused] = [finding for finding in findings if finding.code == "AC206"]
+    assert f"would write the number {number} as {written}" in refused.message
+    assert "$.function.parameters.maximum" in refused.message
+    kept = text.replace(number, "-0.0")
+    assert {f.code for f in _lint(tmp_path, kept, fix=True)} == {"AC202"}
+    assert "-0.0" in (tmp_path / "tools.json").read_text()
+
+
 def test_a_byte_order_mark_is_kept_and_not_counted_as_a_column(tmp_path: Path) -> None:
     path = tmp_path / "tools.json"
     path.write_bytes(b'\xef\xbb\xbf[{"name": "b", "parameters": {}}, {"name": "a", "parameters": {}}]')

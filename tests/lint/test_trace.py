@@ -65,8 +65,13 @@ def test_raw_line_separators_inside_strings_do_not_split_lines(tmp_path: Path) -
     assert lint_paths([path]).findings == ()
 
 
-def test_a_trace_that_is_not_utf8_is_a_finding(tmp_path: Path) -> None:
+def test_a_line_that_is_not_utf8_is_a_finding_and_the_lines_after_it_are_still_analysed(tmp_path: Path) -> None:
+    """As explain reads a trace: the bad line is named, and a drift after it is still found."""
+    first = base()
+    changed = grown(copy.deepcopy(first))
+    reorder_tools(changed)
     path = tmp_path / "bad.jsonl"
-    path.write_bytes(b'{"messages": []}\n\xff\n')
-    [finding] = lint_paths([path]).findings
-    assert (finding.code, finding.line) == ("AC001", 2)
+    path.write_bytes(json.dumps(first).encode() + b"\n\xff\n" + json.dumps(changed).encode() + b"\n")
+    findings = lint_paths([path]).findings
+    assert [(f.line, f.code) for f in findings] == [(2, "AC300"), (3, "AC301")]
+    assert "not UTF-8" in findings[0].message

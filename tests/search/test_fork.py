@@ -63,7 +63,7 @@ def test_primed_fork_serves_every_branch_its_whole_prefix_from_cache(sglang: Eng
     assert result.exchanges == (result.primed, *(b.exchange for b in result.branches))
 
 
-def test_isolated_fork_shares_nothing_and_writes_the_same_branches(sglang: EngineInfo) -> None:
+def test_isolated_fork_shares_nothing_and_sends_the_same_prompts(sglang: EngineInfo) -> None:
     salt = f"fork-{uuid.uuid4().hex}"
 
     async def both() -> tuple[ForkResult, ForkResult]:
@@ -78,7 +78,12 @@ def test_isolated_fork_shares_nothing_and_writes_the_same_branches(sglang: Engin
     assert alone.primed is None
     assert [b.exchange.cached_tokens for b in alone.branches] == [0, 0, 0]  # its own fresh salt each: nothing shared
     assert [b.exchange.prefilled for b in alone.branches] == [len(b.prompt) for b in alone.branches]
-    assert [b.output for b in alone.branches] == [b.output for b in shared.branches]  # cache does not change outputs
+    # The same prompts, whether they share a primed prefix or not. Not the same outputs: a shared branch reads the
+    # prefix's KV from the cache, an isolated one computes it again, and float rounding between the two can flip a
+    # near-tied greedy token of the random model; the lengths cannot differ (ignore_eos).
+    assert [b.prompt for b in alone.branches] == [b.prompt for b in shared.branches]
+    steps = [GREEDY["max_new_tokens"]] * 3
+    assert [len(b.output) for b in alone.branches] == [len(b.output) for b in shared.branches] == steps
 
 
 def test_fork_without_markers_sends_the_prefix_itself(sglang: EngineInfo) -> None:

@@ -46,10 +46,14 @@ def assert_judged_from_the_cached_state(tree: SearchTree, answer_tokens: int) ->
 
 
 def test_model_judge_scores_from_the_cached_state(sglang: EngineInfo) -> None:
-    async def judge(client: AsyncSGLangClient, salt: str) -> Evaluate:
-        return ModelJudge(client, await client.tokenize("\nRate this plan from 0 to 10:"), cache_salt=salt)
+    tokens = 4
+    answer = {**GREEDY, "max_new_tokens": tokens}  # with ignore_eos: exactly this many, however the model would end
 
-    assert_judged_from_the_cached_state(run(judged_search(sglang, judge)), answer_tokens=4)
+    async def judge(client: AsyncSGLangClient, salt: str) -> Evaluate:
+        question = await client.tokenize("\nRate this plan from 0 to 10:")
+        return ModelJudge(client, question, sampling_params=answer, cache_salt=salt)
+
+    assert_judged_from_the_cached_state(run(judged_search(sglang, judge)), answer_tokens=tokens)
 
 
 YES_NO = "\nIs this move legal? Answer Yes or No:"

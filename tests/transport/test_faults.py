@@ -24,7 +24,7 @@ import pytest
 
 from agentcache import canonical_json, canonicalize
 from agentcache.errors import DuplicateToolError, NestingTooDeepError
-from agentcache.httpx import AsyncCacheAwareTransport, CacheAwareTransport, TraceRecorder, Turn
+from agentcache.httpx import AsyncCacheAwareTransport, CacheAwareTransport, TraceRecorder, Turn, settle
 from tests.faults import Parts
 
 Handler = Callable[[httpx.Request], httpx.Response]
@@ -337,6 +337,7 @@ def test_an_unwritable_trace_does_not_fail_the_request(mode: str, tmp_path: Path
     recorder = TraceRecorder(tmp_path / "missing-folder" / "trace.jsonl")
     with pytest.warns(UserWarning, match="not written"):  # said, not raised
         run = observe(mode, lambda request: answer(200, COMPLETION), chat(), recorder=recorder)
+        settle()  # the turn is recorded, and its trace line written, in the background
     assert run.bare == Outcome(200, "application/json", (COMPLETION,))
     assert run.wrapped == run.bare
 

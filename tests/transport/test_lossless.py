@@ -176,6 +176,23 @@ def test_a_body_its_parse_would_change_is_sent_as_written(body: bytes, reason: s
     assert turn.passthrough == f"not canonicalized: {reason}"
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"messages": [], "metadata": {"pin_password": 123456789012345678901234567890}}',
+        b'{"messages": [], "metadata": {"api key": [0.1000000000000000001]}}',
+        b'{"messages": [], "metadata": {"secret_token": 1, "secret_token": 2}}',
+    ],
+)
+def test_a_refusal_names_the_place_of_a_credential_not_its_value(body: bytes) -> None:
+    """The reason reaches the ledger export, the trace and the span, which never hold a credential."""
+    received, turn = WIRE.send(body)
+    assert received == body
+    assert turn.passthrough is not None and "[redacted credential]" in turn.passthrough
+    for secret in ("123456789", "0.1000000000000000001", "1.2345678901234568e+29"):
+        assert secret not in turn.passthrough
+
+
 def test_numbers_a_double_holds_are_canonicalized() -> None:
     """``1E2`` is 100 and ``0.10`` is 0.1: rewritten, they are the same numbers, so the body is not refused."""
     body = b'{"messages": [], "temperature": 0.10, "top_p": 1E0, "n": 18446744073709551615, "x": -0.0}'

@@ -1,4 +1,5 @@
-"""OpenTelemetry spans of LLM calls, collected with the SDK's in-memory exporter, against a real engine."""
+"""OpenTelemetry spans of LLM calls, collected with the SDK's in-memory exporter: the numbers against a real engine,
+how a call ended (failed, abandoned) against a mock one."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -69,6 +71,45 @@ def test_a_failed_call_ends_its_span_with_an_error_status() -> None:
         http.post(f"http://127.0.0.1:{port}/v1/chat/completions", json=body)
     (span,) = exporter.get_finished_spans()
     assert span.status.status_code == trace.StatusCode.ERROR and "ConnectError" in (span.status.description or "")
+
+
+def _streamed(chunks: int, status: int = 200) -> httpx.MockTransport:
+    """An engine answering with an SSE stream of ``chunks`` deltas, then its end."""
+
+    def events() -> Iterator[bytes]:
+        for _ in range(chunks):
+            yield b'data: {"choices": [{"index": 0, "delta": {"content": "a"}}]}\n\n'
+        yield b"data: [DONE]\n\n"
+
+    return httpx.MockTransport(
+        lambda request: httpx.Response(status, headers={"content-type": "text/event-stream"}, content=events())
+    )
+
+
+@pytest.mark.parametrize("status", [200, 503])
+def test_a_stream_the_caller_abandoned_is_marked_so_and_is_an_error_only_if_the_call_failed(status: int) -> None:
+    """Closing a stream early is the caller's choice: the span says so and keeps an unset status; an HTTP error
+    stays ERROR."""
+    provider, exporter = _provider()
+    transport = CacheAwareTransport(_streamed(3, status), server="sglang", tracer_provider=provider)
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    with httpx.Client(transport=transport) as http, http.stream("POST", "http://e/v1/chat/completions", json=body) as r:
+        next(r.iter_raw())
+    (span,) = exporter.get_finished_spans()
+    assert (span.attributes or {})["agentcache.abandoned"] is True
+    expected = trace.StatusCode.UNSET if status == 200 else trace.StatusCode.ERROR
+    assert span.status.status_code == expected
+
+
+def test_a_stream_read_to_its_end_is_not_abandoned() -> None:
+    provider, exporter = _provider()
+    transport = CacheAwareTransport(_streamed(3), server="sglang", tracer_provider=provider)
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    with httpx.Client(transport=transport) as http:
+        http.post("http://e/v1/chat/completions", json=body)
+    (span,) = exporter.get_finished_spans()
+    assert "agentcache.abandoned" not in (span.attributes or {})
+    assert span.status.status_code == trace.StatusCode.UNSET
 
 
 def test_the_global_tracer_provider_is_used_when_configured(llama_server: EngineInfo) -> None:

@@ -205,3 +205,43 @@ def test_a_record_after_a_partial_line_starts_on_a_line_of_its_own(tmp_path: Pat
         trace = parse_trace(handle)
     assert [(r.line, r.ts) for r in trace.records] == [(1, 1.0), (3, 2.0)]
     assert [p.line for p in trace.problems] == [2]
+
+
+def _passed_through(tmp_path: Path, body: bytes, record_content: bool = True) -> bytes:
+    """The trace line of one request whose body the transport passes through byte-identical."""
+    path = tmp_path / "trace.jsonl"
+    engine = httpx.MockTransport(lambda request: httpx.Response(200, content=COMPLETION))
+    recorder = TraceRecorder(path, record_content=record_content)
+    transport = CacheAwareTransport(engine, server="llama.cpp", recorder=recorder)
+    with httpx.Client(transport=transport) as client:
+        client.post(CHAT_URL, content=body)
+    assert not transport.ledger.turns()[0].canonicalized
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("record_content", [True, False])
+def test_a_passed_through_body_is_recorded_with_its_numbers_as_sent(tmp_path: Path, record_content: bool) -> None:
+    """The transport sent these numbers as written because a parse changes them: so does the trace, and a number
+    under a credential-shaped name is still redacted."""
+    numbers = b'"seed": 123456789012345678901234567890, "temperature": 0.1000000000000000001, "top_p": 1E2'
+    secret = b'"metadata": {"pin_password": 98765432109876543210987654321}'
+    body = json.dumps(openai_turn()).encode()[:-1] + b", " + numbers + b", " + secret + b"}"
+    data = _passed_through(tmp_path, body, record_content)
+    for number in (b"123456789012345678901234567890", b"0.1000000000000000001"):
+        assert b":" + number in data
+    assert b"98765432109876543210987654321" not in data
+    (record,) = parse_trace(data.split(b"\n")).records
+    assert record.request["seed"] == 123456789012345678901234567890
+    assert record.request["metadata"]["pin_password"] == "[redacted credential]"
+
+
+def test_a_body_with_a_repeated_key_is_recorded_as_unrecorded_with_why(tmp_path: Path) -> None:
+    """A trace line cannot hold both copies of a repeated key: it says why the request is missing, and a reader
+    names the line, instead of a record that drops a copy the server may have read."""
+    body = json.dumps(openai_turn()).encode()[:-1] + b', "temperature": 0, "temperature": 2}'
+    data = _passed_through(tmp_path, body)
+    assert b'"temperature"' not in data
+    trace = parse_trace(data.split(b"\n"))
+    assert trace.records == []
+    [problem] = trace.problems
+    assert "request not recorded" in problem.message and "$.temperature" in problem.message

@@ -1,0 +1,201 @@
+"""What agentcache's transport adds to each request's latency, against a plain httpx client in the same run.
+
+Run: ``python bench/transport.py [--sessions 64] [--turns 8] [--rounds 4] [--delay 0.05] [--url URL]``.
+
+Each round runs ``--sessions`` concurrent agent sessions on one asyncio event loop, every session sending
+``--turns`` requests in sequence, its history growing by a tool call and its result each turn (20 tools with rich
+schemas, about 2,000 to 4,000 prompt tokens). Rounds alternate between a plain ``httpx.AsyncClient`` and one on
+:class:`~agentcache.httpx.AsyncCacheAwareTransport` (canonicalization, prediction, the ledger), so load on the
+machine hits both alike. Latency is from sending a request to having its body parsed, as the caller sees it.
+
+Without ``--url`` the server is a local OpenAI-compatible stub in its own process that answers after ``--delay``
+seconds: a fixed, known server time, so the difference between the two clients is agentcache's own cost.
+``--url`` points both clients at a real engine instead (its ``/v1/chat/completions``).
+
+Targets (issue 14): added latency p50 <= 2 ms and p99 <= 10 ms at 64 concurrent sessions, every turn recorded.
+Exits 1 when one is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).parent))
+import workload
+
+from agentcache.httpx import AsyncCacheAwareTransport, settle
+from agentcache.transport import CacheMiddleware
+
+
+def _answer(prompt_bytes: int) -> bytes:
+    """A chat completion with its usage, as an HTTP/1.1 response that keeps the connection open."""
+    prompt = prompt_bytes // 4
+    body = json.dumps(
+        {
+            "id": "stub",
+            "object": "chat.completion",
+            "model": "stub",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": 1,
+                "total_tokens": prompt + 1,
+                "prompt_tokens_details": {"cached_tokens": 0},
+            },
+        }
+    ).encode()
+    head = f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
+    return head.encode() + body
+
+
+async def serve_stub(delay: float) -> None:
+    """A chat completions endpoint on a free port that answers each request after 0.5 to 1.5 times ``delay``
+    seconds, as a server's time varies with the length of what it generates (a fixed time would keep all sessions
+    in lockstep, every answer landing in one burst); asyncio, so 64 open connections cost nothing. Prints its URL,
+    then serves until killed."""
+
+    jitter = random.Random(0)
+
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = next(
+                    int(line.split(b":", 1)[1])
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length:")
+                )
+                await reader.readexactly(length)
+                await asyncio.sleep(delay * (0.5 + jitter.random()))
+                writer.write(_answer(length))
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+    server = await asyncio.start_server(connection, "127.0.0.1", 0, backlog=1024)
+    print(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}", flush=True)
+    await server.serve_forever()
+
+
+def session_requests(index: int, turns: int) -> list[dict[str, Any]]:
+    """One session's requests: the same tools, a history that grows by one tool round trip per turn."""
+    tools = workload.tools(20)
+    history = workload.messages(4 + 3 * turns, seed=index)
+    return [
+        {"model": "stub", "max_tokens": 8, "tools": tools, "messages": history[: 2 + 3 * turn]} for turn in range(turns)
+    ]
+
+
+async def run_round(
+    clients: list[httpx.AsyncClient], url: str, sessions: list[list[dict[str, Any]]], name: str
+) -> list[float]:
+    """Seconds per request of every session, the sessions running concurrently, each on its own client; ``name``
+    makes the round's sessions new ones (a session that starts over would be a rewritten history)."""
+
+    async def one(client: httpx.AsyncClient, requests: list[dict[str, Any]], index: int) -> list[float]:
+        times = []
+        for body in requests:
+            start = time.perf_counter()
+            response = await client.post(url, json=body, headers={"x-agentcache-session": f"{name}-{index}"})
+            response.raise_for_status()
+            response.json()
+            times.append(time.perf_counter() - start)
+        return times
+
+    results = await asyncio.gather(*(one(clients[i], requests, i) for i, requests in enumerate(sessions)))
+    return [seconds for times in results for seconds in times]
+
+
+def percentile(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if q < 100 else max(values)
+
+
+async def measure(url: str, args: argparse.Namespace) -> tuple[list[float], list[float], int, int]:
+    """Latencies of the plain and the agentcache clients over alternating rounds, and turns recorded / sent.
+
+    Each session has a client of its own, as agents built on one SDK client each do: httpx's connection pool
+    looks at every connection for every request, so one client shared by 64 sessions spends more CPU in its
+    pool than the requests cost, for both sides alike. The agentcache clients share one middleware (one ledger,
+    one model of the server's cache), as ``middleware=`` is meant for."""
+    sessions = [session_requests(i, args.turns) for i in range(args.sessions)]
+    timeout = httpx.Timeout(120.0)
+    middleware = CacheMiddleware(server="sglang", telemetry=False)
+    plain = [httpx.AsyncClient(timeout=timeout) for _ in sessions]
+    wrapped = [
+        httpx.AsyncClient(transport=AsyncCacheAwareTransport(middleware=middleware), timeout=timeout) for _ in sessions
+    ]
+    await run_round(plain, url, sessions, "warm")  # warm both: connections, tokenizer, canonical memo
+    await run_round(wrapped, url, sessions, "warm")
+    warm = len(middleware.ledger.turns())
+    base: list[float] = []
+    ours: list[float] = []
+    for round_ in range(args.rounds):
+        base += await run_round(plain, url, sessions, f"r{round_}")
+        ours += await run_round(wrapped, url, sessions, f"r{round_}")
+    for client in plain + wrapped:
+        await client.aclose()
+    settle()
+    return base, ours, len(middleware.ledger.turns()) - warm, args.rounds * args.sessions * args.turns
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sessions", type=int, default=64)
+    parser.add_argument("--turns", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--delay", type=float, default=0.05, help="the stub server's answer time, in seconds")
+    parser.add_argument("--url", help="a real engine's base URL instead of the stub")
+    parser.add_argument("--serve-stub", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve_stub:
+        asyncio.run(serve_stub(args.delay))
+        return 0
+    stub = None
+    if args.url is None:
+        command = [sys.executable, __file__, "--serve-stub", "--delay", str(args.delay)]
+        stub = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+        assert stub.stdout is not None
+        base_url = stub.stdout.readline().strip()
+    else:
+        base_url = args.url.rstrip("/")
+    try:
+        base, ours, recorded, sent = asyncio.run(measure(f"{base_url}/v1/chat/completions", args))
+    finally:
+        if stub is not None:
+            stub.kill()
+    server = f"stub answering in {args.delay * 1000:.0f} ms" if args.url is None else args.url
+    print(f"{args.sessions} concurrent sessions x {args.turns} turns x {args.rounds} rounds, {server}")
+    print(f"{'':<22}{'p50 ms':>10}{'p90 ms':>10}{'p99 ms':>10}")
+    rows = {"plain httpx": base, "agentcache transport": ours}
+    for name, values in rows.items():
+        print(f"{name:<22}" + "".join(f"{percentile(values, q) * 1000:>10.1f}" for q in (50, 90, 99)))
+    added = {q: (percentile(ours, q) - percentile(base, q)) * 1000 for q in (50, 90, 99)}
+    print(f"{'added':<22}" + "".join(f"{added[q]:>+10.1f}" for q in (50, 90, 99)))
+    print(f"turns recorded: {recorded:,} of {sent:,} requests")
+    missed = [
+        message
+        for message, failed in (
+            (f"added p50 {added[50]:.1f} ms > 2 ms", added[50] > 2),
+            (f"added p99 {added[99]:.1f} ms > 10 ms", added[99] > 10),
+            (f"{sent - recorded} requests without a turn", recorded != sent),
+        )
+        if failed
+    ]
+    for message in missed:
+        print(f"MISSED: {message}")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
