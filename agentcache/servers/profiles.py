@@ -38,6 +38,7 @@ render through transformers as sent after their request models; their rows above
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -199,6 +200,8 @@ VLLM = ServerProfile(
     unparsed_arguments="empty",
     output_ids_request={"return_token_ids": True},
 )
+
+
 def _llama_cpp_messages(messages: list[dict[str, Any]], template: ChatTemplate | None) -> list[dict[str, Any]]:
     """llama-server's messages as its template sees them (``common/chat.cpp``): each message through its
     ``common_chat_msg`` model and back, then the rewrites the template's capabilities call for."""
@@ -227,7 +230,52 @@ def _llama_cpp_messages(messages: list[dict[str, Any]], template: ChatTemplate |
             shaped[0]["content"] = first["content"] + "\n" + shaped[0]["content"]
     if _ministral_3(source):
         shaped = [_in_blocks(m) if m["role"] in ("system", "assistant") else m for m in shaped]
+    if "'<|tool_call>call:'" in source and "{#- OpenAI Chat Completions:" not in source:
+        shaped = _gemma4_model_turns(shaped)
     return shaped
+
+
+def _gemma4_model_turns(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """llama.cpp's workaround for the older Gemma 4 templates (``common/parsers/gemma4.cpp``), which read tool
+    results from the assistant's ``tool_responses``: an assistant message with tool calls takes the tool messages
+    after it (their content parsed as JSON when it is JSON, named after the matching call) and the plain assistant
+    reply after those, as one message."""
+    out: list[dict[str, Any]] = []
+    i = 0
+    while i < len(messages):
+        message = messages[i]
+        calls = message.get("tool_calls")
+        i += 1
+        if message.get("role") != "assistant" or not calls:
+            out.append(message)
+            continue
+        responses = []
+        while i < len(messages) and messages[i].get("role") == "tool":
+            result = messages[i]
+            response: Any = result.get("content")
+            if isinstance(response, str):
+                with contextlib.suppress(ValueError):
+                    response = json.loads(response)
+            index = len(responses)
+            name = calls[index]["function"].get("name") if index < len(calls) else None
+            responses.append({"name": name or result.get("tool_call_id", ""), "response": response})
+            i += 1
+        turn: dict[str, Any] = {"role": "assistant", "tool_calls": calls}
+        if responses:
+            turn["tool_responses"] = responses
+        reply = messages[i] if i < len(messages) else None
+        if (
+            reply is not None
+            and reply.get("role") == "assistant"
+            and not reply.get("tool_calls")
+            and reply.get("content")
+        ):
+            turn["content"] = reply["content"]
+            i += 1
+        if isinstance(message.get("reasoning_content"), str):
+            turn["reasoning_content"] = message["reasoning_content"]
+        out.append(turn)
+    return out
 
 
 def _ministral_3(source: str) -> bool:
