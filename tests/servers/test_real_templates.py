@@ -7,24 +7,27 @@ model folder is made in a temporary directory (the test model's tokenizer and co
 shapes go through :class:`CacheAwareTransport`. The assistant turns in the history are fixed texts and tool
 calls, never what the random-weight model generates, so every run sends the same requests.
 
-A template llama-server refuses at start is skipped with its reason. On every turn the server accepts, the
-prediction must equal the report; a turn the client cannot render must say why, and its request must have gone
-out as the agent wrote it.
+A template llama-server refuses at start is passed over with a warning that gives its reason. On every turn the
+server accepts, the prediction must equal the report; a turn the client cannot render must say why, and its
+request must have gone out as the agent wrote it.
 
 Cost: one llama-server start (a few seconds) and 29 turns per template; most of a turn is llama-server's own
 request handling (its template analysis and tool grammar), not prompt evaluation. The 70 templates took 20 minutes
-on two CPUs shared with other work (9 to 74 s a template). Run it alone with
-``scripts/test tests/servers/test_real_templates.py``.
+on two CPUs shared with other work (9 to 74 s a template), about 7 s a template on a quiet machine. Run it
+alone with ``scripts/test tests/servers/test_real_templates.py``, on some templates with
+``AGENTCACHE_TEMPLATES='*Qwen3*'``.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import shutil
 import signal
 import subprocess
 import time
+import warnings
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -407,14 +410,18 @@ def installed(llama_server: EngineInfo) -> EngineInfo:
     return llama_server
 
 
-@pytest.mark.parametrize("template", templates(), ids=lambda p: p.stem)
-def test_every_accepted_turn_is_predicted_exactly(installed: EngineInfo, template: Path, tmp_path: Path) -> None:
-    refused, outcomes = run_template(template, tmp_path)
-    if refused is not None:
-        pytest.skip(f"llama-server refuses this template: {refused}")
-    problems = [f"{o.session} turn {o.turn.turn}: {o.problem}" for o in outcomes if o.problem]
+def test_every_accepted_turn_is_predicted_exactly(installed: EngineInfo, tmp_path: Path) -> None:
+    """One test over all the templates, not one per template: they come with the sdist, which a fresh machine
+    downloads only when the engine fixtures run, after collection. ``AGENTCACHE_TEMPLATES=GLOB`` picks some."""
+    chosen = [t for t in templates() if fnmatch.fnmatch(t.stem, os.environ.get("AGENTCACHE_TEMPLATES", "*"))]
+    if "AGENTCACHE_TEMPLATES" not in os.environ:
+        assert len(chosen) >= 30, f"the real templates are missing from {TEMPLATES}"
+    problems = []
+    for template in chosen:
+        workdir = tmp_path / template.stem
+        workdir.mkdir()
+        refused, outcomes = run_template(template, workdir)
+        if refused is not None:
+            warnings.warn(f"llama-server refuses {template.stem}: {refused}", stacklevel=1)
+        problems += [f"{template.stem} {o.session} turn {o.turn.turn}: {o.problem}" for o in outcomes if o.problem]
     assert not problems, "\n".join(problems)
-
-
-def test_there_are_enough_templates(installed: EngineInfo) -> None:
-    assert len(templates()) >= 30, f"the real templates are missing from {TEMPLATES}"
