@@ -85,6 +85,16 @@ class ServerProfile:
     """Template variables the server adds beyond messages, tools and the special tokens."""
     undefined_tools: bool = False
     """Whether ``tools`` is left undefined, not None, when the request has none or an empty list (llama.cpp)."""
+    cached_on_error: tuple[str, ...] = ()
+    """Starts of the error messages the server answers with after it has evaluated the prompt, which is then in
+    its cache all the same (llama.cpp fails a request whose output its parser cannot read, after generating it)."""
+
+    def cached(self, status: int | None, error: str | None) -> bool:
+        """Whether a request that got this answer is in the server's cache: a 2xx, or an error it gives only after
+        evaluating the prompt."""
+        if status is not None and 200 <= status < 300:
+            return True
+        return status is not None and error is not None and error.startswith(self.cached_on_error)
 
     def template_variables(self, template: ChatTemplate) -> dict[str, Any]:
         """The variables this server adds for ``template`` (``chat_template_kwargs`` override them)."""
@@ -249,7 +259,7 @@ def _gemma4_model_turns(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if message.get("role") != "assistant" or not calls:
             out.append(message)
             continue
-        responses = []
+        responses: list[dict[str, Any]] = []
         while i < len(messages) and messages[i].get("role") == "tool":
             result = messages[i]
             response: Any = result.get("content")
@@ -389,6 +399,7 @@ LLAMA_CPP = ServerProfile(
     reshape=_llama_cpp_messages,
     variables=_llama_cpp_variables,
     undefined_tools=True,
+    cached_on_error=("The model produced output that does not match the expected",),  # common/chat.cpp, parse
 )
 OPENAI = ServerProfile("openai", CacheOptions("openai"))
 ANTHROPIC = ServerProfile("anthropic", CacheOptions("anthropic"))

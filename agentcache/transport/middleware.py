@@ -221,10 +221,11 @@ class CacheMiddleware:
         defer(lambda: self._finish(call, result, ended), *waiters)
 
     def _finish(self, call: Call, result: TapResult, ended: float) -> Turn:
-        """Predict the turn (the server cached the prompt only if it answered 2xx), record it, tell listeners."""
+        """Predict the turn (the server cached the prompt if it answered 2xx, or with an error it gives only after
+        evaluating the prompt), record it, tell listeners."""
         call.usage = result.raw_usage
         prediction = None
-        if call.status is not None and 200 <= call.status < 300 and call.sent is not None:
+        if self.profile.cached(call.status, result.server_error) and call.sent is not None:
             try:
                 prediction = self._predict(call, result)
             except AgentCacheError as exc:

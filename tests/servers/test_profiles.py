@@ -472,3 +472,14 @@ def test_get_profile() -> None:
         InputError, match=re.escape("unknown server 'llama-server': use one of sglang, vllm, llama.cpp")
     ):
         get_profile("llama-server")
+
+
+def test_a_request_is_cached_on_a_2xx_or_on_an_error_given_after_the_prompt_was_evaluated() -> None:
+    """llama-server fails a request whose output its parser cannot read after generating it: the prompt stays in
+    the slot (the real-template matrix meets it on DeepSeek-V3.2)."""
+    late = "The model produced output that does not match the expected peg-native format"
+    llama, sglang = get_profile("llama.cpp"), get_profile("sglang")
+    assert llama.cached(200, None) and sglang.cached(204, None)
+    assert llama.cached(500, late) and not sglang.cached(500, late)
+    assert not llama.cached(500, "template render failed") and not llama.cached(400, None)
+    assert not llama.cached(None, late)  # no answer at all
