@@ -192,6 +192,35 @@ def relocate_volatile(request: dict[str, Any], policy: CanonicalPolicy) -> None:
         request["messages"] = [*messages, trailing]
 
 
+def fold_relocated(request: dict[str, Any], index: int) -> dict[str, Any] | None:
+    """``request`` with the message :func:`relocate_volatile` appended at ``index`` folded into the user message
+    right before it: its text follows that message's, after a blank line, and no message is added. Templates that
+    require alternating roles accept this placement. None when the message before is not a user message (folding
+    into an earlier one would change history the cache already holds)."""
+    messages = request.get("messages")
+    if not isinstance(messages, list) or not 0 < index < len(messages):
+        return None
+    target, moved = messages[index - 1], messages[index]
+    if not isinstance(target, dict) or target.get("role") != "user" or not isinstance(moved, dict):
+        return None
+    text = _text(moved.get("content"))
+    content = target.get("content")
+    if isinstance(content, str):
+        merged: Any = f"{content}\n\n{text}"
+    elif isinstance(content, list):
+        merged = [*content, {"text": text, "type": "text"}]
+    else:
+        return None
+    return {**request, "messages": [*messages[: index - 1], {**target, "content": merged}, *messages[index + 1 :]]}
+
+
+def _text(content: Any) -> str:
+    """The text of a message :func:`relocate_volatile` made: a string, or text blocks."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
+
+
 def _split_system(content: Any, policy: CanonicalPolicy) -> tuple[Any, str]:
     """(content without volatile lines, the volatile lines joined) for a string or an array of text blocks."""
     if isinstance(content, str):

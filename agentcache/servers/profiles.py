@@ -15,29 +15,44 @@ tool                           adds ``defer_loading``
                                (null) after function
 ``tool_choice``                "none": no tools; a
                                named one: only it
-assistant ``arguments``        a JSON object is parsed   a JSON object is parsed;     any JSON is parsed
-string                         (anything else: 400)      anything else becomes {}     (not JSON: 500)
-text parts of ``content``      joined with " "           kept as a list (``tool``:    joined with "\\n"
-                                                         joined with "\\n")
+assistant ``arguments``        a JSON object is parsed   a JSON object is parsed;     any JSON is parsed when
+string                         (anything else: 400)      anything else becomes {}     the template reads objects
+                                                                                      (not JSON: 500), else kept
+text parts of ``content``      joined with " "           kept as a list (``tool``:    joined with "\\n" when the
+                                                         joined with "\\n")           template reads only strings
+null ``content``                                                                      "" (only non-empty fields of
+                                                                                      a message are passed)
+no tools, or ``[]``            None; ``[]``              None; ``[]``                 undefined
 floats in ``tojson``           ``1000.0``, ``48.856614``  as SGLang                   C++ stream: ``1000``,
                                                                                       ``48.8566``, ``2.14827e+06``
 =============================  ========================  ===========================  ==========================
 
 Each profile also names the client-side cache model of the server and where its responses carry output token ids.
+
+llama.cpp decides parts of its shaping by probing the template first (:mod:`agentcache.servers.caps`: does it read
+``content`` as a string or as parts, the system message at all, ``arguments`` as an object), merges a system
+message the template ignores into the next one, and adds template variables: ``enable_thinking`` (on when the
+switch changes the generation prompt), today's date, and its ``--reasoning-preserve`` default. SGLang and vLLM
+render through transformers as sent after their request models; their rows above are all there is to them so far.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 from agentcache.cache.options import CacheOptions
-from agentcache.errors import InputError
-from agentcache.servers.template import FloatFormat
+from agentcache.errors import InputError, TokenizerError
+from agentcache.servers.caps import TemplateCaps, llama_cpp_caps
+from agentcache.servers.template import ChatTemplate, FloatFormat
 
 ToolShape = Callable[[Mapping[str, Any]], dict[str, Any]]
+Reshape = Callable[[list[dict[str, Any]], "ChatTemplate | None"], list[dict[str, Any]]]
+Variables = Callable[[ChatTemplate], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -63,13 +78,39 @@ class ServerProfile:
     """Whether ``tool_choice`` "none" renders no tools and a named function only that tool (SGLang)."""
     output_ids_request: Mapping[str, Any] = field(default_factory=dict)
     """Request fields that make the server return the generated token ids (non-streaming only)."""
+    reshape: Reshape | None = None
+    """The server's own pass over the messages after the per-message shaping above, given the template: for
+    llama.cpp, its message model and the rewrites its template probes call for (:func:`_llama_cpp_messages`)."""
+    variables: Variables | None = None
+    """Template variables the server adds beyond messages, tools and the special tokens."""
+    undefined_tools: bool = False
+    """Whether ``tools`` is left undefined, not None, when the request has none or an empty list (llama.cpp)."""
+    cached_on_error: tuple[str, ...] = ()
+    """Starts of the error messages the server answers with after it has evaluated the prompt, which is then in
+    its cache all the same (llama.cpp fails a request whose output its parser cannot read, after generating it)."""
 
-    def template_inputs(self, request: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
-        """``(messages, tools)`` as the server hands them to the chat template."""
+    def cached(self, status: int | None, error: str | None) -> bool:
+        """Whether a request that got this answer is in the server's cache: a 2xx, or an error it gives only after
+        evaluating the prompt."""
+        if status is not None and 200 <= status < 300:
+            return True
+        return status is not None and error is not None and error.startswith(self.cached_on_error)
+
+    def template_variables(self, template: ChatTemplate) -> dict[str, Any]:
+        """The variables this server adds for ``template`` (``chat_template_kwargs`` override them)."""
+        return self.variables(template) if self.variables else {}
+
+    def template_inputs(
+        self, request: Mapping[str, Any], template: ChatTemplate | None = None
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+        """``(messages, tools)`` as the server hands them to the chat template. A server that reshapes by what
+        the template reads (llama.cpp) needs ``template``; without it, its defaults stand."""
         messages = request.get("messages")
         if not isinstance(messages, list) or not all(isinstance(m, Mapping) for m in messages):
             raise InputError("$.messages: a chat request needs a list of message objects")
         shaped = [self._message(m) for m in messages]
+        if self.reshape is not None:
+            shaped = self.reshape(shaped, template)
         tools = request.get("tools")
         if not isinstance(tools, list):
             return shaped, None
@@ -77,7 +118,7 @@ class ServerProfile:
         kept = [shape(t) if shape else dict(t) for t in tools if isinstance(t, Mapping)]
         if self.tool_choice_filters:
             kept = _chosen(kept, request.get("tool_choice"))
-        return shaped, kept if kept or tools == [] else None
+        return shaped, kept if kept or (tools == [] and not self.undefined_tools) else None
 
     def _message(self, message: Mapping[str, Any]) -> dict[str, Any]:
         out = dict(message)
@@ -169,14 +210,196 @@ VLLM = ServerProfile(
     unparsed_arguments="empty",
     output_ids_request={"return_token_ids": True},
 )
+
+
+def _llama_cpp_messages(messages: list[dict[str, Any]], template: ChatTemplate | None) -> list[dict[str, Any]]:
+    """llama-server's messages as its template sees them (``common/chat.cpp``): each message through its
+    ``common_chat_msg`` model and back, then the rewrites the template's capabilities call for."""
+    caps = llama_cpp_caps(template) if template is not None else TemplateCaps()
+    source = template.source if template is not None else ""
+    trim = "You have access to the following functions in JSONSchema format" in source  # functionary's workaround
+    shaped = [_llama_cpp_message(m, trim) for m in messages]
+    for message in shaped:
+        message["content"] = _llama_cpp_content(message["content"], caps)
+        if message["role"] == "developer" and "<|channel|>" not in source:
+            message["role"] = "system"
+        if caps.object_arguments:
+            for call in message.get("tool_calls", ()):
+                call["function"]["arguments"] = _parsed_arguments(call["function"]["arguments"])
+    if _reasons_as_thinking(source):
+        for message in shaped:
+            if "reasoning_content" in message:
+                message["thinking"] = message["reasoning_content"]
+                if "<|channel|>" in source and message.get("tool_calls"):
+                    del message["content"]
+    if not caps.system_role and shaped and shaped[0]["role"] == "system":  # merged into the next message
+        first = shaped.pop(0)
+        if shaped:
+            if not isinstance(first["content"], str) or not isinstance(shaped[0]["content"], str):
+                raise TokenizerError("llama.cpp merges the system message into the next one only as text")
+            shaped[0]["content"] = first["content"] + "\n" + shaped[0]["content"]
+    if _ministral_3(source):
+        shaped = [_in_blocks(m) if m["role"] in ("system", "assistant") else m for m in shaped]
+    if "'<|tool_call>call:'" in source and "{#- OpenAI Chat Completions:" not in source:
+        shaped = _gemma4_model_turns(shaped)
+    return shaped
+
+
+def _gemma4_model_turns(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """llama.cpp's workaround for the older Gemma 4 templates (``common/parsers/gemma4.cpp``), which read tool
+    results from the assistant's ``tool_responses``: an assistant message with tool calls takes the tool messages
+    after it (their content parsed as JSON when it is JSON, named after the matching call) and the plain assistant
+    reply after those, as one message."""
+    out: list[dict[str, Any]] = []
+    i = 0
+    while i < len(messages):
+        message = messages[i]
+        calls = message.get("tool_calls")
+        i += 1
+        if message.get("role") != "assistant" or not calls:
+            out.append(message)
+            continue
+        responses: list[dict[str, Any]] = []
+        while i < len(messages) and messages[i].get("role") == "tool":
+            result = messages[i]
+            response: Any = result.get("content")
+            if isinstance(response, str):
+                with contextlib.suppress(ValueError):
+                    response = json.loads(response)
+            index = len(responses)
+            name = calls[index]["function"].get("name") if index < len(calls) else None
+            responses.append({"name": name or result.get("tool_call_id", ""), "response": response})
+            i += 1
+        turn: dict[str, Any] = {"role": "assistant", "tool_calls": calls}
+        if responses:
+            turn["tool_responses"] = responses
+        reply = messages[i] if i < len(messages) else None
+        if (
+            reply is not None
+            and reply.get("role") == "assistant"
+            and not reply.get("tool_calls")
+            and reply.get("content")
+        ):
+            turn["content"] = reply["content"]
+            i += 1
+        if isinstance(message.get("reasoning_content"), str):
+            turn["reasoning_content"] = message["reasoning_content"]
+        out.append(turn)
+    return out
+
+
+def _ministral_3(source: str) -> bool:
+    """llama.cpp's own handler for Ministral 3 / Magistral (``common/parsers/ministral3.cpp``), by its markers."""
+    return all(m in source for m in ("[SYSTEM_PROMPT]", "[TOOL_CALLS]", "[ARGS]")) and "[CALL_ID]" not in source
+
+
+def _in_blocks(message: dict[str, Any]) -> dict[str, Any]:
+    """A system or assistant message as that handler passes it: reasoning first as a ``thinking`` block, then
+    the content as text blocks."""
+    blocks: list[Any] = []
+    out = {k: v for k, v in message.items() if k != "reasoning_content"}
+    if "reasoning_content" in message:
+        blocks.append({"type": "thinking", "thinking": message["reasoning_content"]})
+    content = message.get("content")
+    if isinstance(content, str):
+        blocks.append({"type": "text", "text": content})
+    elif isinstance(content, list):
+        blocks.extend(content)
+    out["content"] = blocks
+    return out
+
+
+def _reasons_as_thinking(source: str) -> bool:
+    """Whether llama.cpp renders this template through a handler of its own that copies ``reasoning_content`` to
+    the ``thinking`` field the template reads: gpt-oss (which also drops the content of a message with tool calls)
+    and LFM2 (``common/parsers/gpt-oss.cpp``, ``lfm2.cpp``; detected by the same markers)."""
+    lfm2 = "<|tool_list_start|>" in source and "<|tool_list_end|>" in source
+    lfm25 = "List of tools: [" in source and "<|tool_list_start|>" not in source
+    return "<|channel|>" in source or lfm2 or lfm25
+
+
+def _llama_cpp_message(message: Mapping[str, Any], trim: bool) -> dict[str, Any]:
+    """``common_chat_msgs_parse_oaicompat`` then ``to_json_oaicompat``: null or empty content becomes "", only
+    non-empty fields survive, in the server's key order, and arguments are a string (an object is dumped)."""
+    strip: Callable[[str], str] = str.strip if trim else str
+    content = message.get("content")
+    out: dict[str, Any] = {"role": message.get("role")}
+    if isinstance(content, list) and content:
+        other = [p.get("type") for p in content if not (isinstance(p, Mapping) and p.get("type") == "text")]
+        if other:  # media parts need a multimodal projector, which the client does not model
+            raise TokenizerError(f"llama.cpp takes only text parts here, not {other[0]!r}")
+        out["content"] = [{"type": "text", "text": strip(p.get("text", ""))} for p in content]
+    else:
+        out["content"] = strip(content) if isinstance(content, str) else ""
+    for key in ("reasoning_content", "name", "tool_call_id"):
+        value = message.get(key)
+        if isinstance(value, str) and (value := strip(value)):
+            out[key] = value
+    calls = []
+    for call in message.get("tool_calls") or ():
+        function = call.get("function", {})
+        arguments = function.get("arguments")
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+        shaped = {"type": "function", "function": {"name": function.get("name"), "arguments": arguments}}
+        if call.get("id"):
+            shaped["id"] = call["id"]
+        calls.append(shaped)
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def _llama_cpp_content(content: str | list[dict[str, Any]], caps: TemplateCaps) -> Any:
+    """Content the way the template reads it: parts joined with newlines for a template that reads only
+    strings, a string wrapped in one text part for a template that reads only parts."""
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if caps.typed_content and not caps.string_content else content
+    if caps.string_content and not caps.typed_content:
+        return "\n".join(p["text"] for p in content if p["type"] == "text")
+    return content
+
+
+def _parsed_arguments(arguments: Any) -> Any:
+    if not isinstance(arguments, str):
+        return arguments
+    try:
+        return json.loads(arguments)
+    except ValueError as exc:  # llama-server answers 500
+        raise TokenizerError(
+            f"llama.cpp parses tool-call arguments for this template, and these are not JSON ({exc})"
+        ) from exc
+
+
+def _llama_cpp_variables(template: ChatTemplate) -> dict[str, Any]:
+    """``common_chat_extra_context``, the thinking switch and the reasoning history: llama-server enables thinking
+    when the template renders it, passes today's date in two formats, and (its ``--reasoning-preserve`` default)
+    asks every template to keep earlier turns' reasoning under each name templates use for it."""
+    now = datetime.now()
+    return {
+        "preserve_reasoning": True,
+        "preserve_thinking": True,
+        "clear_thinking": False,
+        "truncate_history_thinking": False,
+        "drop_thinking": False,
+        "bos_token": template.special_tokens.get("bos_token", ""),
+        "eos_token": template.special_tokens.get("eos_token", ""),
+        "enable_thinking": llama_cpp_caps(template).thinking,
+        "datetime": now.strftime("%b %d %Y"),
+        "date_string": now.strftime("%d %b %Y"),
+    }
+
+
 LLAMA_CPP = ServerProfile(
     "llama.cpp",
     CacheOptions("llama.cpp"),
     tool_shape=_llama_cpp_tool,
-    join_parts={"*": "\n"},
-    parse_arguments="any",
     float_format="cpp",
     output_ids_request={"return_tokens": True, "verbose": True},
+    reshape=_llama_cpp_messages,
+    variables=_llama_cpp_variables,
+    undefined_tools=True,
+    cached_on_error=("The model produced output that does not match the expected",),  # common/chat.cpp, parse
 )
 OPENAI = ServerProfile("openai", CacheOptions("openai"))
 ANTHROPIC = ServerProfile("anthropic", CacheOptions("anthropic"))

@@ -33,10 +33,11 @@ class ServerPrompt:
         return cls(profile, template, load_tokenizer_json(folder / "tokenizer.json"))
 
     def text(self, request: Mapping[str, Any]) -> str:
-        messages, tools = self.profile.template_inputs(request)
+        messages, tools = self.profile.template_inputs(request, self.template)
         extra = request.get("chat_template_kwargs")
-        kwargs = extra if isinstance(extra, dict) else {}
-        return self.template.render(messages, tools, add_generation_prompt=True, **kwargs)
+        variables = {**self.profile.template_variables(self.template), **(extra if isinstance(extra, dict) else {})}
+        undefined = self.profile.undefined_tools
+        return self.template.render(messages, tools, add_generation_prompt=True, undefined_tools=undefined, **variables)
 
     def tokens(self, request: Mapping[str, Any]) -> list[int]:
         return self.tokenizer.encode(self.text(request))

@@ -11,7 +11,7 @@ optional dependency (``agentcache[hf]``), imported when a template is loaded.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, NoReturn
@@ -19,6 +19,9 @@ from typing import Any, Literal, NoReturn
 from agentcache.errors import TokenizerError
 
 FloatFormat = Literal["python", "cpp"]
+"""Whose Jinja runtime renders: Python's jinja2 (transformers: SGLang, vLLM) or llama.cpp's C++ port, which
+writes floats as a C++ stream does, lets a missing attribute of a missing value stay undefined, lets a template
+append to its own lists (transformers' sandbox forbids it), and has no markup (``safe`` changes nothing)."""
 
 
 class ChatTemplate:
@@ -31,13 +34,22 @@ class ChatTemplate:
         name: str = "chat template",
         float_format: FloatFormat = "python",
     ) -> None:
+        self.name = name
+        self.source = source
+        self.float_format: FloatFormat = float_format
+        self._template = self.compiled()
+        self.special_tokens = dict(special_tokens or {})
+
+    def compiled(self, prepare: Callable[[Any], None] | None = None) -> Any:
+        """The source compiled in a fresh environment of the servers' conventions; ``prepare`` may adjust the
+        environment first (the capability probes watch what the template reads)."""
         try:
-            from jinja2 import nodes
+            from jinja2 import ChainableUndefined, Undefined, nodes
             from jinja2.ext import Extension, loopcontrols
-            from jinja2.sandbox import ImmutableSandboxedEnvironment
+            from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
         except ImportError as exc:
             raise TokenizerError(
-                f"{name}: rendering a chat template needs the optional package jinja2; "
+                f"{self.name}: rendering a chat template needs the optional package jinja2; "
                 "install it with `pip install 'agentcache[hf]'`"
             ) from exc
 
@@ -52,18 +64,34 @@ class ChatTemplate:
                 body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
                 return nodes.Scope(body, lineno=lineno)
 
-        env = ImmutableSandboxedEnvironment(
-            trim_blocks=True, lstrip_blocks=True, extensions=[loopcontrols, Generation]
+        class CppUndefined(ChainableUndefined):
+            """llama.cpp's undefined: a member of it is undefined too, and a string plus it is the string."""
+
+            def __add__(self, other: Any) -> Any:
+                return other if isinstance(other, str) else super().__add__(other)
+
+            __radd__ = __add__
+
+        sandbox = ImmutableSandboxedEnvironment if self.float_format == "python" else SandboxedEnvironment
+        env = sandbox(
+            trim_blocks=True,
+            lstrip_blocks=True,
+            extensions=[loopcontrols, Generation],
+            undefined=Undefined if self.float_format == "python" else CppUndefined,
         )
-        env.filters["tojson"] = _tojson if float_format == "python" else _tojson_cpp
+        env.filters["tojson"] = _tojson if self.float_format == "python" else _tojson_cpp
+        if self.float_format == "cpp":  # llama.cpp has no markup: "x"|safe + text is plain concatenation, unescaped
+            env.filters["safe"] = str
         env.globals["raise_exception"] = _raise
         env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
+        if prepare is not None:
+            prepare(env)
         try:
-            self._template = env.from_string(source)
+            return env.from_string(self.source)
         except Exception as exc:  # jinja2.TemplateSyntaxError and friends
-            raise TokenizerError(f"{name}: not a valid Jinja template ({exc}); pass the model's chat_template") from exc
-        self.name = name
-        self.special_tokens = dict(special_tokens or {})
+            raise TokenizerError(
+                f"{self.name}: not a valid Jinja template ({exc}); pass the model's chat_template"
+            ) from exc
 
     @classmethod
     def from_pretrained(cls, model_dir: str | Path, float_format: FloatFormat = "python") -> ChatTemplate:
@@ -92,17 +120,18 @@ class ChatTemplate:
         messages: Sequence[Mapping[str, Any]],
         tools: Sequence[Mapping[str, Any]] | None = None,
         add_generation_prompt: bool = True,
+        *,
+        undefined_tools: bool = False,
         **extra: Any,
     ) -> str:
-        """The prompt text, as ``apply_chat_template(..., tokenize=False)`` gives it."""
+        """The prompt text, as ``apply_chat_template(..., tokenize=False)`` gives it. ``undefined_tools`` leaves
+        ``tools`` undefined when there are none, as llama.cpp does (transformers passes None); the difference
+        shows in templates that test ``tools is defined``. ``extra`` variables override the special tokens."""
+        variables = {"messages": messages, "add_generation_prompt": add_generation_prompt, **self.special_tokens}
+        if tools is not None or not undefined_tools:
+            variables["tools"] = tools
         try:
-            text: str = self._template.render(
-                messages=messages,
-                tools=tools,
-                add_generation_prompt=add_generation_prompt,
-                **self.special_tokens,
-                **extra,
-            )
+            text: str = self._template.render(**{**variables, **extra})
         except TokenizerError:
             raise
         except Exception as exc:  # the template's own errors: undefined names, type errors in expressions

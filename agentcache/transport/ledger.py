@@ -57,6 +57,8 @@ class Turn:
     wasted_tokens: int
     started: float
     seconds: float
+    prediction_error: str | None = None
+    """Why a turn the server answered has no prediction (the client could not render the request), or None."""
 
     @property
     def hit_ratio(self) -> float | None:

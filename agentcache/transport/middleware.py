@@ -52,6 +52,7 @@ from agentcache.transport.background import defer
 from agentcache.transport.call import Call, TurnListener
 from agentcache.transport.ledger import Ledger, Turn
 from agentcache.transport.otel import SpanListener
+from agentcache.transport.placement import accepted_placement, relocated_path
 from agentcache.transport.recorder import TraceRecorder
 from agentcache.transport.session import SESSION_HEADER, current_scope, session_of
 from agentcache.transport.tap import AsyncTappedStream, ResponseTap, TappedStream, TapResult
@@ -154,7 +155,9 @@ class CacheMiddleware:
             return self._call(request, request, parsed, parsed, "canonicalization switched off", started)
         try:
             check_parse(body, parsed)  # a key the parse dropped, or a number it changed, is never sent so
-            sent = canonicalize(parsed, self.policy)
+            sent, refused = accepted_placement(self.prompt, canonicalize(parsed, self.policy), parsed)
+            if refused is not None:
+                return self._call(request, request, parsed, parsed, f"not canonicalized: {refused}", started)
             if self.ask_output_ids and not sent.get("stream"):
                 sent = {**sent, **self.profile.output_ids_request}
             # canonical_json's bytes without its check: a parsed body holds no NaN for a null to hide, and the
@@ -218,10 +221,11 @@ class CacheMiddleware:
         defer(lambda: self._finish(call, result, ended), *waiters)
 
     def _finish(self, call: Call, result: TapResult, ended: float) -> Turn:
-        """Predict the turn (the server cached the prompt only if it answered 2xx), record it, tell listeners."""
+        """Predict the turn (the server cached the prompt if it answered 2xx, or with an error it gives only after
+        evaluating the prompt), record it, tell listeners."""
         call.usage = result.raw_usage
         prediction = None
-        if call.status is not None and 200 <= call.status < 300 and call.sent is not None:
+        if self.profile.cached(call.status, result.server_error) and call.sent is not None:
             try:
                 prediction = self._predict(call, result)
             except AgentCacheError as exc:
@@ -249,7 +253,7 @@ class CacheMiddleware:
                 output,
                 reported_prompt_tokens=None if usage is None else usage.prompt_tokens,
                 reported_cached=None if usage is None else usage.cached_tokens,
-                relocated=_appended_message(call.sent, call.original),
+                relocated=relocated_path(call.sent, call.original),
             )
 
     def _notify(self, hear: Callable[[TurnListener], object]) -> None:
@@ -287,6 +291,7 @@ def _turn(call: Call, result: TapResult, prediction: Prediction | None, exact: b
         wasted_tokens=0 if prediction is None else prediction.wasted_tokens,
         started=call.started,
         seconds=ended - call.started,
+        prediction_error=next((n for n in result.notes if n.startswith("no prediction")), None),
     )
 
 
@@ -312,11 +317,3 @@ def _with_body(request: httpx.Request, content: bytes) -> httpx.Request:
     rebuilt = httpx.Request(request.method, request.url, headers=headers, content=content)
     rebuilt.extensions = request.extensions
     return rebuilt
-
-
-def _appended_message(sent: dict[str, Any], original: dict[str, Any] | None) -> str | None:
-    """Path of the message canonicalization appended (``relocate_volatile``), when the sent body has one more."""
-    after, before = sent.get("messages"), (original or {}).get("messages")
-    if isinstance(after, list) and isinstance(before, list) and len(after) > len(before):
-        return f"$.messages[{len(after) - 1}]"
-    return None

@@ -49,6 +49,8 @@ class TapResult:
     """Why the body could not be read: the exception that cut it, or the caller closing it before its end
     (:data:`UNREAD`, or :data:`ABANDONED` with the bytes read)."""
     notes: list[str] = field(default_factory=list)
+    server_error: str | None = None
+    """The message of an error answer's JSON body (``{"error": {"message": ...}}``), as the server wrote it."""
 
 
 class ResponseTap:
@@ -145,6 +147,10 @@ class ResponseTap:
                 self.result.usage = usage
                 raw = source.get("usage") if isinstance(source, Mapping) else None
                 self.result.raw_usage = dict(raw) if isinstance(raw, Mapping) else None
+        error = body.get("error")
+        message = error.get("message") if isinstance(error, Mapping) else error
+        if isinstance(message, str):
+            self.result.server_error = message
         if body.get("type") == "message_stop":
             self.result.complete = True
         self.result.text += _text(body, streamed)

@@ -20,7 +20,7 @@ import pytest
 from tokenizers import Tokenizer
 
 from agentcache.backends import OpenAICompatClient
-from agentcache.errors import InputError
+from agentcache.errors import InputError, TokenizerError
 from agentcache.servers import (
     ANTHROPIC,
     LLAMA_CPP,
@@ -335,8 +335,16 @@ def test_arguments_are_parsed_and_floats_stay_floats(profile: str) -> None:
     )
 
 
+READS_ARGUMENTS = (
+    "{% for m in messages %}{% for c in m.tool_calls or [] %}"
+    "{{ c.function.arguments | tojson }}{% endfor %}{% endfor %}"
+)
+"""A template that reads tool-call arguments as an object: llama.cpp's probes find it does, so it parses them."""
+
+
 def test_llama_cpp_parses_arguments_and_its_tojson_writes_floats_like_cpp() -> None:
-    messages, _ = LLAMA_CPP.template_inputs({"messages": tool_turns(ARGUMENTS)})
+    reads = ChatTemplate(READS_ARGUMENTS, float_format="cpp")
+    messages, _ = LLAMA_CPP.template_inputs({"messages": tool_turns(ARGUMENTS)}, reads)
     arguments = messages[1]["tool_calls"][0]["function"]["arguments"]
     assert isinstance(arguments, dict)
     template = ChatTemplate("{{ value | tojson }}", float_format=LLAMA_CPP.float_format)
@@ -347,10 +355,18 @@ def test_llama_cpp_parses_arguments_and_its_tojson_writes_floats_like_cpp() -> N
 
 
 def test_llama_cpp_and_vllm_arguments_that_do_not_parse() -> None:
-    for raw, vllm, llama in (("[1,2]", {}, [1, 2]), ('{"city": "Par', {}, '{"city": "Par'), ("", {}, "")):
+    """vLLM empties them; llama.cpp parses any JSON for a template that reads objects (and answers 500 on the
+    rest), and keeps the string for one that does not."""
+    reads, prints = ChatTemplate(READS_ARGUMENTS, float_format="cpp"), ChatTemplate("{{ messages }}")
+    for raw, vllm, llama in (("[1,2]", {}, [1, 2]), ('{"city": "Par', {}, None), ("", {}, None)):
         turns = {"messages": tool_turns(raw)}
         assert VLLM.template_inputs(turns)[0][1]["tool_calls"][0]["function"]["arguments"] == vllm
-        assert LLAMA_CPP.template_inputs(turns)[0][1]["tool_calls"][0]["function"]["arguments"] == llama
+        assert LLAMA_CPP.template_inputs(turns, prints)[0][1]["tool_calls"][0]["function"]["arguments"] == raw
+        if llama is None:
+            with pytest.raises(TokenizerError, match="not JSON"):
+                LLAMA_CPP.template_inputs(turns, reads)
+        else:
+            assert LLAMA_CPP.template_inputs(turns, reads)[0][1]["tool_calls"][0]["function"]["arguments"] == llama
 
 
 def test_sglang_tool_choice_and_unknown_function_keys() -> None:
@@ -397,19 +413,35 @@ def test_text_parts_llama_cpp_joins_with_a_newline() -> None:
     assert contents("llama.cpp", PARTS) == ["a\nb", "c\nd", "e\nf", "g\nh"]
 
 
-@pytest.mark.parametrize("profile", ["sglang", "vllm", "llama.cpp"])
+IMAGE = [{"type": "text", "text": "see"}, {"type": "image_url", "image_url": {"url": "data:,"}}]
+
+
+@pytest.mark.parametrize("profile", ["sglang", "vllm"])
 def test_content_with_other_parts_is_left_for_the_template(profile: str) -> None:
-    image = [{"type": "text", "text": "see"}, {"type": "image_url", "image_url": {"url": "data:,"}}]
-    assert contents(profile, [{"role": "user", "content": image}, {"role": "tool", "content": image}]) == [image, image]
+    assert contents(profile, [{"role": "user", "content": IMAGE}, {"role": "tool", "content": IMAGE}]) == [IMAGE, IMAGE]
 
 
-@pytest.mark.parametrize("profile", list(PROFILES))
+def test_llama_cpp_takes_only_text_parts() -> None:
+    """Without a multimodal projector llama-server refuses an image; the client says so instead of guessing."""
+    with pytest.raises(TokenizerError, match="image_url"):
+        contents("llama.cpp", [{"role": "user", "content": IMAGE}])
+
+
+@pytest.mark.parametrize("profile", [p for p in PROFILES if p != "llama.cpp"])
 def test_empty_tools_stay_empty_and_missing_tools_give_none(profile: str) -> None:
     """As transformers passes them: a template testing ``tools is none`` tells the two apart."""
     shape = get_profile(profile).template_inputs
     messages = [{"role": "user", "content": "hi"}]
     assert shape({"messages": messages, "tools": []}) == (messages, [])
     assert shape({"messages": messages}) == (messages, None)
+
+
+def test_llama_cpp_leaves_empty_and_missing_tools_undefined() -> None:
+    """llama.cpp passes ``tools`` only when there are some: a template testing ``tools is defined`` sees none."""
+    messages = [{"role": "user", "content": "hi"}]
+    assert LLAMA_CPP.template_inputs({"messages": messages, "tools": []}) == (messages, None)
+    template = ChatTemplate("{{ 'tools' if tools is defined else 'none' }}")
+    assert template.render(messages, None, undefined_tools=LLAMA_CPP.undefined_tools) == "none"
 
 
 @pytest.mark.parametrize("profile", list(PROFILES))
@@ -440,3 +472,14 @@ def test_get_profile() -> None:
         InputError, match=re.escape("unknown server 'llama-server': use one of sglang, vllm, llama.cpp")
     ):
         get_profile("llama-server")
+
+
+def test_a_request_is_cached_on_a_2xx_or_on_an_error_given_after_the_prompt_was_evaluated() -> None:
+    """llama-server fails a request whose output its parser cannot read after generating it: the prompt stays in
+    the slot (the real-template matrix meets it on DeepSeek-V3.2)."""
+    late = "The model produced output that does not match the expected peg-native format"
+    llama, sglang = get_profile("llama.cpp"), get_profile("sglang")
+    assert llama.cached(200, None) and sglang.cached(204, None)
+    assert llama.cached(500, late) and not sglang.cached(500, late)
+    assert not llama.cached(500, "template render failed") and not llama.cached(400, None)
+    assert not llama.cached(None, late)  # no answer at all
