@@ -116,14 +116,14 @@ def drop_lines(text: str, cuts: list[tuple[int, int]]) -> str:
             last = index if cut[index] else last
             index += 1
         index = last + 1
-        before = []
+        before: list[str] = []
         while kept and not kept[-1].strip():
             before.append(kept.pop())
-        after = []
+        after: list[str] = []
         while index < len(lines) and not lines[index].strip():
             after.append(lines[index])
             index += 1
         if kept and index < len(lines):
-            kept.extend(max(before[::-1], after, key=len))
+            kept.extend(before[::-1] if len(before) >= len(after) else after)
     body = "\n".join(kept).strip("\n")
     return text[: len(text) - len(text.lstrip("\n"))] + body + text[len(text.rstrip("\n")) :]

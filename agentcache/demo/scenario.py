@@ -179,7 +179,8 @@ def session(
     ]
     requests = []
     for turn in range(turns):
-        now = f"2026-11-30T{10 + index % 14:02d}:{turn * 3:02d}:{(turn * 17 + index) % 60:02d}Z" if drift else "2026-11-30"
+        clock = f"T{10 + index % 14:02d}:{turn * 3:02d}:{(turn * 17 + index) % 60:02d}Z"
+        now = f"2026-11-30{clock}" if drift else "2026-11-30"
         system = {"role": "system", "content": system_prompt(tokenizer, now, scale)}
         requests.append(
             {

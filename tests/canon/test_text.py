@@ -67,7 +67,7 @@ def test_sessions_differing_only_in_volatile_values_send_one_prefix() -> None:
             "model": "m",
             "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
             "messages": [
-                {"role": "system", "content": f"You are Forge.\nSession 4f1c-{n}: started 2026-11-30T1{n}:00:00Z\n\nRules."},
+                {"role": "system", "content": f"You are Forge.\nSession {n}: started 2026-11-30T1{n}:00:00Z\n\nRules."},
                 {"role": "user", "content": "hi"},
             ],
         }
