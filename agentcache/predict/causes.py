@@ -9,7 +9,8 @@ import unicodedata
 from typing import Any
 
 from agentcache.cache.prefix import common_prefix
-from agentcache.canon import VolatileSpan, canonical_json, canonicalize, find_volatile
+from agentcache.canon import CanonicalPolicy, VolatileSpan, canonical_json, canonicalize, find_volatile
+from agentcache.canon.jsonvalue import child_path
 from agentcache.canon.rules import tool_name
 from agentcache.errors import RequestError
 from agentcache.predict.diff import Divergence
@@ -31,6 +32,8 @@ HISTORY_REWRITTEN = "history_rewritten"
 PARAMS_CHANGED = "params_changed"
 BELOW_MINIMUM = "below_minimum"
 EVICTED = "evicted"
+
+_NORMALIZE_WHITESPACE = CanonicalPolicy(normalize_whitespace=True)
 
 
 def classify(
@@ -54,13 +57,7 @@ def classify(
         generic = f"{divergence.path}: same content, different bytes (line endings, Unicode, key order)"
         return WHITESPACE, f"{change} of {where}" if change else generic
     if _same(old, new, loose=True) or change is not None:
-        blanks = divergence.part == "system" and change is not None and change.startswith(("trailing", "blank line"))
-        fix = (
-            "CanonicalPolicy(normalize_whitespace=True) removes trailing blanks and extra blank lines there"
-            if blanks
-            else "agentcache sends this text as it came (messages, fenced code, spacing inside a line): re-send it "
-            "as first sent"
-        )
+        fix = _whitespace_fix(old.part, comparable(old.value), comparable(new.value))
         return WHITESPACE, f"{change or 'line endings or Unicode form changed'} of {where}: {fix}"
     if divergence.part == "system":
         return _system(old.text, new.text, divergence)
@@ -81,6 +78,10 @@ def _tools(before: list[Any], after: list[Any]) -> tuple[str, str]:
     if removed:
         return TOOL_REMOVED, "removed: " + ", ".join(removed)
     changed = [name for name in new if _canonical("tools", old[name]) != _canonical("tools", new[name])]
+    first = _blank_change(old[changed[0]], new[changed[0]]) if changed else None
+    if first is not None and all(_blank_change(old[name], new[name]) for name in changed[1:]):
+        (path, change), name = first, changed[0]
+        return WHITESPACE, f"{change} of tool {name} {path}: {_whitespace_fix('tools', old[name], new[name])}"
     if changed:
         return TOOL_CHANGED, "definition changed: " + ", ".join(changed)
     if list(old) != list(new):
@@ -88,6 +89,43 @@ def _tools(before: list[Any], after: list[Any]) -> tuple[str, str]:
     if all(old[name] == new[name] for name in new):
         return SCHEMA_KEY_ORDER, "same tool definitions with keys in another order"
     return WHITESPACE, "same tool definitions, different bytes (line endings, Unicode, set-like arrays)"
+
+
+def _blank_change(old: Any, new: Any) -> tuple[str, str] | None:
+    """(JSON path, what changed) of the first string two tool definitions differ in, when they differ only in the
+    blanks of their strings (a description's trailing space, a double space); None when anything else differs."""
+    pairs = _differing_strings(old, new, "$")
+    if not pairs:
+        return None
+    first = whitespace_change(pairs[0][1], pairs[0][2])
+    if first is None or any(whitespace_change(a, b) is None for _, a, b in pairs[1:]):
+        return None
+    return pairs[0][0], first
+
+
+def _differing_strings(old: Any, new: Any, path: str) -> list[tuple[str, str, str]] | None:
+    """(path, old, new) of each string that differs between two values of one shape (same keys, lengths and other
+    values), or None when their shapes or any value that is not a string differ."""
+    if isinstance(old, str) and isinstance(new, str):
+        return [] if old == new else [(path, old, new)]
+    if isinstance(old, dict) and isinstance(new, dict) and old.keys() == new.keys():
+        parts = [_differing_strings(old[key], new[key], child_path(path, key)) for key in old]
+    elif isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        parts = [_differing_strings(a, b, f"{path}[{i}]") for i, (a, b) in enumerate(zip(old, new, strict=True))]
+    else:
+        return [] if type(old) is type(new) and old == new else None
+    return None if any(part is None for part in parts) else [pair for part in parts for pair in part or ()]
+
+
+def _whitespace_fix(part: str, old: Any, new: Any) -> str:
+    """What removes a whitespace drift: the opt-in policy when it makes both values the same, else the agent."""
+    normalized = _canonical(part, old, policy=_NORMALIZE_WHITESPACE)
+    if normalized is not None and normalized == _canonical(part, new, policy=_NORMALIZE_WHITESPACE):
+        return "CanonicalPolicy(normalize_whitespace=True) makes both the same"
+    return (
+        "agentcache sends this text as it came (messages, fenced code, spacing inside a line): re-send it as "
+        "first sent"
+    )
 
 
 def _name(tool: Any, index: int) -> str:
@@ -106,9 +144,11 @@ def _same(old: Segment, new: Segment, loose: bool) -> bool:
     return before is not None and before == _canonical(new.part, comparable(new.value), loose)
 
 
-def _canonical(part: str, value: Any, loose: bool = False) -> bytes | None:
-    """Canonical bytes of one tool, system prompt (or block) or message; None when it cannot be canonicalized.
-    ``loose`` puts every string in LF and NFC first."""
+def _canonical(
+    part: str, value: Any, loose: bool = False, policy: CanonicalPolicy | None = None
+) -> bytes | None:
+    """Canonical bytes of one tool, system prompt (or block) or message under ``policy`` (the default one unless
+    given); None when it cannot be canonicalized. ``loose`` puts every string in LF and NFC first."""
     if part == "tools":
         body: dict[str, Any] = {"messages": [], "tools": [value]}
     elif part == "system" and not (isinstance(value, dict) and "role" in value):
@@ -116,7 +156,7 @@ def _canonical(part: str, value: Any, loose: bool = False) -> bytes | None:
     else:
         body = {"messages": [value]}
     try:
-        canonical = canonicalize(body)
+        canonical = canonicalize(body, policy)
         return canonical_json(_loose(canonical) if loose else canonical)
     except RequestError:
         return None
