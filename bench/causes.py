@@ -24,6 +24,7 @@ import json
 import os
 import random
 import string
+import unicodedata
 import subprocess
 import sys
 import uuid
@@ -92,7 +93,14 @@ _LABELS = {
     "epoch": ["Started at", "Cache epoch", "Deadline"],
     "snowflake": ["Channel message", "Build", "Snowflake"],
     "relative_time": ["Last sync", "Index refreshed", "Heartbeat"],
+    "date": ["Today", "Current date", "Local time"],
+    "counter": ["Tool budget", "Plan", "Retries"],
 }
+_ACCENTED = [
+    "Names like Zoë, José and Françoise must keep their accents.",
+    "The café and crème brûlée menus are in the résumé folder.",
+    "Naïve datetimes from the Zürich office are local time.",
+]
 
 
 def _base62(rng: random.Random, length: int) -> str:
@@ -108,21 +116,23 @@ def _moment(rng: random.Random) -> datetime.datetime:
     return start + datetime.timedelta(seconds=rng.randrange(3 * 365 * 86400))
 
 
+def _pick(choices: list[Any], style: int) -> Any:
+    return choices[style % len(choices)]
+
+
 def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
-def _value(kind: str, rng: random.Random) -> str:
-    """A fresh value of a volatile kind."""
+def _value(kind: str, style: int, rng: random.Random) -> str:
+    """A fresh value of a volatile kind, in the format ``style`` picks: an application keeps its format."""
     moment = _moment(rng)
     if kind == "timestamp":
-        return rng.choice(
-            [moment.strftime("%Y-%m-%dT%H:%M:%SZ"), moment.strftime("%a %b %d %H:%M:%S UTC %Y"), moment.isoformat()]
-        )
+        return moment.strftime(_pick(["%Y-%m-%dT%H:%M:%SZ", "%a %b %d %H:%M:%S UTC %Y", "%Y-%m-%d %H:%M:%S"], style))
     if kind == "uuid":
         return str(uuid.UUID(int=rng.getrandbits(128), version=4))
     if kind == "provider_id":
-        prefix, length = rng.choice([("chatcmpl-", 29), ("req_011C", 18), ("msg_01", 22), ("run_", 24), ("resp_", 28)])
+        prefix, length = _pick([("chatcmpl-", 29), ("req_011C", 18), ("msg_01", 22), ("run_", 24), ("resp_", 28)], style)
         return prefix + _base62(rng, length)
     if kind == "ulid":
         ms = int(moment.timestamp() * 1000)
@@ -135,12 +145,18 @@ def _value(kind: str, rng: random.Random) -> str:
         return f"{header}.{payload}.{_b64(rng.randbytes(32))}"
     if kind == "epoch":
         seconds = int(moment.timestamp())
-        return str(rng.choice([seconds, seconds * 1000 + rng.randrange(1000)]))
+        return str(_pick([seconds, seconds * 1000 + rng.randrange(1000)], style))
     if kind == "snowflake":
         ms = int(moment.timestamp() * 1000) - 1_288_834_974_657
         return str((ms << 22) | rng.getrandbits(22))
     if kind == "relative_time":
-        return f"{rng.randrange(2, 900)} {rng.choice(['ms', 'seconds', 'minutes'])} ago"
+        return f"{rng.randrange(2, 900)} {_pick(['ms', 'seconds', 'minutes'], style)} ago"
+    if kind == "date":
+        return moment.strftime(_pick(["%A, %B %d, %Y", "%Y-%m-%d", "%d %B %Y", "%H:%M UTC"], style))
+    if kind == "counter":
+        total = _pick([10, 20, 50], style)
+        template = _pick(["{n} of {m} calls used", "step {n} of {m}", "{n} retries left"], style // 3)
+        return template.format(n=rng.randrange(1, total), m=total)
     raise ValueError(kind)
 
 
@@ -157,23 +173,40 @@ class Session:
     """The system prompt's lines; a volatile line is ``"{label}: {value}"`` and recorded in ``volatile``."""
     volatile: dict[str, int]
     """kind -> index of its line in ``lines``."""
+    styles: dict[str, int]
+    """kind -> the format of its values (see :func:`_value`)."""
+    layout: int = 0
+    """How the body is laid out, fixed for the session (see :meth:`body`)."""
     newline: str = "\n"
-    system_blocks: bool = False
-    """Anthropic only: the system prompt sent as one text block rather than a string."""
     history: list[dict[str, Any]] = field(default_factory=list)
     """``{"kind": "user"|"answer", "text"}`` or ``{"kind": "call"|"result", "id", "name", "args"|"text"}``."""
     params: dict[str, Any] = field(default_factory=dict)
 
     def body(self) -> dict[str, Any]:
+        """The request. ``layout`` picks, per session, among the shapes clients send: OpenAI's ``system`` or
+        ``developer`` role with a string or a list of parts; Anthropic's system as a string, one block, or a
+        static block and the rest, and a ``cache_control`` breakpoint that moves to the last message each turn."""
         system = self.newline.join(self.lines)
         if self.format == "openai":
             tools: list[dict[str, Any]] = [{"type": "function", "function": tool} for tool in self.tools]
-            messages = [{"role": "system", "content": system}] + [_openai(m) for m in self.history]
+            content: Any = [{"type": "text", "text": system}] if self.layout & 1 else system
+            first = {"role": "developer" if self.layout & 2 else "system", "content": content}
+            messages = [first] + [_openai(m) for m in self.history]
             return {"model": self.model, "messages": messages, "tools": tools, **self.params}
         tools = [{_ANTHROPIC_KEYS.get(key, key): value for key, value in tool.items()} for tool in self.tools]
-        blocks = [{"type": "text", "text": system}] if self.system_blocks else system
+        shape = self.layout % 3
+        rest = self.newline.join(self.lines[2:])  # lines[1] is the blank line after the first
+        blocks: Any = [system, [_text(system)], [_text(self.lines[0]), _text(rest)]][shape]
         messages = [_anthropic(m) for m in self.history]
+        if self.layout & 4:
+            last = messages[-1]
+            blocks_of_last = last["content"] if isinstance(last["content"], list) else [_text(last["content"])]
+            last["content"] = blocks_of_last[:-1] + [{**blocks_of_last[-1], "cache_control": {"type": "ephemeral"}}]
         return {"model": self.model, "system": blocks, "messages": messages, "tools": tools, **self.params}
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
 
 
 def _openai(message: dict[str, Any]) -> dict[str, Any]:
@@ -182,8 +215,10 @@ def _openai(message: dict[str, Any]) -> dict[str, Any]:
     if message["kind"] == "answer":
         return {"role": "assistant", "content": message["text"]}
     if message["kind"] == "call":
-        call = {"id": message["id"], "type": "function", "function": {"name": message["name"], "arguments": json.dumps(message["args"])}}
-        return {"role": "assistant", "content": None, "tool_calls": [call]}
+        arguments = json.dumps(message["args"], separators=(",", ":") if message["compact"] else None)
+        call = {"id": message["id"], "type": "function", "function": {"name": message["name"], "arguments": arguments}}
+        reasoning = {"reasoning_content": message["reasoning"]} if message["reasoning"] else {}
+        return {"role": "assistant", "content": None, **reasoning, "tool_calls": [call]}
     return {"role": "tool", "tool_call_id": message["id"], "content": message["text"]}
 
 
@@ -191,10 +226,13 @@ def _anthropic(message: dict[str, Any]) -> dict[str, Any]:
     if message["kind"] == "user":
         return {"role": "user", "content": message["text"]}
     if message["kind"] == "answer":
-        return {"role": "assistant", "content": [{"type": "text", "text": message["text"]}]}
+        return {"role": "assistant", "content": [_text(message["text"])]}
     if message["kind"] == "call":
         use = {"type": "tool_use", "id": message["id"], "name": message["name"], "input": message["args"]}
-        return {"role": "assistant", "content": [use]}
+        if not message["reasoning"]:
+            return {"role": "assistant", "content": [use]}
+        thinking = {"type": "thinking", "thinking": message["reasoning"], "signature": message["id"] + "sig"}
+        return {"role": "assistant", "content": [thinking, use]}
     result = {"type": "tool_result", "tool_use_id": message["id"], "content": message["text"]}
     return {"role": "user", "content": [result]}
 
@@ -202,16 +240,17 @@ def _anthropic(message: dict[str, Any]) -> dict[str, Any]:
 def new_session(index: int, rng: random.Random) -> Session:
     fmt = "openai" if index % 2 == 0 else "anthropic"
     lines = [f"You are {rng.choice(_AGENTS)}, {rng.choice(_ROLES)} for {rng.choice(_PROJECTS)}.", ""]
-    lines += [f"- {rule}" for rule in rng.sample(_RULES, rng.randint(4, 7))]
-    volatile = {}
+    lines += [f"- {rule}" for rule in rng.sample(_RULES, rng.randint(4, 7)) + [rng.choice(_ACCENTED)]]
+    volatile: dict[str, int] = {}
+    styles = {kind: rng.randrange(12) for kind in _LABELS}
     for kind in rng.sample(sorted(_LABELS), 3):
         at = rng.randint(2, len(lines))
-        lines.insert(at, f"{rng.choice(_LABELS[kind])}: {_value(kind, rng)}")
+        lines.insert(at, f"{rng.choice(_LABELS[kind])}: {_value(kind, styles[kind], rng)}")
         volatile = {k: i + (i >= at) for k, i in volatile.items()}
         volatile[kind] = at
     tools = [copy.deepcopy(tool["function"]) for tool in rng.sample(_TOOL_POOL, rng.randint(3, 6))]
     session = Session(
-        f"s{index:03d}", fmt, rng.choice(_MODELS[fmt]), tools, lines, volatile, system_blocks=rng.random() < 0.5
+        f"s{index:03d}", fmt, rng.choice(_MODELS[fmt]), tools, lines, volatile, styles, layout=rng.randrange(8)
     )
     session.params = {"temperature": 0.2, "max_tokens": 1024} if fmt == "openai" else {"max_tokens": 2048}
     session.history.append({"kind": "user", "text": rng.choice(_QUESTIONS).format(n=rng.choice(_NOUNS))})
@@ -225,9 +264,10 @@ def grow(session: Session, rng: random.Random) -> None:
         tool = rng.choice(session.tools)
         call_id = f"call_{turn:03d}" if session.format == "openai" else f"toolu_{turn:03d}"
         args = {"query": rng.choice(_NOUNS), "limit": rng.choice([10, 50, 200])}
+        thought = f"The user asked about the {rng.choice(_NOUNS)}; {rng.choice(_RULES).lower()}"
         output = "\n".join(f"{rng.choice(_NOUNS)}_{i}.py:{rng.randint(1, 400)}: {rng.choice(_RULES)}" for i in range(rng.randint(3, 12)))
         session.history += [
-            {"kind": "call", "id": call_id, "name": tool["name"], "args": args},
+            {"kind": "call", "id": call_id, "name": tool["name"], "args": args, "reasoning": thought, "compact": False},
             {"kind": "result", "id": call_id, "text": output},
         ]
     else:
@@ -254,7 +294,7 @@ def _volatile(kind: str) -> Callable[[Session, random.Random], bool]:
         label, old = session.lines[at].split(": ", 1)
         new = old
         while new == old:
-            new = _value(kind, rng)
+            new = _value(kind, session.styles[kind], rng)
         session.lines[at] = f"{label}: {new}"
         return True
 
@@ -339,13 +379,9 @@ def tool_removed(session: Session, rng: random.Random) -> bool:
 
 def tool_changed(session: Session, rng: random.Random) -> bool:
     tool = rng.choice(session.tools)
-    tool["description"] = rng.choice(
-        [
-            tool["description"].replace("returns", "gives back", 1),
-            tool["description"] + " " + rng.choice(_RULES),
-            tool["description"].split(". ")[0] + ".",
-        ]
-    )
+    text = tool["description"]
+    edits = [text.replace("returns", "gives back", 1), text + " " + rng.choice(_RULES), text.split("; ")[0] + "."]
+    tool["description"] = rng.choice([edit for edit in edits if edit != text])
     return True
 
 
@@ -364,11 +400,60 @@ def _earlier(session: Session, kinds: tuple[str, ...]) -> list[int]:
     return [i for i, m in enumerate(session.history[:-2]) if m["kind"] in kinds]
 
 
+def tool_schema_edit(session: Session, rng: random.Random) -> bool:
+    tool = rng.choice(session.tools)
+    props = tool["parameters"]["properties"]
+    if rng.random() < 0.5:
+        props[f"note_{len(props)}"] = {"type": "string", "description": "A free-form note kept with the call."}
+    else:
+        prop = props[rng.choice(list(props))]
+        prop["description"] = prop.get("description", "") + " Deprecated: use the newer field."
+    return True
+
+
+def unicode_form(session: Session, rng: random.Random) -> bool:
+    at = next(i for i, line in enumerate(session.lines) if not line.isascii())
+    form = "NFD" if unicodedata.is_normalized("NFC", session.lines[at]) else "NFC"
+    session.lines[at] = unicodedata.normalize(form, session.lines[at])
+    return True
+
+
+def arguments_reserialized(session: Session, rng: random.Random) -> bool:
+    """An earlier tool call sent again with its arguments serialized another way (the framework re-encodes them):
+    compact JSON for OpenAI's string, keys in another order for Anthropic's object."""
+    calls = _earlier(session, ("call",))
+    if not calls:
+        return False
+    message = session.history[rng.choice(calls)]
+    if session.format == "openai":
+        message["compact"] = not message["compact"]
+    else:
+        message["args"] = dict(reversed(message["args"].items()))
+    return True
+
+
+def reasoning_stripped(session: Session, rng: random.Random) -> bool:
+    calls = [i for i in _earlier(session, ("call",)) if session.history[i]["reasoning"]]
+    if not calls:
+        return False
+    session.history[rng.choice(calls)]["reasoning"] = None
+    return True
+
+
 def history_edited(session: Session, rng: random.Random) -> bool:
     at = rng.choice(_earlier(session, ("user", "result", "answer")))
     message = session.history[at]
     text = message["text"]
     message["text"] = text[: len(text) // 2] + " [truncated]" if rng.random() < 0.5 else text.replace(" the ", " this ", 1) + " (edited)"
+    return True
+
+
+def message_whitespace(session: Session, rng: random.Random) -> bool:
+    """An earlier user message or tool output re-sent with other blanks: a trailing space, CRLF, a double space."""
+    message = session.history[rng.choice(_earlier(session, ("user", "result")))]
+    text = message["text"]
+    edits = [text + " ", text.replace(" ", "  ", 1), text.replace("\n", "\r\n"), text.replace(": ", ":\t", 1)]
+    message["text"] = rng.choice([edit for edit in edits if edit != text])
     return True
 
 
@@ -415,14 +500,19 @@ CLASSES: dict[str, tuple[Callable[[Session, random.Random], bool], str]] = {
     "tool_removed": (tool_removed, causes.TOOL_REMOVED),
     "tool_description_edit": (tool_changed, causes.TOOL_CHANGED),
     "tool_description_whitespace": (tool_whitespace, causes.WHITESPACE),
+    "tool_schema_edit": (tool_schema_edit, causes.TOOL_CHANGED),
     **{f"volatile_{kind}": (_volatile(kind), causes.VOLATILE_VALUE) for kind in _LABELS},
     "trailing_space": (trailing_space, causes.WHITESPACE),
     "blank_line": (blank_line, causes.WHITESPACE),
     "line_endings": (line_endings, causes.WHITESPACE),
     "space_run": (space_run, causes.WHITESPACE),
+    "unicode_form": (unicode_form, causes.WHITESPACE),
     "system_edited": (system_edited, causes.SYSTEM_EDITED),
     "history_edited": (history_edited, causes.HISTORY_REWRITTEN),
     "message_removed": (message_removed, causes.HISTORY_REWRITTEN),
+    "reasoning_stripped": (reasoning_stripped, causes.HISTORY_REWRITTEN),
+    "message_whitespace": (message_whitespace, causes.WHITESPACE),
+    "arguments_reserialized": (arguments_reserialized, causes.WHITESPACE),
     "model_changed": (model_changed, causes.MODEL_CHANGED),
     "response_format": (response_format, causes.PARAMS_CHANGED),
     "sampling_changed": (sampling_changed, causes.NONE),

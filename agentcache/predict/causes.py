@@ -5,6 +5,7 @@ The codes are part of the JSON output schema (docs/drift.md lists them); never r
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import Any
 
@@ -34,6 +35,7 @@ BELOW_MINIMUM = "below_minimum"
 EVICTED = "evicted"
 
 _NORMALIZE_WHITESPACE = CanonicalPolicy(normalize_whitespace=True)
+_DECIMAL = re.compile(r"[.,]\d")
 
 
 def classify(
@@ -52,7 +54,8 @@ def classify(
     if old is None or new is None:
         return HISTORY_REWRITTEN, f"{divergence.path} was dropped (compaction or truncation)"
     where = "the system prompt" if divergence.part == "system" else divergence.path
-    change = whitespace_change(_text(old), _text(new))
+    blanks = _blank_change(old.value, new.value)
+    change = None if blanks is None else blanks[1]
     if _same(old, new, loose=False):
         generic = f"{divergence.path}: same content, different bytes (line endings, Unicode, key order)"
         return WHITESPACE, f"{change} of {where}" if change else generic
@@ -92,15 +95,40 @@ def _tools(before: list[Any], after: list[Any]) -> tuple[str, str]:
 
 
 def _blank_change(old: Any, new: Any) -> tuple[str, str] | None:
-    """(JSON path, what changed) of the first string two tool definitions differ in, when they differ only in the
-    blanks of their strings (a description's trailing space, a double space); None when anything else differs."""
-    pairs = _differing_strings(old, new, "$")
+    """(JSON path, what changed) of the first string two values (tools, system prompts, messages) differ in, when
+    they differ only in the blanks of their strings, however deep (a description's trailing space, a double space
+    in a tool result block); None when anything else differs."""
+    pairs = _differing_strings(_plain(old), _plain(new), "$")
     if not pairs:
         return None
     first = whitespace_change(pairs[0][1], pairs[0][2])
     if first is None or any(whitespace_change(a, b) is None for _, a, b in pairs[1:]):
         return None
     return pairs[0][0], first
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as the prompt renders it: without ``cache_control`` markers, and with content made only of text
+    blocks joined into one string, so a message re-sent as a string after carrying a breakpoint block compares
+    with its text."""
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    plain = {key: _plain(item) for key, item in value.items() if key != "cache_control"}
+    content = plain.get("content")
+    if isinstance(content, list) and all(_text_block(block) for block in content):
+        plain["content"] = "".join(block["text"] for block in content)
+    return plain
+
+
+def _text_block(block: Any) -> bool:
+    return (
+        isinstance(block, dict)
+        and block.keys() == {"type", "text"}
+        and block["type"] == "text"
+        and isinstance(block["text"], str)
+    )
 
 
 def _differing_strings(old: Any, new: Any, path: str) -> list[tuple[str, str, str]] | None:
@@ -160,14 +188,6 @@ def _canonical(
         return canonical_json(_loose(canonical) if loose else canonical)
     except RequestError:
         return None
-
-
-def _text(segment: Segment) -> str:
-    """The text a segment holds: a string, a block's ``text`` or a message's string ``content``; else its rendering."""
-    value = segment.value
-    if isinstance(value, dict):
-        value = value.get("text", value.get("content"))
-    return value if isinstance(value, str) else segment.text
 
 
 def whitespace_change(old: str, new: str) -> str | None:
@@ -237,7 +257,7 @@ def _system(old: str, new: str, divergence: Divergence) -> tuple[str, str]:
         now = _quote(new, new_span.start, new_span.end) if new_span else _quote(new, offset, offset + 20)
         return VOLATILE_VALUE, f"{kind} in the system prompt: {was} -> {now}"
     old_number, new_number = _number_at(old, offset), _number_at(new, offset)
-    if old_number is not None and new_number is not None:
+    if old_number is not None and new_number is not None and old_number != new_number:
         return VOLATILE_VALUE, f"counter in the system prompt: {old_number} -> {new_number}"
     return SYSTEM_EDITED, f"system prompt text changed at character {offset}"
 
@@ -257,13 +277,16 @@ def _quote(text: str, start: int, end: int) -> str:
 
 
 def _span_at(text: str, offset: int) -> VolatileSpan | None:
-    """The volatile value of ``text`` that contains (or ends at) ``offset``."""
+    """The volatile value of ``text`` that contains ``offset``."""
     return next((span for span in find_volatile(text) if span.start <= offset < span.end), None)
 
 
 def _number_at(text: str, offset: int) -> str | None:
+    """The number of ``text`` that contains or ends at ``offset``: a counter that gained or lost a digit ("12" to
+    "1") first differs just past the end of one of its two values. A number going on as a decimal ("1" of "1.2")
+    does not end there, and two equal numbers are no counter ("3" to "3a"), which the caller checks."""
     for match in NUMBER.finditer(text):
-        if match.start() <= offset < match.end():
+        if match.start() <= offset < match.end() or (match.end() == offset and not _DECIMAL.match(text, offset)):
             return match.group()
     return None
 
