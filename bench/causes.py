@@ -24,15 +24,15 @@ import json
 import os
 import random
 import string
-import unicodedata
 import subprocess
 import sys
+import unicodedata
 import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 sys.path.insert(0, str(Path(__file__).parent))
 import workload
@@ -41,11 +41,14 @@ from agentcache import explain
 from agentcache.drift import Trace, TraceRecord
 from agentcache.predict import causes
 
+T = TypeVar("T")
 PEER = "cachelint==0.1.0a2"
 CONTROLS = ("control", "sampling_changed")
 """Turns with no drift of the prompt: the request only extends the previous one (``sampling_changed`` changes
 ``temperature``, ``top_p`` or ``max_tokens``, which are not part of the prompt). Any cause but ``none`` is a false
 alarm."""
+_WEIGHT = {"control": 4}
+"""Plain controls are drawn four times as often as a drift class, so a false alarm rate is measured on more turns."""
 
 _BASE62 = string.ascii_letters + string.digits
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
@@ -83,7 +86,7 @@ _ANSWERS = [
 _TOOL_POOL = workload.tools(24, seed=18)
 _ANTHROPIC_KEYS = {"parameters": "input_schema"}
 
-#: The volatile lines a system prompt may hold: kind -> (labels, value maker). Each session holds three of them.
+#: The volatile lines a system prompt may hold: kind -> the labels its line may have. Each session holds three.
 _LABELS = {
     "timestamp": ["Current time", "Now", "Generated at"],
     "uuid": ["Session id", "Conversation", "Run"],
@@ -112,11 +115,11 @@ def _base62(rng: random.Random, length: int) -> str:
 
 
 def _moment(rng: random.Random) -> datetime.datetime:
-    start = datetime.datetime(2025, 1, 1, tzinfo=datetime.UTC)
+    start = datetime.datetime(2025, 1, 1, tzinfo=datetime.timezone.utc)
     return start + datetime.timedelta(seconds=rng.randrange(3 * 365 * 86400))
 
 
-def _pick(choices: list[Any], style: int) -> Any:
+def _pick(choices: list[T], style: int) -> T:
     return choices[style % len(choices)]
 
 
@@ -132,7 +135,9 @@ def _value(kind: str, style: int, rng: random.Random) -> str:
     if kind == "uuid":
         return str(uuid.UUID(int=rng.getrandbits(128), version=4))
     if kind == "provider_id":
-        prefix, length = _pick([("chatcmpl-", 29), ("req_011C", 18), ("msg_01", 22), ("run_", 24), ("resp_", 28)], style)
+        prefix, length = _pick(
+            [("chatcmpl-", 29), ("req_011C", 18), ("msg_01", 22), ("run_", 24), ("resp_", 28)], style
+        )
         return prefix + _base62(rng, length)
     if kind == "ulid":
         ms = int(moment.timestamp() * 1000)
@@ -185,7 +190,8 @@ class Session:
     def body(self) -> dict[str, Any]:
         """The request. ``layout`` picks, per session, among the shapes clients send: OpenAI's ``system`` or
         ``developer`` role with a string or a list of parts; Anthropic's system as a string, one block, or a
-        static block and the rest, and a ``cache_control`` breakpoint that moves to the last message each turn."""
+        static block and the rest, user text as a string or a block, and a ``cache_control`` breakpoint that moves
+        to the last message each turn (a string becomes a block to carry it)."""
         system = self.newline.join(self.lines)
         if self.format == "openai":
             tools: list[dict[str, Any]] = [{"type": "function", "function": tool} for tool in self.tools]
@@ -197,11 +203,11 @@ class Session:
         shape = self.layout % 3
         rest = self.newline.join(self.lines[2:])  # lines[1] is the blank line after the first
         blocks: Any = [system, [_text(system)], [_text(self.lines[0]), _text(rest)]][shape]
-        messages = [_anthropic(m) for m in self.history]
+        messages = [_anthropic(m, blocks=bool(self.layout & 8)) for m in self.history]
         if self.layout & 4:
             last = messages[-1]
             blocks_of_last = last["content"] if isinstance(last["content"], list) else [_text(last["content"])]
-            last["content"] = blocks_of_last[:-1] + [{**blocks_of_last[-1], "cache_control": {"type": "ephemeral"}}]
+            last["content"] = [*blocks_of_last[:-1], {**blocks_of_last[-1], "cache_control": {"type": "ephemeral"}}]
         return {"model": self.model, "system": blocks, "messages": messages, "tools": tools, **self.params}
 
 
@@ -222,9 +228,9 @@ def _openai(message: dict[str, Any]) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": message["id"], "content": message["text"]}
 
 
-def _anthropic(message: dict[str, Any]) -> dict[str, Any]:
+def _anthropic(message: dict[str, Any], blocks: bool) -> dict[str, Any]:
     if message["kind"] == "user":
-        return {"role": "user", "content": message["text"]}
+        return {"role": "user", "content": [_text(message["text"])] if blocks else message["text"]}
     if message["kind"] == "answer":
         return {"role": "assistant", "content": [_text(message["text"])]}
     if message["kind"] == "call":
@@ -240,7 +246,7 @@ def _anthropic(message: dict[str, Any]) -> dict[str, Any]:
 def new_session(index: int, rng: random.Random) -> Session:
     fmt = "openai" if index % 2 == 0 else "anthropic"
     lines = [f"You are {rng.choice(_AGENTS)}, {rng.choice(_ROLES)} for {rng.choice(_PROJECTS)}.", ""]
-    lines += [f"- {rule}" for rule in rng.sample(_RULES, rng.randint(4, 7)) + [rng.choice(_ACCENTED)]]
+    lines += [f"- {rule}" for rule in [*rng.sample(_RULES, rng.randint(4, 7)), rng.choice(_ACCENTED)]]
     volatile: dict[str, int] = {}
     styles = {kind: rng.randrange(12) for kind in _LABELS}
     for kind in rng.sample(sorted(_LABELS), 3):
@@ -250,7 +256,7 @@ def new_session(index: int, rng: random.Random) -> Session:
         volatile[kind] = at
     tools = [copy.deepcopy(tool["function"]) for tool in rng.sample(_TOOL_POOL, rng.randint(3, 6))]
     session = Session(
-        f"s{index:03d}", fmt, rng.choice(_MODELS[fmt]), tools, lines, volatile, styles, layout=rng.randrange(8)
+        f"s{index:03d}", fmt, rng.choice(_MODELS[fmt]), tools, lines, volatile, styles, layout=rng.randrange(16)
     )
     session.params = {"temperature": 0.2, "max_tokens": 1024} if fmt == "openai" else {"max_tokens": 2048}
     session.history.append({"kind": "user", "text": rng.choice(_QUESTIONS).format(n=rng.choice(_NOUNS))})
@@ -259,13 +265,15 @@ def new_session(index: int, rng: random.Random) -> Session:
 
 def grow(session: Session, rng: random.Random) -> None:
     """A turn's new messages: a tool call and its result, or an answer and the next question."""
-    turn = len(session.history)
     if rng.random() < 0.7:
         tool = rng.choice(session.tools)
-        call_id = f"call_{turn:03d}" if session.format == "openai" else f"toolu_{turn:03d}"
+        call_id = "call_" + _base62(rng, 24) if session.format == "openai" else "toolu_01" + _base62(rng, 22)
         args = {"query": rng.choice(_NOUNS), "limit": rng.choice([10, 50, 200])}
         thought = f"The user asked about the {rng.choice(_NOUNS)}; {rng.choice(_RULES).lower()}"
-        output = "\n".join(f"{rng.choice(_NOUNS)}_{i}.py:{rng.randint(1, 400)}: {rng.choice(_RULES)}" for i in range(rng.randint(3, 12)))
+        output = "\n".join(
+            f"{rng.choice(_NOUNS)}_{i}.py:{rng.randint(1, 400)}: {rng.choice(_RULES)}"
+            for i in range(rng.randint(3, 12))
+        )
         session.history += [
             {"kind": "call", "id": call_id, "name": tool["name"], "args": args, "reasoning": thought, "compact": False},
             {"kind": "result", "id": call_id, "text": output},
@@ -413,8 +421,9 @@ def tool_schema_edit(session: Session, rng: random.Random) -> bool:
 
 def unicode_form(session: Session, rng: random.Random) -> bool:
     at = next(i for i, line in enumerate(session.lines) if not line.isascii())
-    form = "NFD" if unicodedata.is_normalized("NFC", session.lines[at]) else "NFC"
-    session.lines[at] = unicodedata.normalize(form, session.lines[at])
+    line = session.lines[at]
+    nfc = unicodedata.is_normalized("NFC", line)
+    session.lines[at] = unicodedata.normalize("NFD", line) if nfc else unicodedata.normalize("NFC", line)
     return True
 
 
@@ -444,7 +453,11 @@ def history_edited(session: Session, rng: random.Random) -> bool:
     at = rng.choice(_earlier(session, ("user", "result", "answer")))
     message = session.history[at]
     text = message["text"]
-    message["text"] = text[: len(text) // 2] + " [truncated]" if rng.random() < 0.5 else text.replace(" the ", " this ", 1) + " (edited)"
+    message["text"] = (
+        text[: len(text) // 2] + " [truncated]"
+        if rng.random() < 0.5
+        else text.replace(" the ", " this ", 1) + " (edited)"
+    )
     return True
 
 
@@ -532,7 +545,8 @@ class Turn:
 
 def generate(sessions: int, turns: int, seed: int) -> list[Turn]:
     """Every drifted or control turn of ``sessions`` sessions of ``turns`` requests, sessions interleaved turn by
-    turn as a server sees them. Each turn's class is one of the least used so far that applies to its session."""
+    turn as a server sees them. Each turn's class is one of the least used so far (for its weight) that applies to its
+    session."""
     rng = random.Random(seed)
     states = [new_session(i, rng) for i in range(sessions)]
     previous = {s.name: s.body() for s in states}
@@ -541,7 +555,7 @@ def generate(sessions: int, turns: int, seed: int) -> list[Turn]:
     for _ in range(1, turns):
         for session in states:
             grow(session, rng)
-            for name in sorted(CLASSES, key=lambda c: (counts[c], rng.random())):
+            for name in sorted(CLASSES, key=lambda c: (counts[c] / _WEIGHT.get(c, 1), rng.random())):
                 trial = copy.deepcopy(session)
                 if CLASSES[name][0](trial, rng):
                     break
@@ -646,7 +660,7 @@ def score(turns: list[Turn], named: list[str]) -> dict[str, dict[str, int]]:
 
 
 def _pct(part: int, whole: int) -> str:
-    return f"{100 * part / whole:5.1f}%" if whole else "    –"
+    return f"{100 * part / whole:5.1f}%" if whole else "     -"
 
 
 def totals(rows: dict[str, dict[str, int]]) -> tuple[int, int, int, int, int]:
@@ -675,14 +689,18 @@ def main() -> int:
 
     turns = generate(args.sessions, args.turns, args.seed)
     ours = agentcache_causes(turns)
-    results = {"agentcache": score(turns, [cause for cause, _ in ours])}
+    named = {"agentcache": [cause for cause, _ in ours]}
     if not args.no_peer:
         python, why = peer_python(args.peer_venv)
         if python is None:
             print(f"cachelint could not be installed or run, so only agentcache is measured: {why}\n")
         else:
-            findings = peer_findings(python, turns)
-            results["cachelint"] = score(turns, [peer_cause(f, t) for f, t in zip(findings, turns, strict=True)])
+            try:
+                findings = peer_findings(python, turns)
+                named["cachelint"] = [peer_cause(f, t) for f, t in zip(findings, turns, strict=True)]
+            except (OSError, subprocess.SubprocessError, ValueError) as exc:
+                print(f"cachelint could not be run, so only agentcache is measured: {exc}\n")
+    rows = {tool: score(turns, said) for tool, said in named.items()}
 
     formats = Counter(t.format for t in turns)
     print(
@@ -690,26 +708,30 @@ def main() -> int:
         f"{formats['anthropic']} Anthropic Messages), seed {args.seed}; recall = a drift reported, "
         "accuracy = the right cause named (controls: the share named `none`)\n"
     )
-    tools = list(results)
-    header = f"{'class':<28} {'expected':<18} {'turns':>5}" + "".join(f" {t + ' rec':>15} {t + ' acc':>15}" for t in tools)
+    header = f"{'class':<28} {'expected':<18} {'turns':>5}" + "".join(
+        f" {t + ' rec':>15} {t + ' acc':>15}" for t in rows
+    )
     print(header)
     print("-" * len(header))
     for name, (_, expected) in CLASSES.items():
-        row = results["agentcache"].get(name)
-        if row is None:
-            continue
+        count = rows["agentcache"].get(name, {}).get("turns", 0)
         cells = "".join(
-            f" {_pct(results[t][name]['detected'], row['turns']):>15} {_pct(results[t][name]['correct'], row['turns']):>15}"
-            for t in tools
+            f" {_pct(r[name]['detected'], count):>15} {_pct(r[name]['correct'], count):>15}" for r in rows.values()
         )
-        print(f"{name:<28} {expected:<18} {row['turns']:>5}{cells}")
+        if count:
+            print(f"{name:<28} {expected:<18} {count:>5}{cells}")
     print()
     failed = False
-    for tool in tools:
-        drifted, detected, correct, controls, alarms = totals(results[tool])
+    for tool, said in named.items():
+        drifted, detected, correct, controls, alarms = totals(rows[tool])
+        by_format = []
+        for fmt in ("openai", "anthropic"):
+            mine = [(t, c) for t, c in zip(turns, said, strict=True) if t.format == fmt]
+            part = totals(score([t for t, _ in mine], [c for _, c in mine]))
+            by_format.append(f"{fmt} {_pct(part[2], part[0]).strip()} ({part[4]} false alarms)")
         print(
             f"{tool}: recall {_pct(detected, drifted)}, accuracy {_pct(correct, drifted)} on {drifted} drifted turns; "
-            f"{alarms} false alarms on {controls} control turns"
+            f"{alarms} false alarms on {controls} control turns; accuracy by format: {', '.join(by_format)}"
         )
         if tool == "agentcache":
             failed = correct < 0.95 * drifted or alarms > 0

@@ -84,7 +84,8 @@ def _tools(before: list[Any], after: list[Any]) -> tuple[str, str]:
     first = _blank_change(old[changed[0]], new[changed[0]]) if changed else None
     if first is not None and all(_blank_change(old[name], new[name]) for name in changed[1:]):
         (path, change), name = first, changed[0]
-        return WHITESPACE, f"{change} of tool {name} {path}: {_whitespace_fix('tools', old[name], new[name])}"
+        fix = _whitespace_fix("tools", old[name], new[name])
+        return WHITESPACE, f"{change} of {path.removeprefix('$.')} in tool {name}: {fix}"
     if changed:
         return TOOL_CHANGED, "definition changed: " + ", ".join(changed)
     if list(old) != list(new):
