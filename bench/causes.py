@@ -487,9 +487,11 @@ def model_changed(session: Session, rng: random.Random) -> bool:
 def response_format(session: Session, rng: random.Random) -> bool:
     if session.format != "openai":
         return False  # Anthropic's structured output is not a prompt part agentcache renders
-    fields = rng.sample(["answer", "files", "confidence", "summary", "next_step"], 3)
-    schema = {"type": "object", "properties": {f: {"type": "string"} for f in fields}, "required": fields[:1]}
-    session.params["response_format"] = {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
+    old = session.params.get("response_format")
+    while session.params.get("response_format") == old:
+        fields = rng.sample(["answer", "files", "confidence", "summary", "next_step"], 3)
+        schema = {"type": "object", "properties": {f: {"type": "string"} for f in fields}, "required": fields[:1]}
+        session.params["response_format"] = {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
     return True
 
 
