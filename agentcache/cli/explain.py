@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
                 "capacity": options.capacity,
                 "page_size": options.page_size,
                 "block_size": options.block_size,
+                "model": options.model,
             },
             "turns": [report.to_json() for report in reports],
             "summary": summary.to_json(),
@@ -77,6 +78,9 @@ def run(args: argparse.Namespace) -> int:
         print()
         text = summary_text(summary, f"{options.kind} model, simulated on the client; tokenizer {args.tokenizer}")
         print("\n".join(fit(line, width, indent=4) for line in text.splitlines()))
+        cost = cost_text(reports)
+        if cost:
+            print(fit(cost, width, indent=4))
         note = anthropic_note((options.kind,), trace)
         if note:
             print(fit(note, width, indent=4))
@@ -93,6 +97,20 @@ def detail(report: TurnReport) -> str:
     why."""
     where = report.divergence
     return report.detail if where is None else f"at {where.path}, token {where.token_index:,}: {report.detail}"
+
+
+def cost_text(reports: list[TurnReport]) -> str | None:
+    """The trace's prompt price under the hosted model's rule, beside what it would cost uncached."""
+    costs = [r.predicted_cost for r in reports]
+    if not costs or any(cost is None for cost in costs):
+        return None
+    total = sum(cost for cost in costs if cost is not None)
+    uncached = sum(r.predicted_prompt_tokens for r in reports)
+    written = sum(r.predicted_written for r in reports)
+    return (
+        f"cost: {total:,.0f} input-token equivalents ({total / uncached:.1%} of {uncached:,} uncached), "
+        f"{written:,} tokens written" if uncached else None
+    )
 
 
 def saving(tokens: int) -> str:

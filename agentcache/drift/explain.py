@@ -43,6 +43,10 @@ class TurnReport:
     """Tokens the previous request had already sent that this one had to prefill again."""
     canonical_cached: int
     """Cached tokens predicted had every request been canonicalized (with ``relocate_volatile``)."""
+    predicted_written: int = 0
+    """Cache writes a hosted API would bill for the turn (``cache_creation_input_tokens``, ``cache_write_tokens``)."""
+    predicted_cost: float | None = None
+    """The prompt's price in uncached-input-token equivalents under the hosted model's rule; None for engines."""
 
     @classmethod
     def of(cls, record: TraceRecord, turn: int, predicted: Prediction, canonical_cached: int) -> TurnReport:
@@ -60,6 +64,8 @@ class TurnReport:
             divergence=predicted.divergence,
             wasted_tokens=predicted.wasted_tokens,
             canonical_cached=canonical_cached,
+            predicted_written=predicted.predicted_written,
+            predicted_cost=predicted.predicted_cost,
         )
 
     def to_json(self) -> dict[str, Any]:
