@@ -78,6 +78,15 @@ def run(args: argparse.Namespace) -> int:
         print()
         text = summary_text(summary, f"{options.kind} model, simulated on the client; tokenizer {args.tokenizer}")
         print("\n".join(fit(line, width, indent=4) for line in text.splitlines()))
+        disagree = sum(r.provider_agrees is False for r in reports)
+        if disagree:
+            print(
+                fit(
+                    f"the provider's own diagnosis disagrees with agentcache's cause on {count(disagree, 'turn')}",
+                    width,
+                    indent=4,
+                )
+            )
         cost = cost_text(reports)
         if cost:
             print(fit(cost, width, indent=4))
@@ -96,7 +105,16 @@ def detail(report: TurnReport) -> str:
     """Where the prefix broke (the JSON path of the first differing value and the index of its first token), then
     why."""
     where = report.divergence
-    return report.detail if where is None else f"at {where.path}, token {where.token_index:,}: {report.detail}"
+    text = report.detail if where is None else f"at {where.path}, token {where.token_index:,}: {report.detail}"
+    return text + provider_note(report)
+
+
+def provider_note(report: TurnReport) -> str:
+    """The provider's own verdict beside agentcache's, and whether they disagree."""
+    if report.provider_verdict is None:
+        return ""
+    judged = {True: "agrees", False: "DISAGREES", None: "not compared"}[report.provider_agrees]
+    return f" [provider: {report.provider_verdict}, {judged}]"
 
 
 def cost_text(reports: list[TurnReport]) -> str | None:
@@ -109,7 +127,9 @@ def cost_text(reports: list[TurnReport]) -> str | None:
     written = sum(r.predicted_written for r in reports)
     return (
         f"cost: {total:,.0f} input-token equivalents ({total / uncached:.1%} of {uncached:,} uncached), "
-        f"{written:,} tokens written" if uncached else None
+        f"{written:,} tokens written"
+        if uncached
+        else None
     )
 
 
