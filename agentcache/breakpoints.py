@@ -87,23 +87,20 @@ def place(
     return plan
 
 
-def _existing(request: dict[str, Any], rule: CacheRule) -> int:
-    """Breakpoints already in the request: the markers, plus Anthropic's automatic one or OpenAI's implicit one."""
-    marks = _count_markers(request.get("tools")) + _count_markers(request.get("system"))
-    marks += _count_markers(request.get("messages"))
-    if rule.provider == "anthropic" and isinstance(request.get("cache_control"), dict):
-        marks += 1
-    if rule.provider == "openai" and rule.implicit == "latest_message" and not _explicit_mode(request):
-        marks += 1
-    return marks
-
-
-def _count_markers(value: Any) -> int:
+def markers(value: Any) -> int:
+    """The breakpoint markers written anywhere in a request (or part of one), Anthropic's top-level automatic
+    ``cache_control`` included."""
     if isinstance(value, list):
-        return sum(_count_markers(item) for item in value)
+        return sum(markers(item) for item in value)
     if isinstance(value, dict):
-        return sum(key in value for key in MARKERS) + _count_markers(value.get("content"))
+        return sum(key in value for key in MARKERS) + sum(markers(item) for item in value.values())
     return 0
+
+
+def _existing(request: dict[str, Any], rule: CacheRule) -> int:
+    """Breakpoints already in the request: the markers, plus OpenAI's implicit one."""
+    implicit = rule.provider == "openai" and rule.implicit == "latest_message" and not _explicit_mode(request)
+    return markers(request) + implicit
 
 
 def _explicit_mode(request: dict[str, Any]) -> bool:

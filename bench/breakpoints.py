@@ -27,11 +27,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 import workload
 
-from agentcache.breakpoints import place
+from agentcache.breakpoints import markers, place
 from agentcache.cache.rules import MAX_BREAKPOINTS
 from agentcache.drift import CacheOptions, TraceRecord, explain
 from agentcache.drift.trace import Trace
-from agentcache.predict.prompt import MARKERS
 
 MODEL = "claude-opus-4-8"
 PEERS = ["langchain-anthropic==1.7.10"]
@@ -135,14 +134,6 @@ def langchain_placement(requests: list[Request]) -> list[Request]:
             body["tools"][-1]["cache_control"] = last.extras["cache_control"]
         out.append({**body, "cache_control": EPHEMERAL})
     return out
-
-
-def markers(value: Any) -> int:
-    if isinstance(value, list):
-        return sum(markers(item) for item in value)
-    if isinstance(value, dict):
-        return sum(key in value for key in MARKERS) + sum(markers(v) for v in value.values())
-    return 0
 
 
 def replay(requests: list[Request]) -> tuple[float, float]:

@@ -9,22 +9,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentcache.breakpoints import place
+from agentcache.breakpoints import markers, place
 from agentcache.cache.rules import MAX_BREAKPOINTS, RULES
 from agentcache.drift import CacheOptions, explain
-from agentcache.predict.prompt import MARKERS
 
 OPUS = "claude-opus-4-8"
 SYSTEM = "You are a careful agent. " + " ".join(f"Rule {i}: read item {i} before changing it." for i in range(300))
 TOOLS = [{"name": f"tool_{i}", "description": f"does {i}", "input_schema": {"type": "object"}} for i in range(4)]
-
-
-def markers(value: Any) -> int:
-    if isinstance(value, list):
-        return sum(markers(item) for item in value)
-    if isinstance(value, dict):
-        return sum(key in value for key in MARKERS) + sum(markers(v) for v in value.values())
-    return 0
 
 
 def session(turns: int, blocks_per_turn: int = 2) -> list[dict[str, Any]]:

@@ -70,8 +70,7 @@ def _prefix_digests(tokens: Sequence[int], positions: Iterable[int], extra_key: 
 
 class HostedPromptCache:
     """Prefix entries that die when idle past their TTL, written at breakpoints or prompt steps by one
-    :class:`~agentcache.cache.rules.CacheRule`: the bookkeeping both hosted models share, and the interface a
-    replay asks for reads and writes (:meth:`serve_usage`)."""
+    :class:`~agentcache.cache.rules.CacheRule`: the bookkeeping both hosted models share."""
 
     def __init__(self, rule: CacheRule, minimum: int) -> None:
         self.rule = rule
@@ -159,19 +158,6 @@ class HostedPromptCache:
                 entry.expires = now + entry.ttl
         return CacheUsage(cached=cached, written=max(0, written_to - cached))
 
-    def serve_usage(
-        self,
-        prompt_tokens: Sequence[int],
-        output_tokens: Sequence[int] = (),
-        extra_key: Hashable = None,
-        *,
-        now: float | None = None,
-        breakpoints: Sequence[int] | None = None,
-        blocks: Sequence[int] | None = None,
-    ) -> CacheUsage:
-        """One request: its cache reads and writes. Each provider's model says how it reads its arguments."""
-        raise NotImplementedError
-
     def _entry_lengths(self, limit: int) -> set[int]:
         return {entry.length for entry in self._entries.values() if entry.length <= limit}
 
@@ -244,7 +230,7 @@ class OpenAIPromptCache(HostedPromptCache):
 
     def insert(self, tokens: Sequence[int], extra_key: Hashable = None, *, now: float | None = None) -> int:
         """Process ``tokens`` as a prompt with a breakpoint at its end; returns the prior hit."""
-        return self.serve_usage(tokens, (), extra_key, now=now, count=False).cached
+        return self.serve_usage(tokens, extra_key, now=now, count=False).cached
 
     def serve(
         self,
@@ -257,25 +243,23 @@ class OpenAIPromptCache(HostedPromptCache):
         blocks: Sequence[int] | None = None,
     ) -> int:
         """One request: returns ``cached_tokens``. See :meth:`serve_usage`."""
-        return self.serve_usage(prompt_tokens, output_tokens, extra_key, now=now, breakpoints=breakpoints).cached
+        return self.serve_usage(prompt_tokens, extra_key, now=now, breakpoints=breakpoints).cached
 
     def serve_usage(
         self,
         prompt_tokens: Sequence[int],
-        output_tokens: Sequence[int] = (),
         extra_key: Hashable = None,
         *,
         now: float | None = None,
         breakpoints: Sequence[int] | None = None,
-        blocks: Sequence[int] | None = None,
         count: bool = True,
     ) -> CacheUsage:
         """One request: ``cached_tokens`` and ``cache_write_tokens`` as OpenAI reports them.
 
         ``breakpoints`` (GPT-5.6+): ascending positions where the request's breakpoints end, the implicit one
         included; ``None`` is implicit mode's one breakpoint at the end of the prompt, ``[]`` explicit mode without
-        breakpoints (nothing cached). Earlier models ignore it; ``blocks`` is unused (no lookback limit is
-        documented). Only the prompt is cached; the output counts once the next prompt carries it."""
+        breakpoints (nothing cached). Earlier models ignore it. No lookback limit is documented, so block ends
+        are not needed. Only the prompt is cached (the output counts once the next prompt carries it)."""
         moment = self._clock(now)
         if not self.uses_breakpoints:
             digests = self._digests(prompt_tokens, extra_key)

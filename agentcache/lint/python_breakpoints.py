@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 from agentcache.cache.rules import MAX_BREAKPOINTS
 from agentcache.lint.core import Checked, Finding, Rule, SourceFile
+from agentcache.lint.python.syntax import dotted
 from agentcache.lint.python.vocabulary import CLOCK_CALLS, ID_CALLS
 from agentcache.predict.prompt import MARKERS
 
@@ -120,16 +121,7 @@ def _volatile_call(block: Node) -> str | None:
             continue
         for node in ast.walk(value):
             if isinstance(node, ast.Call):
-                name = _dotted(node.func)
+                name = dotted(node.func)
                 if name and any(full == name or full.endswith("." + name) for full in _VOLATILE):
                     return name
-    return None
-
-
-def _dotted(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return None if base is None else f"{base}.{node.attr}"
     return None

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agentcache.cache.blockhash import token_array
-from agentcache.cache.hosted import HostedPromptCache
+from agentcache.cache.hosted import AnthropicPromptCache, HostedPromptCache, OpenAIPromptCache
 from agentcache.cache.options import CacheOptions
 from agentcache.cache.rules import MAX_BREAKPOINTS
 from agentcache.canon import CanonicalPolicy, canonicalize
@@ -174,8 +174,12 @@ class Replay:
             ends = [*starts[1:], len(tokens)]  # each segment ends where the next starts
             marks = breakpoints(request, segments, ends, self.model)
             blocks = ends if marks else None  # no breakpoint: nothing is read or written
-            if isinstance(self.model, HostedPromptCache):
-                usage = self.model.serve_usage(tokens, (), namespace, now=self.clock, breakpoints=marks, blocks=blocks)
+            if isinstance(self.model, (AnthropicPromptCache, OpenAIPromptCache)):
+                usage = (
+                    self.model.serve_usage(tokens, (), namespace, now=self.clock, breakpoints=marks, blocks=blocks)
+                    if isinstance(self.model, AnthropicPromptCache)
+                    else self.model.serve_usage(tokens, namespace, now=self.clock, breakpoints=marks)
+                )
                 cost = self.model.rule.turn_cost(len(tokens), usage.cached, usage.written)
                 served = Served(segments, tokens, starts, usage.cached, written=usage.written, cost=cost)
             else:
