@@ -3,7 +3,8 @@
 Rules have stable codes, ``AC`` and three digits; the hundreds digit is the family (the kind of file):
 
 - ``AC0xx`` any file: AC001, the file cannot be parsed;
-- ``AC1xx`` Python source (:mod:`agentcache.lint.python`);
+- ``AC1xx`` Python source (:mod:`agentcache.lint.python`; AC120-AC122, cache breakpoints built in code:
+  :mod:`agentcache.lint.python_breakpoints`);
 - ``AC2xx`` tool-schema JSON files (:mod:`agentcache.lint.tool_schema`), fixable with ``fix=True``;
 - ``AC3xx`` trace files (``.jsonl``): the drift findings of ``explain`` (:mod:`agentcache.lint.trace`).
 
@@ -13,7 +14,7 @@ A new family registers a :class:`FileKind` (suffixes, rules, a checker ``SourceF
 
 from __future__ import annotations
 
-from agentcache.lint import python, tool_schema, trace
+from agentcache.lint import python, python_breakpoints, tool_schema, trace
 from agentcache.lint.core import (
     SKIP_DIRS,
     UNPARSABLE,
@@ -52,6 +53,13 @@ __all__ = [
 ]
 
 
-register_kind(FileKind("python", (".py",), python.RULES, python.check))
+register_kind(
+    FileKind(
+        "python",
+        (".py",),
+        (*python.RULES, *python_breakpoints.RULES),
+        lambda source: python_breakpoints.check(source, python.check(source)),
+    )
+)
 register_kind(FileKind("tool-schema", (".json",), tool_schema.RULES, tool_schema.check))
 register_kind(FileKind("trace", (".jsonl",), trace.RULES, trace.check))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from agentcache.drift import explain
 from agentcache.drift.trace import parse_trace_bytes
+from agentcache.lint import breakpoints
 from agentcache.lint.core import Checked, Finding, NotThisKind, Rule, SourceFile
 from agentcache.predict import causes
 
@@ -82,7 +83,10 @@ _BY_CAUSE: dict[str, Rule] = {
 }
 _BY_CAUSE[causes.TOOL_REMOVED] = _BY_CAUSE[causes.TOOL_CHANGED] = _BY_CAUSE[causes.TOOL_ADDED]
 
-RULES: tuple[Rule, ...] = (UNREADABLE, *sorted(set(_BY_CAUSE.values()), key=lambda rule: rule.code))
+RULES: tuple[Rule, ...] = (
+    UNREADABLE,
+    *sorted({*_BY_CAUSE.values(), *breakpoints.RULES}, key=lambda rule: rule.code),
+)
 
 
 def check(source: SourceFile) -> Checked:
@@ -108,4 +112,5 @@ def check(source: SourceFile) -> Checked:
             f"{report.wasted_tokens:,} tokens prefilled again"
         )
         findings.append(Finding(source.display, report.line, 1, rule.code, message, rule.hint))
+    findings += breakpoints.findings(source.display, trace)
     return Checked(tuple(findings))

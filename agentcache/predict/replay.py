@@ -14,8 +14,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agentcache.cache.blockhash import token_array
-from agentcache.cache.hosted import MAX_BREAKPOINTS
+from agentcache.cache.hosted import AnthropicPromptCache, HostedPromptCache, OpenAIPromptCache
 from agentcache.cache.options import CacheOptions
+from agentcache.cache.rules import MAX_BREAKPOINTS
 from agentcache.canon import CanonicalPolicy, canonicalize
 from agentcache.errors import RequestError
 from agentcache.predict.diagnosis import Previous, diagnose
@@ -52,6 +53,35 @@ class Prediction:
     divergence: Divergence | None
     divergence_token: int | None
     wasted_tokens: int
+    predicted_written: int = 0
+    """Cache writes the hosted API would bill (0 for the engines)."""
+    predicted_cost: float | None = None
+    """The prompt's price in uncached-input-token equivalents (hosted APIs only)."""
+
+
+def breakpoints(request: dict[str, Any], segments: list[Segment], ends: list[int], model: object) -> list[int]:
+    """Where a request's breakpoints end, as the hosted API places them: the marked blocks, plus Anthropic's
+    automatic one (top-level ``cache_control``) or OpenAI's implicit one (end of the latest non-assistant message,
+    GPT-5.6+, unless ``prompt_cache_options.mode`` is ``explicit``). At most the API's limit: the implicit or
+    automatic one and the latest marked ones."""
+    marks = [end for end, segment in zip(ends, segments, strict=True) if segment.breakpoint]
+    rule = model.rule if isinstance(model, HostedPromptCache) else None
+    extra: int | None = None
+    if rule is not None and rule.provider == "anthropic" and isinstance(request.get("cache_control"), dict):
+        extra = ends[-1]  # automatic caching: the last cacheable block
+    elif rule is not None and rule.implicit == "latest_message":
+        options = request.get("prompt_cache_options")
+        if not (isinstance(options, dict) and options.get("mode") == "explicit"):
+            eligible = [end for end, s in zip(ends, segments, strict=True) if s.part == "messages" and _asks(s.value)]
+            extra = eligible[-1] if eligible else None
+    if extra is None:
+        return marks[-MAX_BREAKPOINTS:]  # the model takes at most the API's limit: the latest ones
+    return sorted({*[mark for mark in marks if mark != extra][-(MAX_BREAKPOINTS - 1) :], extra})
+
+
+def _asks(message: Any) -> bool:
+    """Whether a message can carry OpenAI's implicit breakpoint: any but the assistant's own output."""
+    return isinstance(message, dict) and message.get("role") != "assistant"
 
 
 class Replay:
@@ -113,6 +143,8 @@ class Replay:
             divergence=diagnosis.divergence,
             divergence_token=diagnosis.divergence_token,
             wasted_tokens=diagnosis.wasted_tokens,
+            predicted_written=served.written,
+            predicted_cost=served.cost,
         )
 
     def serve(
@@ -136,15 +168,23 @@ class Replay:
             exact = token_array(self.server_prompt.tokens(request))
             cached = self.model.serve(exact, output, namespace, now=self.clock) if exact else 0
             served = Served(segments, tokens, starts, cached, len(exact), exact)
+        elif not tokens:  # an empty prompt is never served: servers reject it
+            served = Served(segments, tokens, starts, 0)
         else:
-            cached = 0  # an empty prompt is never served: servers reject it
-            if tokens:
-                ends = [*starts[1:], len(tokens)]  # each segment ends where the next starts
-                marks = [end for end, segment in zip(ends, segments, strict=True) if segment.breakpoint]
-                marks = marks[-MAX_BREAKPOINTS:]  # the model takes at most the API's limit: the latest ones
-                blocks = ends if marks else None  # no breakpoint: nothing is read or written
+            ends = [*starts[1:], len(tokens)]  # each segment ends where the next starts
+            marks = breakpoints(request, segments, ends, self.model)
+            blocks = ends if marks else None  # no breakpoint: nothing is read or written
+            if isinstance(self.model, (AnthropicPromptCache, OpenAIPromptCache)):
+                usage = (
+                    self.model.serve_usage(tokens, (), namespace, now=self.clock, breakpoints=marks, blocks=blocks)
+                    if isinstance(self.model, AnthropicPromptCache)
+                    else self.model.serve_usage(tokens, namespace, now=self.clock, breakpoints=marks)
+                )
+                cost = self.model.rule.turn_cost(len(tokens), usage.cached, usage.written)
+                served = Served(segments, tokens, starts, usage.cached, written=usage.written, cost=cost)
+            else:
                 cached = self.model.serve(tokens, (), namespace, now=self.clock, breakpoints=marks, blocks=blocks)
-            served = Served(segments, tokens, starts, cached)
+                served = Served(segments, tokens, starts, cached)
         self.last[session] = Previous(request, served)
         return served
 

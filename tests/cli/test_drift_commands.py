@@ -88,7 +88,13 @@ def test_simulate_each_cache(trace: Path, kind: str) -> None:
 
 def test_cache_options_reach_the_model(trace: Path) -> None:
     out = json.loads(run("explain", str(trace), "--capacity", "50000", "--page-size", "4", "--format", "json").stdout)
-    assert out["cache"] == {"kind": "sglang", "capacity": 50000, "page_size": 4, "block_size": 16}
+    assert out["cache"] == {
+        "kind": "sglang",
+        "capacity": 50000,
+        "page_size": 4,
+        "block_size": 16,
+        "model": None,
+    }
     assert all(turn["predicted_cached"] % 4 == 0 for turn in out["turns"])
     assert any(turn["predicted_cached"] > 0 for turn in out["turns"])
 
