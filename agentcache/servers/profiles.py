@@ -30,7 +30,7 @@ message fields                 its pydantic models'      role, content, tool cal
                                user message: role and    ``reasoning_content``),
                                content; a tool call      tool call id, name; others
                                keeps a null ``index``    dropped
-no tools, or ``[]``            None; None                None; ``[]``                 undefined
+no tools, or ``[]``            None; None                None; ``[]`` refused (400)   undefined
 floats in ``tojson``           ``1000.0``, ``48.856614``  as SGLang                   C++ stream: ``1000``,
                                                                                       ``48.8566``, ``2.14827e+06``
 a request's ``chat_template``  in ``chat_template_       top-level, or in
@@ -268,9 +268,9 @@ def _sglang_messages(messages: list[dict[str, Any]], template: ChatTemplate | No
 def _sglang_call(call: Any) -> dict[str, Any]:
     """SGLang's ``ToolCall`` model dumped (``index`` stays, null), its arguments parsed as the server requires:
     a JSON object, anything else is refused (400)."""
-    if not isinstance(call, Mapping):
-        raise TokenizerError("SGLang refuses a tool call that is not an object")
-    function = call.get("function") if isinstance(call.get("function"), Mapping) else {}
+    if not isinstance(call, Mapping) or not isinstance(call.get("function"), Mapping):
+        raise TokenizerError("SGLang refuses a tool call without a function object")
+    function: Mapping[str, Any] = call["function"]
     arguments = function.get("arguments")
     if isinstance(arguments, str):
         try:

@@ -65,7 +65,7 @@ class ServerPrompt:
         except TokenizerError:
             if not (self.profile.retries_bare_functions and tools):
                 raise
-        bare = [t["function"] if "function" in t else t for t in tools]  # SGLang's second try, for Mistral's
+        bare = [t.get("function", t) for t in tools]  # SGLang's second try, for Mistral's
         return rendered.render(messages, bare, add_generation_prompt=True, undefined_tools=undefined, **variables)
 
     def tokens(self, request: Mapping[str, Any]) -> list[int]:

@@ -499,6 +499,17 @@ def test_a_request_template_is_rendered_where_the_server_takes_it() -> None:
     assert prompt(LLAMA_CPP).text({"messages": messages, "chat_template": either}) == "x\ny"  # no such field
 
 
+def test_sglang_renders_bare_functions_when_the_template_fails_on_wrapped_tools() -> None:
+    """SGLang's second try (for templates that expect tools without the OpenAI wrapper); vLLM has none."""
+    bare_only = ChatTemplate(
+        "{% if tools[0].name is not defined %}{{ raise_exception('wrapped') }}{% endif %}{{ tools[0].name }}"
+    )
+    request = {"messages": [{"role": "user", "content": "hi"}], "tools": [FORECAST]}
+    assert ServerPrompt(SGLANG, bare_only, None).text(request) == "forecast"  # type: ignore[arg-type]
+    with pytest.raises(TokenizerError, match="wrapped"):
+        ServerPrompt(VLLM, bare_only, None).text(request)  # type: ignore[arg-type]
+
+
 def test_llama_cpp_leaves_empty_and_missing_tools_undefined() -> None:
     """llama.cpp passes ``tools`` only when there are some: a template testing ``tools is defined`` sees none."""
     messages = [{"role": "user", "content": "hi"}]
