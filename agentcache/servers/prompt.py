@@ -33,11 +33,29 @@ class ServerPrompt:
         return cls(profile, template, load_tokenizer_json(folder / "tokenizer.json"))
 
     def text(self, request: Mapping[str, Any]) -> str:
+        messages, tools, variables = self._inputs(request)
+        undefined = self.profile.undefined_tools
+        return self.template.render(messages, tools, add_generation_prompt=True, undefined_tools=undefined, **variables)
+
+    def text_lines(
+        self, request: Mapping[str, Any], add_generation_prompt: bool = True
+    ) -> tuple[str, list[tuple[int, int]]]:
+        """:meth:`text` and where each piece came from in the template (:meth:`ChatTemplate.render_lines`);
+        without ``add_generation_prompt``, the history alone, as the next turn would render it."""
+        messages, tools, variables = self._inputs(request)
+        undefined = self.profile.undefined_tools
+        return self.template.render_lines(
+            messages, tools, add_generation_prompt=add_generation_prompt, undefined_tools=undefined, **variables
+        )
+
+    def _inputs(
+        self, request: Mapping[str, Any]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None, dict[str, Any]]:
+        """Messages, tools and variables as the server hands them to the template."""
         messages, tools = self.profile.template_inputs(request, self.template)
         extra = request.get("chat_template_kwargs")
         variables = {**self.profile.template_variables(self.template), **(extra if isinstance(extra, dict) else {})}
-        undefined = self.profile.undefined_tools
-        return self.template.render(messages, tools, add_generation_prompt=True, undefined_tools=undefined, **variables)
+        return messages, tools, variables
 
     def tokens(self, request: Mapping[str, Any]) -> list[int]:
         return self.tokenizer.encode(self.text(request))
