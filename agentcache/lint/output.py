@@ -33,15 +33,17 @@ def _plain(text: str, color: str | None) -> str:
     return text
 
 
-def render(result: LintResult, fmt: str, paint: Paint = _plain, width: int | None = None) -> str:
-    """The result in one of :data:`FORMATS`, ending with a newline. ``paint`` colours the text format only, and
-    ``width`` (a terminal's columns) wraps its lines."""
+def render(
+    result: LintResult, fmt: str, paint: Paint = _plain, width: int | None = None, tool: str = "agentcache lint"
+) -> str:
+    """The result in one of :data:`FORMATS`, ending with a newline. ``paint`` colours the text format only,
+    ``width`` (a terminal's columns) wraps its lines, and ``tool`` names the command in SARIF."""
     if fmt == "text":
         return to_text(result, paint, width)
     if fmt == "json":
         return json.dumps(to_json(result), indent=2, ensure_ascii=False) + "\n"
     if fmt == "sarif":
-        return json.dumps(to_sarif(result), indent=2, ensure_ascii=False) + "\n"
+        return json.dumps(to_sarif(result, tool), indent=2, ensure_ascii=False) + "\n"
     raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
 
 
@@ -107,7 +109,7 @@ def to_json(result: LintResult) -> dict[str, Any]:
     }
 
 
-def to_sarif(result: LintResult) -> dict[str, Any]:
+def to_sarif(result: LintResult, tool: str = "agentcache lint") -> dict[str, Any]:
     """A SARIF 2.1.0 log with one run: every rule in the driver, a result per finding left."""
     catalog = list(rules().values())
     index = {rule.code: position for position, rule in enumerate(catalog)}
@@ -118,7 +120,7 @@ def to_sarif(result: LintResult) -> dict[str, Any]:
             {
                 "tool": {
                     "driver": {
-                        "name": "agentcache lint",
+                        "name": tool,
                         "version": __version__,
                         "rules": [_sarif_rule(rule) for rule in catalog],
                     }

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from agentcache.drift import explain
 from agentcache.drift.trace import parse_trace_bytes
+from agentcache.lint import template
 from agentcache.lint.core import Checked, Finding, NotThisKind, Rule, SourceFile
 from agentcache.predict import causes
 
@@ -81,6 +82,7 @@ _BY_CAUSE: dict[str, Rule] = {
     ),
 }
 _BY_CAUSE[causes.TOOL_REMOVED] = _BY_CAUSE[causes.TOOL_CHANGED] = _BY_CAUSE[causes.TOOL_ADDED]
+_BY_CAUSE.update(template.BY_CAUSE)  # found in a trace when explain renders it with the model's template
 
 RULES: tuple[Rule, ...] = (UNREADABLE, *sorted(set(_BY_CAUSE.values()), key=lambda rule: rule.code))
 

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import itertools
 import re
+from array import array
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from agentcache.cache.blockhash import token_array
 from agentcache.cache.prefix import common_prefix
 from agentcache.errors import TokenizerError
 from agentcache.predict import causes
@@ -58,8 +60,8 @@ _VARIATIONS: dict[str, Callable[[Request], dict[str, Any]] | None] = {
 }
 _WHAT = {
     causes.TEMPLATE_DATE: "renders today's date",
-    causes.TEMPLATE_MOVES_TOOLS: "renders the tools at a place that moves (before the last user message)",
-    causes.TEMPLATE_MOVES_SYSTEM: "renders the system prompt at a place that moves (into the last user turn)",
+    causes.TEMPLATE_MOVES_TOOLS: "renders the tools at a place that moves as the conversation grows",
+    causes.TEMPLATE_MOVES_SYSTEM: "renders the system prompt at a place that moves as the conversation grows",
     causes.TEMPLATE_DROPS_REASONING: "drops the reasoning of earlier assistant turns",
     causes.TEMPLATE_GENERATION_PROMPT: "ends the prompt differently from how it renders that turn afterwards",
     causes.TEMPLATE_REWRITES: "renders earlier messages differently once the conversation grows",
@@ -83,11 +85,15 @@ class TemplateDrift:
     lost: int
     """Tokens of turn N's prompt that turn N+1 prefills again."""
 
+    def description(self) -> str:
+        """What the template does, and at which of its lines."""
+        what = " and ".join(_WHAT[c] for c in (self.cause, *self.also))
+        where = f" (template line {self.line}: {self.construct})" if self.line is not None else ""
+        return f"the chat template {what}{where}"
+
     @property
     def detail(self) -> str:
-        what = " and ".join(_WHAT[c].split(" (")[0] for c in (self.cause, *self.also))
-        where = f" (template line {self.line}: {self.construct})" if self.line is not None else ""
-        return f"the chat template {what}{where}: {self.lost:,} tokens of the previous prompt prefilled again"
+        return f"{self.description()}: {self.lost:,} tokens of the previous prompt prefilled again"
 
 
 def template_drift(
@@ -95,25 +101,31 @@ def template_drift(
     before: Request,
     after: Request,
     times: tuple[datetime, datetime] | None = None,
-    before_tokens: Sequence[int] | None = None,
-    after_tokens: Sequence[int] | None = None,
+    before_tokens: array[int] | None = None,
+    after_tokens: array[int] | None = None,
+    reasons: bool = False,
 ) -> TemplateDrift | None:
     """Why ``after`` (turn N+1) rendered by ``prompt`` does not extend ``before`` (turn N), or None when it does.
 
     ``times`` are the turns' own times (the server renders a date when the request comes), by default both now;
-    the tokens, when the caller has them, are those two renderings' tokens. Raises
-    :class:`~agentcache.errors.TokenizerError` when the template refuses either request.
+    the tokens, when the caller has them, are those two renderings' tokens. With ``reasons`` (the model generates
+    reasoning), a prompt that extends is still a drift when the template drops the reasoning of the reply the
+    model generated after turn N. Raises :class:`~agentcache.errors.TokenizerError` when the template refuses
+    either request.
     """
     first, second = times if times is not None else (datetime.now(),) * 2
     if before_tokens is None:
         with fixed_clock(first):
-            before_tokens = prompt.tokens(before)
+            before_tokens = token_array(prompt.tokens(before))
     if after_tokens is None:
         with fixed_clock(second):
-            after_tokens = prompt.tokens(after)
+            after_tokens = token_array(prompt.tokens(after))
     token = common_prefix(before_tokens, after_tokens)
     if token >= len(before_tokens):
-        return None
+        if not reasons:
+            return None
+        with fixed_clock(second):
+            return _reply_reasoning_dropped(prompt, before, after, len(before_tokens))
     with fixed_clock(first):
         text, pieces = prompt.text_lines(before)
         history = prompt.text_lines(before, add_generation_prompt=False)[0]
@@ -163,6 +175,38 @@ def _reasoning_dropped(before: Request, text: str, after_text: str) -> tuple[str
             if reasoning and after_text.count(reasoning) < text.count(reasoning):
                 return (causes.TEMPLATE_DROPS_REASONING,)
     return ()
+
+
+def _reply_reasoning_dropped(prompt: ServerPrompt, before: Request, after: Request, end: int) -> TemplateDrift | None:
+    """The drift of a reply whose reasoning the template drops at once: the prompt extends, but the server cached
+    the reasoning it generated after the prompt (``end`` tokens), and the next prompt does not have it. The loss
+    counted is the reply's reasoning and content as text, a lower bound of what the model generated."""
+    known = len(before.get("messages", ()))
+    reply = next(iter(after.get("messages", ())[known : known + 1]), None)
+    reasonings = [] if reply is None or reply.get("role") != "assistant" else _reasonings(reply)
+    text, pieces = prompt.text_lines(after)
+    if not any(reasonings) or all(r in text for r in reasonings):
+        return None
+    start = len(prompt.text_lines(before, add_generation_prompt=False)[0])
+    line = next((line for offset, line in reversed(pieces) if offset <= start), None)
+    content = reply.get("content") if reply is not None else None
+    generated = "".join(reasonings) + (_THINK.sub("", content) if isinstance(content, str) else "")
+    lost = len(prompt.tokenizer.encode(generated))
+    return TemplateDrift(causes.TEMPLATE_DROPS_REASONING, (), line, _source_line(prompt, line), end, lost)
+
+
+def renders_reasoning(prompt: ServerPrompt, requests: Sequence[Request]) -> bool:
+    """Whether the model behind ``prompt`` generates reasoning, as its template shows it: some rendering of these
+    requests holds the reasoning field of an assistant message, or the generation prompt opens a ``<think>`` block
+    (inline ``<think>`` text tells nothing: a template without reasoning renders it as content)."""
+    for request in requests:
+        text = prompt.text(request)
+        if "<think>" in text[len(prompt.text_lines(request, add_generation_prompt=False)[0]) :]:
+            return True
+        fields = (m.get(k) for m in request.get("messages", ()) for k in _REASONING_KEYS)
+        if any(isinstance(r, str) and r.strip() and r.strip() in text for r in fields):
+            return True
+    return False
 
 
 def _reasonings(message: Mapping[str, Any]) -> list[str]:
