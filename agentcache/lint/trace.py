@@ -96,7 +96,7 @@ def check(source: SourceFile) -> Checked:
         Finding(source.display, problem.line, 1, UNREADABLE.code, problem.message, UNREADABLE.hint)
         for problem in trace.problems
     ]
-    for report in explain(trace):
+    for report in explain(trace, cache=source.cache):
         rule = _BY_CAUSE.get(report.cause)
         if rule is None:
             continue

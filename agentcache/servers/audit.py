@@ -93,8 +93,13 @@ class _Agent:
         for city in cities:
             self.calls += 1
             arguments = json.dumps({"city": city})
-            calls.append({"id": self.ids(self.calls), "type": "function",
-                          "function": {"name": "get_weather", "arguments": arguments}})
+            calls.append(
+                {
+                    "id": self.ids(self.calls),
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": arguments},
+                }
+            )
         results = [
             {"role": "tool", "tool_call_id": c["id"], "name": "get_weather", "content": f"{city}: 18 C, cloudy"}
             for c, city in zip(calls, cities, strict=True)
@@ -106,29 +111,56 @@ def shapes(ids: Ids = _openai_ids) -> dict[str, list[dict[str, Any]]]:
     """The audit's conversations, by name: each a list of requests, every one extending the one before."""
     parts = [{"type": "text", "text": "Réponds brièvement."}, {"type": "text", "text": "Ünïcødé ✓ 東京."}]
     return {
-        "tools": _Agent(ids, tools=_TOOLS).step(_SYSTEM, _user("Weather in Paris, then Rome?"))
-        .call("Paris").call("Rome").step(_said("Paris 18 C, Rome 18 C.")).step(_user("And Oslo?"))
-        .call("Oslo").requests,
-        "parallel_calls": _Agent(ids, tools=_TOOLS).step(_SYSTEM, _user("Compare Oslo and Lima."))
-        .call("Oslo", "Lima").step(_said("Both 18 C.")).step(_user("And Cairo and Delhi?"))
-        .call("Cairo", "Delhi").requests,
-        "reasoning": _Agent(ids, tools=_TOOLS).step(_SYSTEM, _user("Is it warm in Lima?"))
+        "tools": _Agent(ids, tools=_TOOLS)
+        .step(_SYSTEM, _user("Weather in Paris, then Rome?"))
+        .call("Paris")
+        .call("Rome")
+        .step(_said("Paris 18 C, Rome 18 C."))
+        .step(_user("And Oslo?"))
+        .call("Oslo")
+        .requests,
+        "parallel_calls": _Agent(ids, tools=_TOOLS)
+        .step(_SYSTEM, _user("Compare Oslo and Lima."))
+        .call("Oslo", "Lima")
+        .step(_said("Both 18 C."))
+        .step(_user("And Cairo and Delhi?"))
+        .call("Cairo", "Delhi")
+        .requests,
+        "reasoning": _Agent(ids, tools=_TOOLS)
+        .step(_SYSTEM, _user("Is it warm in Lima?"))
         .call("Lima", content="", reasoning_content="The user wants the weather; call the tool.")
-        .step(_said("Not really: 18 C.", reasoning_content="18 C is mild.")).step(_user("And in Cairo?"))
-        .call("Cairo", content="", reasoning_content="Same tool, another city.").requests,
-        "inline_think": _Agent(ids, tools=_TOOLS).step(_SYSTEM, _user("Is it warm in Lima?"))
+        .step(_said("Not really: 18 C.", reasoning_content="18 C is mild."))
+        .step(_user("And in Cairo?"))
+        .call("Cairo", content="", reasoning_content="Same tool, another city.")
+        .requests,
+        "inline_think": _Agent(ids, tools=_TOOLS)
+        .step(_SYSTEM, _user("Is it warm in Lima?"))
         .call("Lima", content="<think>The user wants the weather; call the tool.</think>")
-        .step(_said("<think>18 C is mild.</think>Not really: 18 C.")).step(_user("And in Cairo?"))
-        .call("Cairo", content="<think>Same tool, another city.</think>").requests,
-        "system_messages": _Agent(ids).step(_SYSTEM, {"role": "system", "content": parts}, _user("Bonjour !"))
-        .step(_said("Bonjour ! 😊")).step(_user("Quel temps à Zürich ?"))
-        .step(_said("Je ne sais pas.")).step(_user("Merci.")).requests,
-        "plain_chat": _Agent(ids).step(_SYSTEM, _user("Hi."))
-        .step(_said("Hello! How can I help?")).step(_user("Tell me a fact."))
-        .step(_said("Honey never spoils.")).step(_user("Another one?")).requests,
-        "late_system": _Agent(ids).step(_user("Hi."))
-        .step(_said("Hello!")).step({"role": "system", "content": "Answer in one word."}, _user("Colour of sky?"))
-        .step(_said("Blue.")).step(_user("Of grass?")).requests,
+        .step(_said("<think>18 C is mild.</think>Not really: 18 C."))
+        .step(_user("And in Cairo?"))
+        .call("Cairo", content="<think>Same tool, another city.</think>")
+        .requests,
+        "system_messages": _Agent(ids)
+        .step(_SYSTEM, {"role": "system", "content": parts}, _user("Bonjour !"))
+        .step(_said("Bonjour ! 😊"))
+        .step(_user("Quel temps à Zürich ?"))
+        .step(_said("Je ne sais pas."))
+        .step(_user("Merci."))
+        .requests,
+        "plain_chat": _Agent(ids)
+        .step(_SYSTEM, _user("Hi."))
+        .step(_said("Hello! How can I help?"))
+        .step(_user("Tell me a fact."))
+        .step(_said("Honey never spoils."))
+        .step(_user("Another one?"))
+        .requests,
+        "late_system": _Agent(ids)
+        .step(_user("Hi."))
+        .step(_said("Hello!"))
+        .step({"role": "system", "content": "Answer in one word."}, _user("Colour of sky?"))
+        .step(_said("Blue."))
+        .step(_user("Of grass?"))
+        .requests,
     }
 
 

@@ -4,6 +4,7 @@ real models' templates are audited in tests/servers/test_template_audit.py."""
 
 from __future__ import annotations
 
+import itertools
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -94,7 +95,7 @@ def test_a_template_that_extends_cleanly_has_no_drift() -> None:
     requests = conversation(reasoning=True)
     reasons = renders_reasoning(server, requests)
     assert not reasons
-    assert all(template_drift(server, a, b, reasons=reasons) is None for a, b in zip(requests, requests[1:]))
+    assert all(template_drift(server, a, b, reasons=reasons) is None for a, b in itertools.pairwise(requests))
     assert renders_reasoning(prompt(DROPS_REASONING), requests)
 
 
