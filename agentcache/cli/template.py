@@ -10,11 +10,10 @@ the template refuses (exit 1 on findings).
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
-from agentcache.cli.style import Style, terminal_width
-from agentcache.lint import FORMATS, render
+from agentcache.cli.lint import report
+from agentcache.lint import FORMATS
 from agentcache.lint.template import audit_findings
 from agentcache.servers import PROFILES, ServerPrompt
 from agentcache.servers.audit import audit_template
@@ -43,8 +42,4 @@ def register(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     audit = audit_template(ServerPrompt.from_pretrained(args.model_dir, args.server))
-    result = audit_findings(audit, args.model_dir)
-    text = render(result, args.format, Style(sys.stdout), terminal_width(), tool="agentcache template")
-    sys.stdout.buffer.write(text.encode("utf-8", "backslashreplace"))
-    sys.stdout.flush()
-    return 1 if result.findings else 0
+    return report(audit_findings(audit, args.model_dir), args.format, "agentcache template")
