@@ -10,6 +10,7 @@ from agentcache.cache.options import CACHE_KINDS
 from agentcache.cli.options import add_cache_options, cache_options
 from agentcache.cli.style import Style, terminal_width
 from agentcache.lint import FORMATS, LintResult, lint_paths, render
+from agentcache.lint.output import LINT, Tool
 
 
 def register(commands: Any) -> None:
@@ -35,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     return report(lint_paths(args.paths, fix=args.fix, cache=cache_options(args, args.cache)), args.format)
 
 
-def report(result: LintResult, fmt: str, tool: str = "agentcache lint") -> int:
+def report(result: LintResult, fmt: str, tool: Tool = LINT) -> int:
     """Print ``result`` in ``fmt`` and return the exit code: 1 when findings are left, else 0 (``agentcache
     template`` reports the same way)."""
     # A file name that is not UTF-8 holds surrogates: write them as escapes, so the output stays valid UTF-8.

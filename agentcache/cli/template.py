@@ -14,10 +14,12 @@ from typing import Any
 
 from agentcache.cli.lint import report
 from agentcache.lint import FORMATS
-from agentcache.lint.template import audit_findings
+from agentcache.lint.output import Tool
+from agentcache.lint.template import RULES, audit_findings
 from agentcache.servers import PROFILES, ServerPrompt
 from agentcache.servers.audit import audit_template
 
+TEMPLATE = Tool("agentcache template", {rule.code: rule for rule in RULES})
 #: Servers that render a local chat template.
 TEMPLATE_SERVERS = ("llama.cpp", "sglang", "vllm")
 
@@ -42,4 +44,4 @@ def register(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     audit = audit_template(ServerPrompt.from_pretrained(args.model_dir, args.server))
-    return report(audit_findings(audit, args.model_dir), args.format, "agentcache template")
+    return report(audit_findings(audit, args.model_dir), args.format, TEMPLATE)

@@ -35,3 +35,18 @@ def test_lint_finds_the_template_cause_with_the_model_folder(
     (finding,) = json.loads(capsys.readouterr().out)["findings"]
     assert (finding["code"], finding["line"]) == (BY_CAUSE[causes.TEMPLATE_MOVES_TOOLS].code, 3)
     assert "template line 2: " in finding["message"]
+
+
+def test_template_without_a_template_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["template", str(tmp_path)]) == 2
+    assert "no chat template found" in capsys.readouterr().err
+
+
+def test_a_clean_template_exits_0(trace_and_model: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """Every turn of every shape extends the previous one, and no shape is refused. Each message ends with a
+    marker, so that an empty reply's newline never merges with the generation prompt's into one token."""
+    _, folder = trace_and_model
+    ended = "{% for m in messages %}<{{ m.role }}>\n{{ m.content }}<end>\n{% endfor %}"
+    (folder / "chat_template.jinja").write_text(ended + "{% if add_generation_prompt %}<assistant>\n{% endif %}")
+    assert cli.main(["template", str(folder), "--server", "sglang"]) == 0
+    assert capsys.readouterr().out == "All checks passed (1 file checked).\n"
