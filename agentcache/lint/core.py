@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentcache.cache.options import CacheOptions
 from agentcache.errors import InputError
 
 
@@ -58,6 +59,9 @@ class SourceFile:
     display: str
     data: bytes
     explicit: bool
+    cache: CacheOptions | None = None
+    """The server model trace files are replayed through (its ``model_dir`` renders the model's own template);
+    None for explain's default."""
 
 
 @dataclass(frozen=True)
@@ -146,8 +150,11 @@ class LintResult:
     """Paths ``--fix`` rewrote."""
 
 
-def lint_paths(paths: Iterable[str | os.PathLike[str]], fix: bool = False) -> LintResult:
+def lint_paths(
+    paths: Iterable[str | os.PathLike[str]], fix: bool = False, cache: CacheOptions | None = None
+) -> LintResult:
     """Lint files and directories (walked, skipping :data:`SKIP_DIRS`); with ``fix``, rewrite what can be fixed.
+    Traces are replayed through ``cache`` (explain's server model), by default SGLang's with o200k_base tokens.
 
     Raises :class:`~agentcache.errors.InputError` for a usage error: a path that does not exist or cannot be
     read, a named file of no registered kind, a named file its kind's checker does not recognize.
@@ -163,7 +170,7 @@ def lint_paths(paths: Iterable[str | os.PathLike[str]], fix: bool = False) -> Li
         except OSError as exc:
             raise InputError(f"cannot read {display}: {exc.strerror}") from None
         try:
-            checked = _KINDS[path.suffix.lower()].check(SourceFile(path, display, data, explicit))
+            checked = _KINDS[path.suffix.lower()].check(SourceFile(path, display, data, explicit, cache))
         except NotThisKind as exc:
             if explicit:
                 raise InputError(f"{display}: {exc}") from None

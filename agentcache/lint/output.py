@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 import os
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -33,15 +34,30 @@ def _plain(text: str, color: str | None) -> str:
     return text
 
 
-def render(result: LintResult, fmt: str, paint: Paint = _plain, width: int | None = None) -> str:
-    """The result in one of :data:`FORMATS`, ending with a newline. ``paint`` colours the text format only, and
-    ``width`` (a terminal's columns) wraps its lines."""
+@dataclass(frozen=True)
+class Tool:
+    """The command whose findings are written: its name in SARIF and the rules its codes come from."""
+
+    name: str = "agentcache lint"
+    catalog: Mapping[str, Rule] | None = None
+    """Rules by code; None for every registered file kind's (:func:`~agentcache.lint.core.rules`)."""
+
+    def rules(self) -> Mapping[str, Rule]:
+        return rules() if self.catalog is None else self.catalog
+
+
+LINT = Tool()
+
+
+def render(result: LintResult, fmt: str, paint: Paint = _plain, width: int | None = None, tool: Tool = LINT) -> str:
+    """The result in one of :data:`FORMATS`, ending with a newline. ``paint`` colours the text format only,
+    ``width`` (a terminal's columns) wraps its lines, and ``tool`` is the command (lint unless told)."""
     if fmt == "text":
         return to_text(result, paint, width)
     if fmt == "json":
-        return json.dumps(to_json(result), indent=2, ensure_ascii=False) + "\n"
+        return json.dumps(to_json(result, tool), indent=2, ensure_ascii=False) + "\n"
     if fmt == "sarif":
-        return json.dumps(to_sarif(result), indent=2, ensure_ascii=False) + "\n"
+        return json.dumps(to_sarif(result, tool), indent=2, ensure_ascii=False) + "\n"
     raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
 
 
@@ -87,9 +103,9 @@ def to_text(result: LintResult, paint: Paint = _plain, width: int | None = None)
     return "\n".join(lines) + "\n"
 
 
-def to_json(result: LintResult) -> dict[str, Any]:
+def to_json(result: LintResult, tool: Tool = LINT) -> dict[str, Any]:
     """The ``--format json`` document (docs/lint.md describes each field)."""
-    catalog = rules()
+    catalog = tool.rules()
     by_code: dict[str, int] = {}
     for finding in result.findings:
         by_code[finding.code] = by_code.get(finding.code, 0) + 1
@@ -107,9 +123,9 @@ def to_json(result: LintResult) -> dict[str, Any]:
     }
 
 
-def to_sarif(result: LintResult) -> dict[str, Any]:
+def to_sarif(result: LintResult, tool: Tool = LINT) -> dict[str, Any]:
     """A SARIF 2.1.0 log with one run: every rule in the driver, a result per finding left."""
-    catalog = list(rules().values())
+    catalog = list(tool.rules().values())
     index = {rule.code: position for position, rule in enumerate(catalog)}
     return {
         "$schema": SARIF_SCHEMA,
@@ -118,7 +134,7 @@ def to_sarif(result: LintResult) -> dict[str, Any]:
             {
                 "tool": {
                     "driver": {
-                        "name": "agentcache lint",
+                        "name": tool.name,
                         "version": __version__,
                         "rules": [_sarif_rule(rule) for rule in catalog],
                     }

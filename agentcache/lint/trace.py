@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from agentcache.drift import explain
 from agentcache.drift.trace import parse_trace_bytes
-from agentcache.lint import breakpoints
+from agentcache.lint import breakpoints, template
 from agentcache.lint.core import Checked, Finding, NotThisKind, Rule, SourceFile
 from agentcache.predict import causes
 
@@ -82,6 +82,7 @@ _BY_CAUSE: dict[str, Rule] = {
     ),
 }
 _BY_CAUSE[causes.TOOL_REMOVED] = _BY_CAUSE[causes.TOOL_CHANGED] = _BY_CAUSE[causes.TOOL_ADDED]
+_BY_CAUSE.update(template.BY_CAUSE)  # found in a trace when explain renders it with the model's template
 
 RULES: tuple[Rule, ...] = (
     UNREADABLE,
@@ -98,7 +99,7 @@ def check(source: SourceFile) -> Checked:
         Finding(source.display, problem.line, 1, UNREADABLE.code, problem.message, UNREADABLE.hint)
         for problem in trace.problems
     ]
-    for report in explain(trace):
+    for report in explain(trace, cache=source.cache):
         rule = _BY_CAUSE.get(report.cause)
         if rule is None:
             continue

@@ -33,6 +33,21 @@ HISTORY_REWRITTEN = "history_rewritten"
 PARAMS_CHANGED = "params_changed"
 BELOW_MINIMUM = "below_minimum"
 EVICTED = "evicted"
+# Template-made drift (agentcache.servers.drift): the model's chat template, not the agent, broke the prefix.
+TEMPLATE_MOVES_TOOLS = "template_moves_tools"
+TEMPLATE_MOVES_SYSTEM = "template_moves_system"
+TEMPLATE_DROPS_REASONING = "template_drops_reasoning"
+TEMPLATE_DATE = "template_date"
+TEMPLATE_GENERATION_PROMPT = "template_generation_prompt"
+TEMPLATE_REWRITES = "template_rewrites_history"
+TEMPLATE_CAUSES = (
+    TEMPLATE_MOVES_TOOLS,
+    TEMPLATE_MOVES_SYSTEM,
+    TEMPLATE_DROPS_REASONING,
+    TEMPLATE_DATE,
+    TEMPLATE_GENERATION_PROMPT,
+    TEMPLATE_REWRITES,
+)
 
 _NORMALIZE_WHITESPACE = CanonicalPolicy(normalize_whitespace=True)
 _DECIMAL = re.compile(r"[.,]\d")

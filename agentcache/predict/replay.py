@@ -11,6 +11,7 @@ import contextlib
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 from agentcache.cache.blockhash import token_array
@@ -18,12 +19,15 @@ from agentcache.cache.hosted import AnthropicPromptCache, HostedPromptCache, Ope
 from agentcache.cache.options import CacheOptions
 from agentcache.cache.rules import MAX_BREAKPOINTS
 from agentcache.canon import CanonicalPolicy, canonicalize
-from agentcache.errors import RequestError
-from agentcache.predict.diagnosis import Previous, diagnose
+from agentcache.errors import RequestError, TokenizerError
+from agentcache.predict import causes
+from agentcache.predict.diagnosis import Diagnosis, Previous, diagnose
 from agentcache.predict.diff import Divergence
 from agentcache.predict.prompt import PromptTokenizer, Renderer, Segment
 from agentcache.predict.served import Served
+from agentcache.servers.drift import template_drift
 from agentcache.servers.prompt import ServerPrompt
+from agentcache.servers.template import fixed_clock
 
 #: The what-if of "canonicalized": the default policy plus moving volatile lines out of the system prompt.
 WHAT_IF_POLICY = CanonicalPolicy(relocate_volatile=True)
@@ -132,6 +136,8 @@ class Replay:
         diagnosis = diagnose(
             previous, request, served, reported_cached, reported_prompt_tokens, self.model.minimum_tokens()
         )
+        if diagnosis.cause == causes.NONE and previous is not None:
+            diagnosis = self._template_made(previous, request, served, self.last[session].rendered_at) or diagnosis
         return Prediction(
             predicted_prompt_tokens=served.prompt_tokens,
             predicted_cached=served.cached,
@@ -146,6 +152,21 @@ class Replay:
             predicted_written=served.written,
             predicted_cost=served.cost,
         )
+
+    def _template_made(
+        self, previous: Previous, request: dict[str, Any], served: Served, at: datetime | None
+    ) -> Diagnosis | None:
+        """The diagnosis of a turn that extends the previous request but whose prompt, rendered by the server's
+        template, does not extend the previous prompt: the template rewrote the history (:mod:`.servers.drift`)."""
+        before, after = previous.served.exact, served.exact
+        if self.server_prompt is None or before is None or after is None:
+            return None
+        times = None if previous.rendered_at is None or at is None else (previous.rendered_at, at)
+        with contextlib.suppress(TokenizerError):  # a varied rendering the template refuses tells nothing
+            drift = template_drift(self.server_prompt, previous.request, request, times, before, after)
+            if drift is not None:
+                return Diagnosis(drift.cause, drift.detail, None, drift.token, drift.lost)
+        return None
 
     def serve(
         self,
@@ -164,8 +185,10 @@ class Replay:
         segments, tokens, starts = self.prompt(request, session)
         self.clock = max(self.clock + 1.0 if ts is None else ts, self.clock)
         namespace = cache_namespace(request)
+        rendered_at = None if ts is None else datetime.fromtimestamp(ts)
         if self.server_prompt is not None:  # the server's own prompt: its chat template and tokenizer
-            exact = token_array(self.server_prompt.tokens(request))
+            with fixed_clock(rendered_at):
+                exact = token_array(self.server_prompt.tokens(request))
             cached = self.model.serve(exact, output, namespace, now=self.clock) if exact else 0
             served = Served(segments, tokens, starts, cached, len(exact), exact)
         elif not tokens:  # an empty prompt is never served: servers reject it
@@ -185,7 +208,7 @@ class Replay:
             else:
                 cached = self.model.serve(tokens, (), namespace, now=self.clock, breakpoints=marks, blocks=blocks)
                 served = Served(segments, tokens, starts, cached)
-        self.last[session] = Previous(request, served)
+        self.last[session] = Previous(request, served, rendered_at=rendered_at)
         return served
 
     def prompt(

@@ -57,14 +57,13 @@ import contextlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Literal
 
 from agentcache.cache.options import CacheOptions
 from agentcache.errors import InputError, TokenizerError
 from agentcache.servers.caps import TemplateCaps, llama_cpp_caps
 from agentcache.servers.formats import sglang_content_format, vllm_content_format
-from agentcache.servers.template import ChatTemplate, FloatFormat
+from agentcache.servers.template import ChatTemplate, FloatFormat, now
 
 ToolShape = Callable[[Mapping[str, Any]], dict[str, Any]]
 Reshape = Callable[[list[dict[str, Any]], "ChatTemplate | None"], list[dict[str, Any]]]
@@ -556,7 +555,7 @@ def _llama_cpp_variables(template: ChatTemplate) -> dict[str, Any]:
     """``common_chat_extra_context``, the thinking switch and the reasoning history: llama-server enables thinking
     when the template renders it, passes today's date in two formats, and (its ``--reasoning-preserve`` default)
     asks every template to keep earlier turns' reasoning under each name templates use for it."""
-    now = datetime.now()
+    today = now()
     return {
         "preserve_reasoning": True,
         "preserve_thinking": True,
@@ -566,8 +565,8 @@ def _llama_cpp_variables(template: ChatTemplate) -> dict[str, Any]:
         "bos_token": template.special_tokens.get("bos_token", ""),
         "eos_token": template.special_tokens.get("eos_token", ""),
         "enable_thinking": llama_cpp_caps(template).thinking,
-        "datetime": now.strftime("%b %d %Y"),
-        "date_string": now.strftime("%d %b %Y"),
+        "datetime": today.strftime("%b %d %Y"),
+        "date_string": today.strftime("%d %b %Y"),
     }
 
 

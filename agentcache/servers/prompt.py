@@ -54,11 +54,7 @@ class ServerPrompt:
         return self._compiled[source]
 
     def text(self, request: Mapping[str, Any]) -> str:
-        rendered, shaping = self.templates(request)
-        messages, tools = self.profile.template_inputs(request, shaping)
-        extra = request.get("chat_template_kwargs")
-        extra = {k: v for k, v in extra.items() if k != "chat_template"} if isinstance(extra, dict) else {}
-        variables = {**self.profile.template_variables(rendered), **extra}
+        rendered, messages, tools, variables = self._inputs(request)
         undefined = self.profile.undefined_tools
         try:
             return rendered.render(messages, tools, add_generation_prompt=True, undefined_tools=undefined, **variables)
@@ -67,6 +63,28 @@ class ServerPrompt:
                 raise
         bare = [t.get("function", t) for t in tools]  # SGLang's second try, for Mistral's
         return rendered.render(messages, bare, add_generation_prompt=True, undefined_tools=undefined, **variables)
+
+    def text_lines(
+        self, request: Mapping[str, Any], add_generation_prompt: bool = True
+    ) -> tuple[str, list[tuple[int, int]]]:
+        """:meth:`text` and where each piece came from in the template (:meth:`ChatTemplate.render_lines`);
+        without ``add_generation_prompt``, the history alone, as the next turn would render it."""
+        rendered, messages, tools, variables = self._inputs(request)
+        undefined = self.profile.undefined_tools
+        return rendered.render_lines(
+            messages, tools, add_generation_prompt=add_generation_prompt, undefined_tools=undefined, **variables
+        )
+
+    def _inputs(
+        self, request: Mapping[str, Any]
+    ) -> tuple[ChatTemplate, list[dict[str, Any]], list[dict[str, Any]] | None, dict[str, Any]]:
+        """The template that renders ``request``, and the messages, tools and variables the server hands it."""
+        rendered, shaping = self.templates(request)
+        messages, tools = self.profile.template_inputs(request, shaping)
+        extra = request.get("chat_template_kwargs")
+        extra = {k: v for k, v in extra.items() if k != "chat_template"} if isinstance(extra, dict) else {}
+        variables = {**self.profile.template_variables(rendered), **extra}
+        return rendered, messages, tools, variables
 
     def tokens(self, request: Mapping[str, Any]) -> list[int]:
         return self.tokenizer.encode(self.text(request))
