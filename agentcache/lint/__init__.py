@@ -52,6 +52,6 @@ __all__ = [
 ]
 
 
-register_kind(FileKind("python", (".py",), python.RULES, python.check))
+register_kind(FileKind("python", (".py",), python.RULES, python.check, python.PythonSession))
 register_kind(FileKind("tool-schema", (".json",), tool_schema.RULES, tool_schema.check))
 register_kind(FileKind("trace", (".jsonl",), trace.RULES, trace.check))

@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from agentcache.errors import InputError
 
@@ -67,14 +68,31 @@ class Checked:
 
     findings: tuple[Finding, ...] = ()
     rewrite: bytes | None = None
+    note: str | None = None
+    """Why the file was not (fully) checked, when it was not: not a finding, since nothing is known to be wrong."""
 
 
 class NotThisKind(Exception):
     """Raised by a checker for a file whose suffix matched but whose content is not its kind (a ``.json`` file
-    holding no tools). A walked file is then skipped; a named one is a usage error."""
+    holding no tools). A walked file is then skipped; a named one is a usage error. With ``note``, the skip is
+    reported as a note (a ``.jsonl`` dataset that looks like chat data but is no trace)."""
+
+    def __init__(self, reason: str, note: bool = False) -> None:
+        super().__init__(reason)
+        self.note = note
 
 
 Checker = Callable[[SourceFile], Checked]
+
+
+class Session(Protocol):
+    """A checker for one lint run whose files inform each other (a Python module reads helpers in others)."""
+
+    def check(self, source: SourceFile) -> Checked:
+        """The verdict on one file, with what the files checked before it taught."""
+
+    def revisit(self) -> list[Path]:
+        """Files checked too early: what files checked after them taught may change their verdict."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +103,8 @@ class FileKind:
     suffixes: tuple[str, ...]
     rules: tuple[Rule, ...]
     check: Checker
+    session: Callable[[], Session] | None = None
+    """Makes the checker of one run, when files of this kind inform each other; ``check`` judges a file alone."""
 
 
 UNPARSABLE = Rule(
@@ -144,6 +164,8 @@ class LintResult:
     files: int = 0
     rewritten: tuple[str, ...] = ()
     """Paths ``--fix`` rewrote."""
+    notes: tuple[str, ...] = ()
+    """``path: why`` for each file skipped or not fully checked (a dataset, syntax newer than the parser)."""
 
 
 def lint_paths(paths: Iterable[str | os.PathLike[str]], fix: bool = False) -> LintResult:
@@ -153,22 +175,42 @@ def lint_paths(paths: Iterable[str | os.PathLike[str]], fix: bool = False) -> Li
     read, a named file of no registered kind, a named file its kind's checker does not recognize.
     """
     catalog = rules()
-    findings: list[Finding] = []
-    fixed: list[Finding] = []
-    rewrites: list[tuple[Path, str, bytes]] = []
-    files = 0
+    sessions: dict[str, Checker] = {}
+    revisits: list[Session] = []
+    verdicts: dict[Path, tuple[str, bool, Checked]] = {}
+
+    def checker(kind: FileKind) -> Checker:
+        if kind.session is None:
+            return kind.check
+        if kind.name not in sessions:
+            session = kind.session()
+            sessions[kind.name] = session.check
+            revisits.append(session)
+        return sessions[kind.name]
+
+    notes: list[str] = []
     for path, display, explicit in _targets(paths):
+        kind = _KINDS[path.suffix.lower()]
         try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise InputError(f"cannot read {display}: {exc.strerror}") from None
-        try:
-            checked = _KINDS[path.suffix.lower()].check(SourceFile(path, display, data, explicit))
+            verdict = checker(kind)(SourceFile(path, display, _read(path, display), explicit))
         except NotThisKind as exc:
             if explicit:
                 raise InputError(f"{display}: {exc}") from None
+            if exc.note:
+                notes.append(f"{display}: skipped: {exc}")
             continue
-        files += 1
+        verdicts[path] = (display, explicit, verdict)
+    for session in revisits:
+        for path in session.revisit():
+            display, explicit, _ = verdicts[path]
+            source = SourceFile(path, display, _read(path, display), explicit)
+            verdicts[path] = (display, explicit, session.check(source))
+    findings: list[Finding] = []
+    fixed: list[Finding] = []
+    rewrites: list[tuple[Path, str, bytes]] = []
+    for path, (display, _, checked) in verdicts.items():
+        if checked.note is not None:
+            notes.append(f"{display}: {checked.note}")
         if fix and checked.rewrite is not None:
             done = [finding for finding in checked.findings if catalog[finding.code].fixable]
             if done:
@@ -185,9 +227,17 @@ def lint_paths(paths: Iterable[str | os.PathLike[str]], fix: bool = False) -> Li
     return LintResult(
         tuple(sorted(findings, key=Finding.sort_key)),
         tuple(sorted(fixed, key=Finding.sort_key)),
-        files,
+        len(verdicts),
         tuple(display for _, display, _ in rewrites),
+        tuple(sorted(notes)),
     )
+
+
+def _read(path: Path, display: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {display}: {exc.strerror}") from None
 
 
 def _targets(paths: Iterable[str | os.PathLike[str]]) -> Iterator[tuple[Path, str, bool]]:

@@ -73,6 +73,8 @@ def to_text(result: LintResult, paint: Paint = _plain, width: int | None = None)
         where, code = _where(finding), finding.code
         add(f"{where}: {code} ", f"{paint(where, 'bold')}: {paint(code, 'red')} ", finding.message, 4)
         add("  help: ", f"  {paint('help:', 'cyan')} ", finding.hint, 8)
+    for note in result.notes:
+        add("note: ", f"{paint('note:', 'cyan')} ", note, 4)
     files = count(result.files, "file")
     if result.fixed:
         total = len(result.fixed) + len(result.findings)
@@ -97,6 +99,7 @@ def to_json(result: LintResult) -> dict[str, Any]:
         "version": JSON_SCHEMA_VERSION,
         "findings": [_finding_json(finding, catalog[finding.code]) for finding in result.findings],
         "fixed": [_finding_json(finding, catalog[finding.code]) for finding in result.fixed],
+        "notes": list(result.notes),
         "summary": {
             "files": result.files,
             "findings": len(result.findings),
@@ -182,4 +185,3 @@ def _uri(path: str) -> str:
 
 def _where(finding: Finding) -> str:
     return f"{finding.path}:{finding.line}:{finding.column}"
-

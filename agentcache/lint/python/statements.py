@@ -10,10 +10,10 @@ from collections.abc import Callable, Sequence
 from functools import reduce
 from typing import Any, ClassVar
 
-from agentcache.lint.python.sinks import Sinks, tool_names
-from agentcache.lint.python.syntax import Function, dotted, unpacked
+from agentcache.lint.python.sinks import Sinks
+from agentcache.lint.python.syntax import Function, dotted, last_name, unpacked
 from agentcache.lint.python.values import CLEAN, Scope, Value, combine, concat, element, join
-from agentcache.lint.python.vocabulary import SET_OPERATORS
+from agentcache.lint.python.vocabulary import SET_OPERATORS, Vocabulary
 
 #: Calls into the module's own functions are followed this deep.
 MAX_CALL_DEPTH = 4
@@ -29,10 +29,11 @@ StatementHandler = Callable[["Statements", Any, Scope, list[Value]], None]
 class Statements(ABC):
     """One module: run the module body, then every function on its own; the sinks collect what reaches them."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, words: Vocabulary) -> None:
         self.tree = tree
+        self.words = words
         self.nodes = list(ast.walk(tree))
-        self.sinks = Sinks(tool_names(self.nodes))
+        self.sinks = Sinks(words)
         self.globals = Scope()
         self.stack: list[Function] = []
         self.memo: dict[tuple[int, tuple[tuple[str, Value], ...]], Value] = {}
@@ -183,7 +184,7 @@ class Statements(ABC):
             key = dotted(target)
             if key:
                 scope.vars[key] = value
-            self.sinks.named_sink(target.attr, source, value)
+            self.sinks.named_sink(target.attr, source, value, last_name(target.value))
         elif isinstance(target, ast.Subscript):
             key = dotted(target.value)
             if key:
