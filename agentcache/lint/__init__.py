@@ -14,6 +14,7 @@ A new family registers a :class:`FileKind` (suffixes, rules, a checker ``SourceF
 from __future__ import annotations
 
 from agentcache.lint import python, tool_schema, trace
+from agentcache.lint.config import Config, load
 from agentcache.lint.core import (
     SKIP_DIRS,
     UNPARSABLE,
@@ -38,6 +39,7 @@ __all__ = [
     "UNPARSABLE",
     "Checked",
     "Checker",
+    "Config",
     "FileKind",
     "Finding",
     "LintResult",
@@ -46,6 +48,7 @@ __all__ = [
     "SourceFile",
     "kinds",
     "lint_paths",
+    "load",
     "register_kind",
     "render",
     "rules",

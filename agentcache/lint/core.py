@@ -9,12 +9,13 @@ error never leaves half the files rewritten.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from agentcache.errors import InputError
+from agentcache.lint.config import Config
 
 
 @dataclass(frozen=True)
@@ -103,8 +104,9 @@ class FileKind:
     suffixes: tuple[str, ...]
     rules: tuple[Rule, ...]
     check: Checker
-    session: Callable[[], Session] | None = None
-    """Makes the checker of one run, when files of this kind inform each other; ``check`` judges a file alone."""
+    session: Callable[[Mapping[str, Any]], Session] | None = None
+    """Makes the checker of one run from the settings of ``[tool.agentcache.lint]``, when files of this kind inform
+    each other or read settings; ``check`` judges a file alone, with the defaults."""
 
 
 UNPARSABLE = Rule(
@@ -168,13 +170,15 @@ class LintResult:
     """``path: why`` for each file skipped or not fully checked (a dataset, syntax newer than the parser)."""
 
 
-def lint_paths(paths: Iterable[str | os.PathLike[str]], fix: bool = False) -> LintResult:
+def lint_paths(paths: Iterable[str | os.PathLike[str]], fix: bool = False, config: Config | None = None) -> LintResult:
     """Lint files and directories (walked, skipping :data:`SKIP_DIRS`); with ``fix``, rewrite what can be fixed.
+    ``config`` selects the rules reported per file and holds the kinds' settings (default: every rule, defaults).
 
     Raises :class:`~agentcache.errors.InputError` for a usage error: a path that does not exist or cannot be
     read, a named file of no registered kind, a named file its kind's checker does not recognize.
     """
     catalog = rules()
+    config = config or Config()
     sessions: dict[str, Checker] = {}
     revisits: list[Session] = []
     verdicts: dict[Path, tuple[str, bool, Checked]] = {}
@@ -183,7 +187,7 @@ def lint_paths(paths: Iterable[str | os.PathLike[str]], fix: bool = False) -> Li
         if kind.session is None:
             return kind.check
         if kind.name not in sessions:
-            session = kind.session()
+            session = kind.session(config.settings)
             sessions[kind.name] = session.check
             revisits.append(session)
         return sessions[kind.name]
@@ -208,9 +212,10 @@ def lint_paths(paths: Iterable[str | os.PathLike[str]], fix: bool = False) -> Li
     findings: list[Finding] = []
     fixed: list[Finding] = []
     rewrites: list[tuple[Path, str, bytes]] = []
-    for path, (display, _, checked) in verdicts.items():
-        if checked.note is not None:
-            notes.append(f"{display}: {checked.note}")
+    for path, (display, _, verdict) in verdicts.items():
+        if verdict.note is not None:
+            notes.append(f"{display}: {verdict.note}")
+        checked = Checked(tuple(f for f in verdict.findings if config.enabled(f.code, f.path)), verdict.rewrite)
         if fix and checked.rewrite is not None:
             done = [finding for finding in checked.findings if catalog[finding.code].fixable]
             if done:

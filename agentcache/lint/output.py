@@ -89,6 +89,19 @@ def to_text(result: LintResult, paint: Paint = _plain, width: int | None = None)
     return "\n".join(lines) + "\n"
 
 
+def statistics(result: LintResult) -> str:
+    """``--statistics``: one line per rule with findings, most frequent first, as ruff prints them."""
+    catalog = rules()
+    counted: dict[str, int] = {}
+    for finding in result.findings:
+        counted[finding.code] = counted.get(finding.code, 0) + 1
+    ranked = sorted(counted.items(), key=lambda item: (-item[1], item[0]))
+    width = max((len(str(number)) for number in counted.values()), default=1)
+    lines = [f"{number:>{width}}\t{code}\t{catalog[code].name}" for code, number in ranked]
+    lines.append(f"Found {count(len(result.findings), 'finding')} in {count(result.files, 'file')}.")
+    return "\n".join(lines) + "\n"
+
+
 def to_json(result: LintResult) -> dict[str, Any]:
     """The ``--format json`` document (docs/lint.md describes each field)."""
     catalog = rules()

@@ -58,10 +58,14 @@ class Interpreter(Statements):
         words: Vocabulary = VOCABULARY,
         package: str = "",
         learned: Mapping[str, str] | None = None,
+        scope: Scope | None = None,
     ) -> None:
         """``package`` resolves relative imports; ``learned`` holds what other modules export
-        (:class:`~agentcache.lint.python.project.Project`): ``mod.f()`` for a helper, ``mod.NAME`` for a constant."""
+        (:class:`~agentcache.lint.python.project.Project`): ``mod.f()`` for a helper, ``mod.NAME`` for a constant.
+        ``scope``: the module-level names an earlier part of the same module bound."""
         super().__init__(tree, words)
+        if scope is not None:
+            self.globals = scope
         self.imports = imports(self.nodes, package)
         self.functions, self.methods = definitions(self.nodes)
         self.learned = learned or {}
@@ -223,11 +227,12 @@ class Interpreter(Statements):
         # What an unknown call returns depends on its receiver and positional arguments. Keyword arguments count
         # where they fill a text (``template.format(date=...)``) or a constructor's fields, but for the ids and
         # times a record keeps (``run_id=``, ``timestamp=``): an id passed to a method configures the call.
-        if callee[:1].isupper() and self.words.is_record(callee):
+        made = callee if callee[:1].isupper() else _class_of(func)  # Tool(...), Tool.from_function(...)
+        if made and self.words.is_record(made):
             return CLEAN  # a record's ids and times are its bookkeeping (see Vocabulary.record_words)
         if callee in TEXT_METHODS or callee in ("dict", "partial"):
             filled = list(kwargs.values())
-        elif callee[:1].isupper():
+        elif made:
             filled = [value for key, value in kwargs.items() if not self.words.is_bookkeeping(key)]
         else:
             filled = []
@@ -348,6 +353,15 @@ def builtin(name: str, node: ast.Call, args: list[Value]) -> Value | None:
         if name in ("str", "repr") and len(args) == 1 and args[0].unordered is None:
             return args[0]
         return combine(*items)
+    return None
+
+
+def _class_of(func: ast.expr) -> str | None:
+    """The class a call makes an object of through a factory method (``StructuredTool.from_function``)."""
+    if isinstance(func, ast.Attribute):
+        owner = last_name(func.value)
+        if owner is not None and owner[:1].isupper() and not owner.isupper():
+            return owner
     return None
 
 

@@ -61,8 +61,8 @@ class Sinks:
 
     def named_sink(self, name: str, node: ast.expr | None, value: Value, owner: str | None = None) -> None:
         """A binding whose name says system prompt or tools is a sink of its own (but the tools of a record,
-        ``run.tools``, are the calls it made). A set bound there is not yet an order: it becomes one where it is iterated (a set
-        kept for membership tests never is)."""
+        ``run.tools``, are the calls it made). A set bound there is not yet an order: it becomes one where it is
+        iterated (a set kept for membership tests never is)."""
         if node is None:
             return
         lowered = name.lower()

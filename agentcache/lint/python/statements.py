@@ -11,7 +11,7 @@ from functools import reduce
 from typing import Any, ClassVar
 
 from agentcache.lint.python.sinks import Sinks
-from agentcache.lint.python.syntax import Function, dotted, last_name, unpacked
+from agentcache.lint.python.syntax import Function, dotted, last_name, statements, unpacked
 from agentcache.lint.python.values import CLEAN, Scope, Value, combine, concat, element, join
 from agentcache.lint.python.vocabulary import SET_OPERATORS, Vocabulary
 
@@ -32,7 +32,7 @@ class Statements(ABC):
     def __init__(self, tree: ast.Module, words: Vocabulary) -> None:
         self.tree = tree
         self.words = words
-        self.nodes = list(ast.walk(tree))
+        self.nodes = statements(tree)
         self.sinks = Sinks(words)
         self.globals = Scope()
         self.stack: list[Function] = []

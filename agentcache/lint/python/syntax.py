@@ -51,7 +51,26 @@ def unpacked(target: ast.Tuple | ast.List, source: ast.expr | None) -> list[tupl
     return [(element, None) for element in target.elts]
 
 
-def imports(nodes: list[ast.AST], package: str = "") -> dict[str, str]:
+def statements(tree: ast.Module) -> list[ast.stmt]:
+    """Every statement of the module, nested ones too, without descending into expressions: imports and
+    definitions are statements, and a walk of every node costs a third of the analysis."""
+    found: list[ast.stmt] = []
+    pending: list[list[ast.stmt]] = [tree.body]
+    while pending:
+        for statement in pending.pop():
+            found.append(statement)
+            for name in ("body", "orelse", "finalbody"):
+                block = getattr(statement, name, None)
+                if isinstance(block, list):
+                    pending.append(block)
+            for handler in getattr(statement, "handlers", ()):
+                pending.append(handler.body)
+            for case in getattr(statement, "cases", ()):
+                pending.append(case.body)
+    return found
+
+
+def imports(nodes: list[ast.stmt], package: str = "") -> dict[str, str]:
     """Local name -> imported dotted name, for every import in the module; relative imports are resolved against
     ``package`` (the importing module's package), and left out when it is not known."""
     names: dict[str, str] = {}
@@ -71,7 +90,7 @@ def imports(nodes: list[ast.AST], package: str = "") -> dict[str, str]:
     return names
 
 
-def definitions(nodes: list[ast.AST]) -> tuple[dict[str, Function], dict[str, Function]]:
+def definitions(nodes: list[ast.stmt]) -> tuple[dict[str, Function], dict[str, Function]]:
     """Functions and methods defined once in the module, by name (a name defined twice is not followed)."""
     functions: dict[str, list[Function]] = {}
     methods: dict[str, list[Function]] = {}
