@@ -159,6 +159,17 @@ POSITIVE = {
             handoff = FunctionTool(name=f"handoff_{uuid.uuid4().hex[:6]}", description="Hand off")
             return Agent(tools=[search, handoff])  # expect: AC102 AC103
     """,
+    "attribute_set_in_init": """
+        import uuid
+
+        class Assistant:
+            def __init__(self, name):
+                self.name = name
+                self.session = uuid.uuid4().hex
+
+            def system(self):
+                return {"role": "system", "content": f"You are {self.name}, session {self.session}."}  # expect: AC101
+    """,
     "template_filled_with_a_date_helper": """
         from datetime import date
         from string import Template

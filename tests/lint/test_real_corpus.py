@@ -12,7 +12,7 @@ from pathlib import Path
 from agentcache.lint import lint_paths
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-import lint_real  # noqa: E402  # the benchmark owns the corpus, the labels and the scoring
+import lint_real  # the benchmark owns the corpus, the labels and the scoring
 
 
 def test_precision_and_recall_on_the_labelled_corpus() -> None:

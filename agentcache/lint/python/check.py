@@ -144,9 +144,9 @@ def _vocabulary(settings: Mapping[str, Any]) -> dict[str, list[str]]:
 
 
 def _relevant(words: Vocabulary) -> re.Pattern[bytes]:
-    """Bytes a module must hold to matter: a sink's name, or a call that reads the clock, draws or makes an id
-    (the prefilter that spares most modules of a framework a parse)."""
-    names = {
+    """Bytes a module must hold to matter: a sink's name, or a word that calls the clock, draws or makes an id
+    (the prefilter that spares many modules of a framework a parse)."""
+    sinks = {
         *words.system_keywords,
         *words.tools_keywords,
         *words.system_messages,
@@ -154,16 +154,19 @@ def _relevant(words: Vocabulary) -> re.Pattern[bytes]:
         *words.agent_factories,
         *words.system_names,
         *words.system_roles,
-        *(name.rsplit(".", 1)[-1] for name in (*words.clock_calls, *words.id_calls)),
-        *CLOCK_UNLESS_GIVEN,
         "system",
-        "prompt",
         "tools",
+        "prompt",
+    }
+    calls = {
+        *(name.rsplit(".", 1)[-1] for name in (*words.clock_calls, *words.id_calls, *CLOCK_UNLESS_GIVEN)),
         "random",
         "secrets",
         "urandom",
     }
-    return re.compile("|".join(sorted(re.escape(name.rsplit(".", 1)[-1]) for name in names)).encode())
+    sink = "|".join(sorted(re.escape(name.rsplit(".", 1)[-1]) for name in sinks))
+    call = "|".join(sorted(re.escape(name) for name in calls))
+    return re.compile(rf"{sink}|\b(?:{call})\b".encode())
 
 
 def newer_syntax(data: bytes) -> bool:
