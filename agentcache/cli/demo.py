@@ -160,15 +160,8 @@ def _live(args: argparse.Namespace, started: float) -> int:
     print("sent raw and then canonicalized. 'server' is what the engine REPORTED; 'predicted' is the client-side")
     print(f"model of its cache, with {how}.\n")
     rows = [
-        [
-            raw.turn,
-            raw.reported_prompt_tokens,
-            raw.reported_cached,
-            raw.predicted_cached,
-            canon.reported_cached,
-            canon.predicted_cached,
-            raw.cause,
-        ]
+        [raw.turn, raw.reported_prompt_tokens, raw.reported_cached, raw.predicted_cached, canon.reported_cached,
+         canon.predicted_cached, raw.cause]
         for raw, canon in zip(result.raw, result.canonical, strict=True)
     ]
     header = ["turn", "prompt", "raw\nserver", "raw\npredicted", "canon\nserver", "canon\npredicted", "why raw\nmissed"]
