@@ -9,6 +9,7 @@ import itertools
 import re
 import sys
 import tokenize
+import warnings
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -101,7 +102,9 @@ def _trees(text: str, display: str) -> Iterator[ast.Module]:
             first = start
         pending += part
         try:
-            tree = ast.parse(pending, filename=display)
+            with warnings.catch_warnings():  # invalid escapes in the linted code are its business, not ours to print
+                warnings.simplefilter("ignore")
+                tree = ast.parse(pending, filename=display)
         except SyntaxError as exc:
             if index + 1 < len(parts):
                 continue
