@@ -15,6 +15,7 @@ A new family registers a :class:`FileKind` (suffixes, rules, a checker ``SourceF
 from __future__ import annotations
 
 from agentcache.lint import python, python_breakpoints, tool_schema, trace
+from agentcache.lint.config import Config, load
 from agentcache.lint.core import (
     SKIP_DIRS,
     UNPARSABLE,
@@ -39,6 +40,7 @@ __all__ = [
     "UNPARSABLE",
     "Checked",
     "Checker",
+    "Config",
     "FileKind",
     "Finding",
     "LintResult",
@@ -47,6 +49,7 @@ __all__ = [
     "SourceFile",
     "kinds",
     "lint_paths",
+    "load",
     "register_kind",
     "render",
     "rules",
@@ -59,6 +62,7 @@ register_kind(
         (".py",),
         (*python.RULES, *python_breakpoints.RULES),
         lambda source: python_breakpoints.check(source, python.check(source)),
+        lambda settings: python_breakpoints.WithBreakpoints(python.PythonSession(settings)),
     )
 )
 register_kind(FileKind("tool-schema", (".json",), tool_schema.RULES, tool_schema.check))

@@ -89,6 +89,8 @@ def to_text(result: LintResult, paint: Paint = _plain, width: int | None = None)
         where, code = _where(finding), finding.code
         add(f"{where}: {code} ", f"{paint(where, 'bold')}: {paint(code, 'red')} ", finding.message, 4)
         add("  help: ", f"  {paint('help:', 'cyan')} ", finding.hint, 8)
+    for note in result.notes:
+        add("note: ", f"{paint('note:', 'cyan')} ", note, 4)
     files = count(result.files, "file")
     if result.fixed:
         total = len(result.fixed) + len(result.findings)
@@ -103,6 +105,19 @@ def to_text(result: LintResult, paint: Paint = _plain, width: int | None = None)
     return "\n".join(lines) + "\n"
 
 
+def statistics(result: LintResult, tool: Tool = LINT) -> str:
+    """``--statistics``: one line per rule with findings, most frequent first, as ruff prints them."""
+    catalog = tool.rules()
+    counted: dict[str, int] = {}
+    for finding in result.findings:
+        counted[finding.code] = counted.get(finding.code, 0) + 1
+    ranked = sorted(counted.items(), key=lambda item: (-item[1], item[0]))
+    width = max((len(str(number)) for number in counted.values()), default=1)
+    lines = [f"{number:>{width}}\t{code}\t{catalog[code].name}" for code, number in ranked]
+    lines.append(f"Found {count(len(result.findings), 'finding')} in {count(result.files, 'file')}.")
+    return "\n".join(lines) + "\n"
+
+
 def to_json(result: LintResult, tool: Tool = LINT) -> dict[str, Any]:
     """The ``--format json`` document (docs/lint.md describes each field)."""
     catalog = tool.rules()
@@ -113,6 +128,7 @@ def to_json(result: LintResult, tool: Tool = LINT) -> dict[str, Any]:
         "version": JSON_SCHEMA_VERSION,
         "findings": [_finding_json(finding, catalog[finding.code]) for finding in result.findings],
         "fixed": [_finding_json(finding, catalog[finding.code]) for finding in result.fixed],
+        "notes": list(result.notes),
         "summary": {
             "files": result.files,
             "findings": len(result.findings),
@@ -198,4 +214,3 @@ def _uri(path: str) -> str:
 
 def _where(finding: Finding) -> str:
     return f"{finding.path}:{finding.line}:{finding.column}"
-

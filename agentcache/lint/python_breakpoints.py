@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
 
 from agentcache.cache.rules import MAX_BREAKPOINTS
-from agentcache.lint.core import Checked, Finding, Rule, SourceFile
+from agentcache.lint.core import Checked, Finding, Rule, Session, SourceFile
 from agentcache.lint.python.syntax import dotted
 from agentcache.lint.python.vocabulary import CLOCK_CALLS, ID_CALLS
 from agentcache.predict.prompt import MARKERS
@@ -55,7 +57,20 @@ def check(source: SourceFile, checked: Checked) -> Checked:
         Finding(source.display, node.lineno, node.col_offset + 1, rule.code, message, rule.hint)
         for node, rule, message in _findings(tree)
     ]
-    return Checked((*checked.findings, *found), checked.rewrite)
+    return replace(checked, findings=(*checked.findings, *found))
+
+
+class WithBreakpoints:
+    """A lint run's Python session whose verdicts carry the breakpoint findings too."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def check(self, source: SourceFile) -> Checked:
+        return check(source, self.session.check(source))
+
+    def revisit(self) -> list[Path]:
+        return self.session.revisit()
 
 
 def _findings(tree: ast.AST) -> Iterator[tuple[Node, Rule, str]]:
