@@ -17,7 +17,7 @@ from agentcache import cli
 from agentcache.lint.template import BY_CAUSE, REFUSES
 from agentcache.predict import causes
 from tests.conftest import EngineInfo, engine_script
-from tests.servers.test_real_templates import TEMPLATES, templates
+from tests.servers.realtemplates import TEMPLATES, templates
 
 DRIFT_CODES = {rule.code for rule in BY_CAUSE.values()}
 EXPECTED = {
