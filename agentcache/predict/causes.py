@@ -33,7 +33,7 @@ HISTORY_REWRITTEN = "history_rewritten"
 PARAMS_CHANGED = "params_changed"
 BELOW_MINIMUM = "below_minimum"
 EVICTED = "evicted"
-# Template-made drift (agentcache.servers.drift): the model's chat template, not the agent, broke the prefix.
+# Template-made drift (agentcache.predict.template_drift): the model's chat template, not the agent, broke the prefix.
 TEMPLATE_MOVES_TOOLS = "template_moves_tools"
 TEMPLATE_MOVES_SYSTEM = "template_moves_system"
 TEMPLATE_DROPS_REASONING = "template_drops_reasoning"

@@ -25,7 +25,7 @@ from agentcache.predict.diagnosis import Diagnosis, Previous, diagnose
 from agentcache.predict.diff import Divergence
 from agentcache.predict.prompt import PromptTokenizer, Renderer, Segment
 from agentcache.predict.served import Served
-from agentcache.servers.drift import template_drift
+from agentcache.predict.template_drift import template_drift
 from agentcache.servers.prompt import ServerPrompt
 from agentcache.servers.template import fixed_clock
 
@@ -157,7 +157,7 @@ class Replay:
         self, previous: Previous, request: dict[str, Any], served: Served, at: datetime | None
     ) -> Diagnosis | None:
         """The diagnosis of a turn that extends the previous request but whose prompt, rendered by the server's
-        template, does not extend the previous prompt: the template rewrote the history (:mod:`.servers.drift`)."""
+        template, does not extend the previous prompt: the template rewrote the history (:mod:`.template_drift`)."""
         before, after = previous.served.exact, served.exact
         if self.server_prompt is None or before is None or after is None:
             return None

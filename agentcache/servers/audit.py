@@ -23,7 +23,7 @@ from typing import Any
 from agentcache.cache.blockhash import token_array
 from agentcache.errors import TokenizerError
 from agentcache.predict import causes
-from agentcache.servers.drift import TemplateDrift, renders_reasoning, template_drift
+from agentcache.predict.template_drift import TemplateDrift, renders_reasoning, template_drift
 from agentcache.servers.prompt import ServerPrompt
 from agentcache.servers.template import fixed_clock
 

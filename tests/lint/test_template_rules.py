@@ -11,7 +11,7 @@ import pytest
 from agentcache import cli
 from agentcache.lint.template import BY_CAUSE
 from agentcache.predict import causes
-from tests.servers.test_template_drift import MOVES_TOOLS, conversation
+from tests.predict.test_template_drift import MOVES_TOOLS, conversation
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from agentcache.cache.options import CacheOptions
 from agentcache.predict import causes
 from agentcache.predict.prompt import PromptTokenizer
 from agentcache.predict.replay import Replay
+from agentcache.predict.template_drift import renders_reasoning, template_drift
 from agentcache.servers import ChatTemplate, ServerPrompt
-from agentcache.servers.drift import renders_reasoning, template_drift
 from agentcache.servers.template import fixed_clock
 from agentcache.tokens import get_tokenizer
 
