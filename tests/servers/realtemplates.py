@@ -13,9 +13,13 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import shutil
+import signal
+import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +27,7 @@ import httpx
 
 from agentcache.canon import CanonicalPolicy
 from agentcache.httpx import CacheAwareTransport
-from agentcache.servers import ServerPrompt
+from agentcache.servers import ChatTemplate, ServerPrompt, get_profile
 from agentcache.tokens import Tokenizer, get_tokenizer
 from agentcache.tokens.hf import load_tokenizer_json
 from agentcache.transport.ledger import Turn
@@ -285,23 +289,29 @@ class Wire(httpx.HTTPTransport):
         return super().handle_request(request)
 
 
+Shapes = Callable[[str], list[Session]]
+"""The sessions to run for a template, from its source."""
+
+
 def run_sessions(
     url: str,
     prompt: ServerPrompt,
     empty_cache: Callable[[], None],
     extra: dict[str, Any] | None = None,
+    shapes: Shapes = sessions,
     **options: Any,
 ) -> list[Outcome]:
-    """Every session through a cache-aware transport of its own (``options`` for it beside the prompt), from an
-    empty server cache; ``extra`` goes into every request (a chat template of the request's own)."""
+    """Every session of ``shapes`` through a cache-aware transport of its own (``options`` for it beside the
+    prompt, the session's policy unless given), from an empty server cache; ``extra`` goes into every request (a
+    chat template of the request's own)."""
     outcomes = []
     encoder = get_tokenizer("o200k_base")
-    for session in sessions(prompt.template.source if extra is None else template_source(extra)):
+    for session in shapes(prompt.template.source if extra is None else template_source(extra)):
         empty_cache()
         wire = Wire()
         transport = CacheAwareTransport(
-            wire, server=prompt.profile.name, prompt=prompt, tokenizer=encoder, policy=session.policy,
-            telemetry=False, **options,
+            wire, server=prompt.profile.name, prompt=prompt, tokenizer=encoder, telemetry=False,
+            **{"policy": session.policy, **options},
         )
         fixed = {"model": engine_script.SERVED_NAME, "max_tokens": 1, "temperature": 0, **(extra or {})}
         originals = [{**fixed, **request} for request in session.requests]
@@ -325,6 +335,27 @@ def template_source(extra: dict[str, Any]) -> str:
     return source
 
 
+MATRIX = [
+    "Qwen-Qwen3-0.6B",
+    "Qwen-Qwen2.5-7B-Instruct",
+    "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B",
+    "deepseek-ai-DeepSeek-V3.1",
+    "NousResearch-Hermes-3-Llama-3.1-8B-tool_use",
+    "ibm-granite-granite-4.0",
+    "meta-llama-Llama-3.1-8B-Instruct",
+    "meta-llama-Llama-3.2-3B-Instruct",
+    "mistralai-Mistral-Nemo-Instruct-2407",
+    "Mistral-Small-3.2-24B-Instruct-2506",
+]
+"""Templates of the families the issue names; each engine runs all of them. Granite-4.0 and Mistral-Small-3.2 loop
+over a message's parts (``openai``), so vLLM shapes parts for them; SGLang shapes by the test model's template."""
+
+
+def carried(engine: str, source: str) -> dict[str, Any]:
+    """The request fields that carry ``source`` as the request's own chat template on ``engine``."""
+    return {"chat_template": source} if engine == "vllm" else {"chat_template_kwargs": {"chat_template": source}}
+
+
 def templates() -> list[Path]:
     return sorted(TEMPLATES.glob("*.jinja")) if TEMPLATES.is_dir() else []
 
@@ -343,3 +374,79 @@ def chosen(names: list[str] | None = None) -> list[Path]:
 
 def problems(template: Path, outcomes: list[Outcome]) -> list[str]:
     return [f"{template.stem} {o.session} turn {o.turn.turn}: {o.problem}" for o in outcomes if o.problem]
+
+
+# -- llama-server, one server per template ------------------------------------------------------------------
+
+START_TIMEOUT = 60.0
+
+
+@dataclass
+class Server:
+    url: str
+    process: subprocess.Popen[bytes] | None
+    refused: str | None
+
+
+def start_server(template: Path, log: Path) -> Server:
+    """A llama-server of the test model on ``template``; ``refused`` holds its log's tail when it will not start."""
+    port = engine_script.free_port()
+    command, _ = engine_script.launch_llama_server(port)
+    command += ["--chat-template-file", str(template), "--no-warmup"]
+    with log.open("w") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + START_TIMEOUT
+    while not engine_script.healthy(url + "/health"):
+        if process.poll() is not None or time.monotonic() > deadline:
+            stop_server(process)
+            tail = [line for line in log.read_text(errors="replace").splitlines() if "error" in line.lower()]
+            return Server(url, None, " | ".join(tail[-3:]) or "exited")
+        time.sleep(0.2)
+    return Server(url, process, None)
+
+
+def stop_server(process: subprocess.Popen[bytes] | None) -> None:
+    if process is not None and process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=30)
+
+
+def model_folder(template: Path, into: Path, url: str) -> Path:
+    """The test model's tokenizer with ``template`` as its chat template. The test model's GGUF declares no BOS
+    token, so llama.cpp falls back to its BPE default (id 11, ","), which templates render as ``bos_token``;
+    the folder says the same, as a real model's GGUF and tokenizer_config agree."""
+    into.mkdir()
+    (into / "tokenizer.json").symlink_to(engine_script.MODEL_DIR / "tokenizer.json")
+    config = json.loads((engine_script.MODEL_DIR / "tokenizer_config.json").read_text())
+    config["chat_template"] = template.read_text()
+    config["bos_token"] = httpx.get(f"{url}/props", timeout=30).json()["bos_token"]
+    (into / "tokenizer_config.json").write_text(json.dumps(config))
+    return into
+
+
+def erase_slots(url: str) -> None:
+    with httpx.Client(base_url=url, timeout=60) as http:
+        for slot in http.get("/slots").json():
+            http.post(f"/slots/{slot['id']}", params={"action": "erase"}).raise_for_status()
+
+
+def server_prompt(model_dir: Path) -> ServerPrompt:
+    """What ``model_dir=`` makes of the folder, with the tokenizer already loaded."""
+    profile = get_profile("llama.cpp")
+    return ServerPrompt(profile, ChatTemplate.from_pretrained(model_dir, profile.float_format), tokenizer())
+
+
+def run_template(
+    template: Path, workdir: Path, shapes: Shapes = sessions, **options: Any
+) -> tuple[str | None, list[Outcome]]:
+    """``(why llama-server refused the template, None if it did not; the outcome of every turn)``."""
+    server = start_server(template, workdir / "llama-server.log")
+    try:
+        if server.refused is not None:
+            return server.refused, []
+        prompt = server_prompt(model_folder(template, workdir / "model", server.url))
+        return None, run_sessions(server.url, prompt, partial(erase_slots, server.url), None, shapes, **options)
+    finally:
+        stop_server(server.process)
+        shutil.rmtree(engine_script.RUN / f"llama-server-{server.url.rsplit(':', 1)[1]}-slots", ignore_errors=True)

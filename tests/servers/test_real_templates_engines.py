@@ -16,34 +16,13 @@ templates (28-188 s each, about 40 s typical), vLLM 197 s (14-24 s each); Mistra
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import pytest
 
 from agentcache.cache.options import CacheOptions
 from agentcache.servers import ChatTemplate, ServerPrompt, get_profile
 from tests.conftest import EngineInfo, engine_script
-from tests.servers.realtemplates import TEMPLATES, chosen, problems, run_sessions, tokenizer
-
-MATRIX = [
-    "Qwen-Qwen3-0.6B",
-    "Qwen-Qwen2.5-7B-Instruct",
-    "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B",
-    "deepseek-ai-DeepSeek-V3.1",
-    "NousResearch-Hermes-3-Llama-3.1-8B-tool_use",
-    "ibm-granite-granite-4.0",
-    "meta-llama-Llama-3.1-8B-Instruct",
-    "meta-llama-Llama-3.2-3B-Instruct",
-    "mistralai-Mistral-Nemo-Instruct-2407",
-    "Mistral-Small-3.2-24B-Instruct-2506",
-]
-"""Templates of the families the issue names; each engine runs all of them. Granite-4.0 and Mistral-Small-3.2 loop
-over a message's parts (``openai``), so vLLM shapes parts for them; SGLang shapes by the test model's template."""
-
-
-def carried(engine: str, source: str) -> dict[str, Any]:
-    """The request fields that carry ``source`` as the request's own chat template on ``engine``."""
-    return {"chat_template": source} if engine == "vllm" else {"chat_template_kwargs": {"chat_template": source}}
+from tests.servers.realtemplates import MATRIX, TEMPLATES, carried, chosen, problems, run_sessions, tokenizer
 
 
 @pytest.mark.parametrize("fixture", ["sglang", "vllm"])

@@ -1,0 +1,230 @@
+"""Real models' chat templates on real engines: exact turns, and the hit ratio as ideal, raw and canonicalized.
+
+Run: ``python bench/templates.py [--engines llama-server,sglang,vllm] [--templates GLOB] [--all]``. By default the
+ten templates of the engines' test matrix (Qwen3, Qwen2.5, DeepSeek-R1-Distill, DeepSeek-V3.1, Hermes-3,
+Granite-4.0, Llama-3.1/3.2, two Mistrals) on each engine; ``--all`` takes every template llama.cpp ships on
+llama-server (SGLang and vLLM keep the matrix). Targets (issue 13): every turn the server accepts is predicted
+exactly; canonicalized keeps >= 99% of the ideal hit ratio wherever the template itself does not break the prefix.
+Exits 1 when a target is missed.
+
+The sessions are the real-template matrix's tool-calling shapes (:mod:`tests.servers.realtemplates`), each sent
+three ways, from an empty server cache each time:
+
+- ideal: a clock line in the system prompt, frozen, and the tools as first sent: nothing the agent does breaks the
+  prefix, so what is lost is lost to the template (and to the first turn);
+- raw: the same sessions with the drift agents really make: the clock moves every turn, the tools come in another
+  order every turn, and every other turn with their keys in reverse order (a dict rebuilt from a set);
+- canonicalized: raw through ``CacheAwareTransport`` with ``CanonicalPolicy(relocate_volatile=True)``.
+
+A template "breaks the prefix" when agentcache names a template-made cause (``template_*``) on a turn of the
+ideal run; the 99% target does not apply to it. The hit ratio is the server's own: reported cached tokens over
+reported prompt tokens, on the turns the server accepted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests' real-template sessions
+sys.path.insert(0, str(Path(__file__).parent))
+import sglang_engine
+
+from agentcache.cache.options import CacheOptions
+from agentcache.canon import CanonicalPolicy
+from agentcache.predict.causes import TEMPLATE_CAUSES
+from agentcache.servers import ChatTemplate, ServerPrompt, get_profile
+from agentcache.totals import ratio
+from tests.conftest import EngineInfo, engine_script
+from tests.servers.realtemplates import (
+    MATRIX,
+    Outcome,
+    Session,
+    carried,
+    run_sessions,
+    run_template,
+    sessions,
+    templates,
+    tokenizer,
+)
+
+SHAPES = ("sequential_tools", "parallel_tools", "reasoning_field", "systems_parts_unicode", "long_history")
+"""The matrix's shapes with tools or a system prompt, where agents drift."""
+CANONICAL = CanonicalPolicy(relocate_volatile=True)
+TARGET = 0.99
+
+
+def drifted(session: Session, frozen: bool) -> Session:
+    """``session`` with a clock line at the end of its system prompt (a system message of its own when it has
+    none): frozen for the ideal; otherwise moving every turn, with the tools rotated and every other turn with
+    their keys reversed."""
+    requests = []
+    for turn, request in enumerate(session.requests):
+        clock = "Current time: " + (
+            "2026-12-01T09:00:00Z" if frozen else f"2026-12-01T09:{turn:02d}:{turn * 17 % 60:02d}Z"
+        )
+        messages = request["messages"]
+        first = messages[0]
+        if first["role"] == "system" and isinstance(first["content"], str):
+            messages = [{**first, "content": f"{first['content']}\n{clock}"}, *messages[1:]]
+        else:
+            messages = [{"role": "system", "content": clock}, *messages]
+        changed: dict[str, Any] = {**request, "messages": messages}
+        tools = request.get("tools")
+        if tools and not frozen:
+            rotated = tools[turn % len(tools) :] + tools[: turn % len(tools)]
+            changed["tools"] = [_reversed(tool) for tool in rotated] if turn % 2 else rotated
+        requests.append(changed)
+    return Session(session.name, requests)
+
+
+def _reversed(value: Any) -> Any:
+    """``value`` with every object's keys in reverse order: the same JSON value, other bytes."""
+    if isinstance(value, dict):
+        return {key: _reversed(value[key]) for key in reversed(value)}
+    if isinstance(value, list):
+        return [_reversed(item) for item in value]
+    return value
+
+
+def shapes(frozen: bool) -> Callable[[str], list[Session]]:
+    def pick(source: str) -> list[Session]:
+        return [drifted(session, frozen) for session in sessions(source) if session.name in SHAPES]
+
+    return pick
+
+
+#: The three ways a session is sent: its shapes, and the transport's options.
+RUNS: dict[str, tuple[Callable[[str], list[Session]], dict[str, Any]]] = {
+    "ideal": (shapes(frozen=True), {"canonicalize": False}),
+    "raw": (shapes(frozen=False), {"canonicalize": False}),
+    "canonicalized": (shapes(frozen=False), {"policy": CANONICAL}),
+}
+
+
+@dataclass
+class Row:
+    engine: str
+    template: str
+    outcomes: dict[str, list[Outcome]]
+    seconds: float
+
+    def accepted(self, run: str) -> list[Outcome]:
+        return [o for o in self.outcomes[run] if o.turn.status is not None and 200 <= o.turn.status < 300]
+
+    def turns(self) -> list[Outcome]:
+        return [o for run in RUNS for o in self.accepted(run)]
+
+    def exact(self) -> int:
+        return sum(
+            1
+            for o in self.turns()
+            if o.turn.predicted_cached is not None
+            and (o.turn.predicted_prompt_tokens, o.turn.predicted_cached)
+            == (o.turn.reported_prompt_tokens, o.turn.reported_cached)
+        )
+
+    def hit(self, run: str) -> float:
+        turns = [o.turn for o in self.accepted(run)]
+        return ratio(sum(t.reported_cached or 0 for t in turns), sum(t.reported_prompt_tokens or 0 for t in turns))
+
+    def template_causes(self) -> set[str]:
+        return {o.turn.cause for o in self.accepted("ideal") if o.turn.cause in TEMPLATE_CAUSES}
+
+    def kept(self) -> float:
+        """Canonicalized hit ratio over the ideal's."""
+        return ratio(self.hit("canonicalized"), self.hit("ideal"))
+
+
+def llama_server_row(template: Path) -> Row:
+    began = time.monotonic()
+    outcomes = {}
+    with tempfile.TemporaryDirectory() as workdir:
+        for run, (pick, options) in RUNS.items():
+            folder = Path(workdir) / run
+            folder.mkdir()
+            refused, outcomes[run] = run_template(template, folder, pick, **options)
+            if refused is not None:
+                print(f"llama-server refuses {template.stem}: {refused}", file=sys.stderr)
+                break
+    return Row("llama-server", template.stem, outcomes, time.monotonic() - began)
+
+
+def engine_rows(name: str, picked: list[Path]) -> list[Row]:
+    """Every picked template on one server of ``name``, each request carrying its template."""
+    url = sglang_engine.local_engine().start(name)
+    engine = EngineInfo(name, url, engine_script.SERVED_NAME, engine_script.MODEL_DIR, False)
+    profile = get_profile(engine.profile)
+    prompt = ServerPrompt(profile, ChatTemplate.from_pretrained(engine.model_dir, profile.float_format), tokenizer())
+    cache = {"cache": CacheOptions("vllm", block_size=engine_script.VLLM_BLOCK)} if name == "vllm" else {}
+    rows = []
+    for template in picked:
+        began = time.monotonic()
+        extra = carried(name, template.read_text())
+        outcomes = {
+            run: run_sessions(url, prompt, engine.empty_cache, extra, pick, **cache, **options)
+            for run, (pick, options) in RUNS.items()
+        }
+        rows.append(Row(name, template.stem, outcomes, time.monotonic() - began))
+        report(rows[-1])
+    return rows
+
+
+def report(row: Row) -> None:
+    turns = len(row.turns())
+    causes = ",".join(sorted(row.template_causes())) or "-"
+    print(
+        f"{row.engine:<13}{row.template[:44]:<46}{turns:>6}{row.exact() / max(turns, 1):>8.1%}"
+        f"{row.hit('ideal'):>8.1%}{row.hit('raw'):>8.1%}{row.hit('canonicalized'):>8.1%}{row.kept():>9.1%}"
+        f"{row.seconds:>7.0f}s  {causes}",
+        flush=True,
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--engines", default="llama-server,sglang,vllm")
+    parser.add_argument("--templates", default="*", help="a glob over the template names")
+    parser.add_argument("--all", action="store_true", help="every template on llama-server, not only the matrix")
+    args = parser.parse_args()
+    engines = [name.strip() for name in args.engines.split(",") if name.strip()]
+    for part in ("model", "llama-server"):  # the templates come with llama-server's sdist
+        sglang_engine.local_engine().engines("install", part)
+    every = [t for t in templates() if fnmatch.fnmatch(t.stem, args.templates)]
+    matrix = [t for t in every if t.stem in MATRIX]
+    print(
+        f"{'engine':<13}{'template':<46}{'turns':>6}{'exact':>8}{'ideal':>8}{'raw':>8}{'canon':>8}"
+        f"{'canon/ideal':>9}{'time':>8}  template-made causes in the ideal run"
+    )
+    rows: list[Row] = []
+    for name in engines:
+        if name == "llama-server":
+            for template in every if args.all else matrix:
+                rows.append(llama_server_row(template))
+                report(rows[-1])
+        else:
+            rows += engine_rows(name, matrix)
+    turns = sum(len(row.turns()) for row in rows)
+    exact = sum(row.exact() for row in rows)
+    clean = [row for row in rows if row.turns() and not row.template_causes()]
+    worst = min((row.kept() for row in clean), default=1.0)
+    print(f"\nexact turns: {exact}/{turns} ({ratio(exact, turns):.1%}); templates that keep the prefix: {len(clean)}")
+    print(f"canonicalized / ideal where the template keeps the prefix: worst {worst:.1%}")
+    checks = [
+        ("every accepted turn predicted exactly", exact == turns),
+        (f"canonicalized >= {TARGET:.0%} of ideal", worst >= TARGET),
+    ]
+    for name, ok in checks:
+        print(f"{'PASS' if ok else 'FAIL'}  {name}")
+    return 0 if all(ok for _, ok in checks) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
