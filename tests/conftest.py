@@ -62,7 +62,7 @@ class EngineInfo:
     def empty_cache(self) -> None:
         """Drop every cached prefix, so a test starts from the state a fresh client-side model assumes."""
         for worker in self.workers:  # each worker of a cluster, straight, not through the gateway
-            httpx.post(f"{worker}/flush_cache", timeout=60).raise_for_status()
+            _flush(worker)
         with httpx.Client(base_url=self.url, timeout=60) as http:
             if self.name == "cluster":
                 return
@@ -73,6 +73,16 @@ class EngineInfo:
             else:  # erasing needs --slot-save-path, which engines.py passes
                 for slot in http.get("/slots").json():
                     http.post(f"/slots/{slot['id']}", params={"action": "erase"}).raise_for_status()
+
+
+def _flush(worker: str, attempts: int = 60) -> None:
+    """Flush an SGLang worker's cache; it refuses (400) while a request runs, such as the gateway's probe."""
+    for _ in range(attempts):
+        response = httpx.post(f"{worker}/flush_cache", timeout=60)
+        if response.status_code != 400:
+            break
+        time.sleep(0.5)
+    response.raise_for_status()
 
 
 _started: dict[str, Future[EngineInfo]] = {}

@@ -31,6 +31,10 @@ HISTORY_REWRITTEN = "history_rewritten"
 PARAMS_CHANGED = "params_changed"
 BELOW_MINIMUM = "below_minimum"
 EVICTED = "evicted"
+WORKER_CHANGED = "worker_changed"
+"""The turn landed on another worker of a cluster than the session's previous turn, one that lacks the prefix."""
+WORKER_LOST = "worker_lost"
+"""As ``worker_changed``, because the previous turn's worker went away (it failed a request)."""
 
 
 def classify(

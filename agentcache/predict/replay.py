@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from agentcache.cache.base import PrefixCacheModel
 from agentcache.cache.blockhash import token_array
 from agentcache.cache.hosted import MAX_BREAKPOINTS
 from agentcache.cache.options import CacheOptions
@@ -58,7 +59,9 @@ class Replay:
     """A cache model plus the tokenizer that turns requests into its tokens.
 
     The server's own prompt (``server_prompt``, or loaded from ``options.model_dir`` for the engines) makes the
-    predictions count its tokens exactly; without it they count agentcache's rendering."""
+    predictions count its tokens exactly; without it they count agentcache's rendering. Behind a gateway, each
+    worker has a model of its own (``worker=`` names it), while a session's drift is still diagnosed against its
+    previous turn wherever that ran."""
 
     def __init__(
         self,
@@ -70,6 +73,10 @@ class Replay:
     ) -> None:
         self.options = options
         self.model = options.build()
+        self.workers: dict[str, PrefixCacheModel] = {}
+        """The model of each worker of a cluster, by the worker's name (the single server's is ``model``)."""
+        self.lost: set[str] = set()
+        """Workers that went away: a session's next turn elsewhere is ``worker_lost``."""
         if server_prompt is None and options.model_dir is not None and options.renders_template:
             server_prompt = ServerPrompt.from_pretrained(options.model_dir, options.kind)
         self.server_prompt = server_prompt
@@ -90,18 +97,19 @@ class Replay:
         reported_prompt_tokens: int | None = None,
         reported_cached: int | None = None,
         relocated: str | None = None,
+        worker: str | None = None,
     ) -> Prediction:
         """Serve one turn and diagnose it against the session's previous turn and the server's report.
 
         ``relocated`` is the JSON path of a message canonicalization appended to this request to hold its
         volatile lines: a change there on the next turn is a volatile value, not an edit."""
         previous = self.last.get(session)
-        served = self.serve(request, ts, session, output)
+        served = self.serve(request, ts, session, output, worker)
         if relocated is not None:
             self.last[session] = replace(self.last[session], relocated=relocated)
-        diagnosis = diagnose(
-            previous, request, served, reported_cached, reported_prompt_tokens, self.model.minimum_tokens()
-        )
+        minimum = self.model.minimum_tokens()
+        lost = frozenset(self.lost)
+        diagnosis = diagnose(previous, request, served, reported_cached, reported_prompt_tokens, minimum, worker, lost)
         return Prediction(
             predicted_prompt_tokens=served.prompt_tokens,
             predicted_cached=served.cached,
@@ -121,8 +129,10 @@ class Replay:
         ts: float | None = None,
         session: str | None = None,
         output: Sequence[int] = (),
+        worker: str | None = None,
     ) -> Served:
-        """Serve one request of ``session``. Without a timestamp, requests are taken to come one second apart.
+        """Serve one request of ``session`` (on ``worker`` of a cluster). Without a timestamp, requests are taken to
+        come one second apart.
 
         ``output``, the token ids the server generated for the request, is cached after the prompt as the server
         caches it; it counts only with the server's own prompt, whose tokens are the server's."""
@@ -132,9 +142,10 @@ class Replay:
         segments, tokens, starts = self.prompt(request, session)
         self.clock = max(self.clock + 1.0 if ts is None else ts, self.clock)
         namespace = cache_namespace(request)
+        model = self.model_of(worker)
         if self.server_prompt is not None:  # the server's own prompt: its chat template and tokenizer
             exact = token_array(self.server_prompt.tokens(request))
-            cached = self.model.serve(exact, output, namespace, now=self.clock) if exact else 0
+            cached = model.serve(exact, output, namespace, now=self.clock) if exact else 0
             served = Served(segments, tokens, starts, cached, len(exact), exact)
         else:
             cached = 0  # an empty prompt is never served: servers reject it
@@ -143,10 +154,23 @@ class Replay:
                 marks = [end for end, segment in zip(ends, segments, strict=True) if segment.breakpoint]
                 marks = marks[-MAX_BREAKPOINTS:]  # the model takes at most the API's limit: the latest ones
                 blocks = ends if marks else None  # no breakpoint: nothing is read or written
-                cached = self.model.serve(tokens, (), namespace, now=self.clock, breakpoints=marks, blocks=blocks)
+                cached = model.serve(tokens, (), namespace, now=self.clock, breakpoints=marks, blocks=blocks)
             served = Served(segments, tokens, starts, cached)
-        self.last[session] = Previous(request, served)
+        self.last[session] = Previous(request, served, worker=worker)
         return served
+
+    def model_of(self, worker: str | None) -> PrefixCacheModel:
+        """The model of ``worker`` (a new, empty one on first sight), or of the single server for None."""
+        if worker is None:
+            return self.model
+        if worker not in self.workers:
+            self.workers[worker] = self.options.build()
+        return self.workers[worker]
+
+    def worker_lost(self, worker: str) -> None:
+        """``worker`` went away: its cache with it. Should it come back, it starts from an empty model."""
+        self.lost.add(worker)
+        self.workers.pop(worker, None)
 
     def prompt(
         self, request: dict[str, Any], session: str | None = None

@@ -32,6 +32,12 @@ class Call:
     started: float
     scope: Scope | None = None
     """The :func:`~agentcache.transport.session.session_scope` that collects the call's turn, if any."""
+    routing_key: str | None = None
+    """The routing key sent to a cluster's gateway (see :mod:`agentcache.transport.cluster`), or None."""
+    worker: str | None = None
+    """The cluster's worker that served the call, as far as the client can tell; None for a single server."""
+    worker_source: str | None = None
+    """How the worker is known: ``header``, ``routing_key`` or ``unknown`` (None for a single server)."""
     status: int | None = None
     usage: dict[str, Any] | None = None
     """The ``usage`` object the server returned, as it was (set when the turn is recorded)."""

@@ -50,6 +50,7 @@ from agentcache.servers import ServerProfile, ServerPrompt, get_profile
 from agentcache.tokens import Tokenizer, get_tokenizer
 from agentcache.transport.background import defer
 from agentcache.transport.call import Call, TurnListener
+from agentcache.transport.cluster import Cluster
 from agentcache.transport.ledger import Ledger, Turn
 from agentcache.transport.otel import SpanListener
 from agentcache.transport.placement import accepted_placement, relocated_path
@@ -57,6 +58,8 @@ from agentcache.transport.recorder import TraceRecorder
 from agentcache.transport.session import SESSION_HEADER, current_scope, session_of
 from agentcache.transport.tap import AsyncTappedStream, ResponseTap, TappedStream, TapResult
 
+GATEWAY_LOST_WORKER = (502, 503, 504)
+"""Statuses a gateway answers when the worker it picked did not: that worker, and its cache, went away."""
 CHAT_PATHS = ("/chat/completions", "/v1/messages")
 """Path endings of OpenAI chat completions and Anthropic Messages (not ``/threads/{id}/messages``)."""
 
@@ -79,6 +82,7 @@ class CacheSettings(TypedDict, total=False):
     tokenizer: str | Tokenizer
     telemetry: bool
     tracer_provider: Any
+    cluster: Cluster | None
 
 
 class CacheMiddleware:
@@ -91,7 +95,9 @@ class CacheMiddleware:
     caches exactly what the server caches; the response then carries that extra field. ``recorder`` (a
     :class:`~agentcache.transport.recorder.TraceRecorder`) and ``listeners`` hear every turn. With OpenTelemetry
     installed, each call is a span (``telemetry=False`` turns them off; ``tracer_provider`` overrides the global
-    provider): see :mod:`agentcache.transport.otel`.
+    provider): see :mod:`agentcache.transport.otel`. ``cluster`` (a :class:`~agentcache.transport.cluster.Cluster`)
+    says the server is a gateway in front of several workers: each worker gets a model of its own, and each
+    request a routing key header (see :mod:`agentcache.transport.cluster`).
     """
 
     def __init__(
@@ -111,8 +117,10 @@ class CacheMiddleware:
         tokenizer: str | Tokenizer = "o200k_base",
         telemetry: bool = True,
         tracer_provider: Any = None,
+        cluster: Cluster | None = None,
     ) -> None:
         self.profile = get_profile(server)
+        self.cluster = cluster
         self.cache_options = cache or self.profile.cache
         if prompt is None and model_dir is not None:
             prompt = ServerPrompt.from_pretrained(model_dir, self.profile)
@@ -178,7 +186,10 @@ class CacheMiddleware:
     ) -> Call:
         session, source = session_of(received.headers, original or {}, self.session_header)
         turn = self.ledger.next_turn(session)
-        call = Call(outgoing, session, source, turn, original, sent, passthrough, started, current_scope())
+        key = None if self.cluster is None else self.cluster.routing_key(received, session)
+        if key is not None and self.cluster is not None and self.cluster.routing_key_header not in outgoing.headers:
+            outgoing = _with_header(outgoing, str(self.cluster.routing_key_header), key)
+        call = Call(outgoing, session, source, turn, original, sent, passthrough, started, current_scope(), key)
         self._notify(lambda listener: listener.on_begin(call))
         return call
 
@@ -201,6 +212,8 @@ class CacheMiddleware:
 
     def _tap(self, call: Call, response: httpx.Response) -> ResponseTap | None:
         call.status = response.status_code
+        if self.cluster is not None:
+            call.worker, call.worker_source = self.cluster.worker(response.headers, call.routing_key)
         tap = ResponseTap(response, lambda result: self._finish_later(call, result))
         if not response.is_closed:
             return tap
@@ -225,6 +238,9 @@ class CacheMiddleware:
         evaluating the prompt), record it, tell listeners."""
         call.usage = result.raw_usage
         prediction = None
+        if call.worker is not None and call.status in GATEWAY_LOST_WORKER:
+            with self._lock:
+                self._replay.worker_lost(call.worker)
         if self.profile.cached(call.status, result.server_error) and call.sent is not None:
             try:
                 prediction = self._predict(call, result)
@@ -254,6 +270,7 @@ class CacheMiddleware:
                 reported_prompt_tokens=None if usage is None else usage.prompt_tokens,
                 reported_cached=None if usage is None else usage.cached_tokens,
                 relocated=relocated_path(call.sent, call.original),
+                worker=call.worker,
             )
 
     def _notify(self, hear: Callable[[TurnListener], object]) -> None:
@@ -292,6 +309,9 @@ def _turn(call: Call, result: TapResult, prediction: Prediction | None, exact: b
         started=call.started,
         seconds=ended - call.started,
         prediction_error=next((n for n in result.notes if n.startswith("no prediction")), None),
+        worker=call.worker,
+        worker_source=call.worker_source,
+        routing_key=call.routing_key,
     )
 
 
@@ -306,6 +326,18 @@ def _refusal(exc: AgentCacheError) -> str:
         if any(map(names_credential, keys)):
             return f"{exc.path}: {CREDENTIAL}; {exc.hint}"
     return str(exc)
+
+
+def _with_header(request: httpx.Request, name: str, value: str) -> httpx.Request:
+    """``request`` with one header added (the body and every other header as they were)."""
+    rebuilt = httpx.Request(
+        request.method,
+        request.url,
+        headers=[*request.headers.raw, (name.encode(), value.encode())],
+        content=request.content,
+    )
+    rebuilt.extensions = request.extensions
+    return rebuilt
 
 
 def _with_body(request: httpx.Request, content: bytes) -> httpx.Request:

@@ -248,7 +248,9 @@ ROUTING_KEY_HEADER = "x-smg-routing-key"
 """The header SMG reads a routing key from (``--routing-key-headers``): agentcache sends its session keys there."""
 # Routing that only the policy decides: no worker is dropped for load or after one error, no request is retried
 # on another worker behind the client's back; health is probed every second, so a killed worker leaves the
-# rotation within about a second.
+# rotation within about a second. The probe is SGLang's /ping, a flag check: its /health runs a one-token
+# generation (and waits a second for it), which every second on each worker would load the cores and put a
+# request in the way of /flush_cache.
 GATEWAY_FLAGS = (
     "--disable-worker-overload-protection",
     "--disable-retries",
@@ -258,7 +260,7 @@ GATEWAY_FLAGS = (
     "--health-failure-threshold",
     "1",
     "--health-check-endpoint",
-    "/health",
+    "/ping",
 )
 
 
@@ -276,11 +278,23 @@ def launch_gateway(port: int, worker_urls: Sequence[str], policy: str) -> list[s
     ``x-smg-routed-worker-id``."""
     cmd = [str(VENVS / "smg" / "bin" / "python"), "-m", "smg", "launch", "--host", "127.0.0.1", "--port", str(port)]
     cmd += ["--worker-urls", *worker_urls, "--policy", policy, "--routing-key-headers", ROUTING_KEY_HEADER]
+    # Its metrics listener binds 0.0.0.0:29000 unless told otherwise: a second gateway would clash on it.
+    cmd += ["--prometheus-host", "127.0.0.1", "--prometheus-port", str(free_port())]
     return [*cmd, *GATEWAY_FLAGS, "--log-level", "warn"]
 
 
 def worker_name(index: int) -> str:
     return f"cluster-worker-{index}"
+
+
+def spawn_worker(index: int, port: int, kv_pool: int = CONTEXT) -> tuple[str, subprocess.Popen[bytes], str]:
+    """Launch the cluster's worker ``index`` on ``port`` (also how a test brings back a worker it killed)."""
+    cmd, env = launch_sglang(port, kv_pool)
+    # On CPU, SGLang sizes its pools from the host memory free at start-up, and fails when other processes took
+    # some while it loaded ("Loaded weights leave no GPU memory for the KV cache"), which workers starting side by
+    # side on a shared machine do. The pool is capped by --max-total-tokens anyway: let it claim what it needs.
+    cmd += ["--mem-fraction-static", "0.95"]
+    return spawn(worker_name(index), cmd, env, port)
 
 
 def start_cluster(workers: int, policy: str, port: int | None, kv_pool: int) -> None:
@@ -295,17 +309,15 @@ def start_cluster(workers: int, policy: str, port: int | None, kv_pool: int) -> 
         sys.exit("cluster is not installed: run engines.py install cluster")
     began = time.monotonic()
     try:
-        spawned = []
-        for index in range(workers):
-            worker_port = free_port()
-            cmd, env = launch_sglang(worker_port, kv_pool)
-            spawned.append(spawn(worker_name(index), cmd, env, worker_port))
+        spawned = [spawn_worker(index, free_port(), kv_pool) for index in range(workers)]
         # Workers start side by side, sharing the cores: give them the time one takes, times their number.
         for name, process, url in spawned:
             wait_healthy(name, process, url + "/health_generate", workers * ENGINES["sglang"].start_timeout, began)
         port = port or free_port()
         urls = [url for _, _, url in spawned]
-        gateway = spawn("cluster", launch_gateway(port, urls, policy), {}, port, workers=urls, policy=policy)
+        gateway = spawn(
+            "cluster", launch_gateway(port, urls, policy), {}, port, workers=urls, policy=policy, kv_pool=kv_pool
+        )
         wait_healthy(*gateway[:2], gateway[2] + "/readiness", 60.0, time.monotonic())
     except SystemExit:
         stop_cluster()  # no worker is left behind by a failed start
