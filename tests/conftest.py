@@ -194,7 +194,7 @@ def gateway(cluster: EngineInfo, policy: str) -> Iterator[str]:
     cmd = engine_script.launch_gateway(port, cluster.workers, policy)
     _, process, url = engine_script.spawn(name, cmd, {}, port)
     try:
-        engine_script.wait_healthy(name, process, url + "/readiness", 60.0, time.monotonic())
+        engine_script.wait_gateway(name, process, url, len(cluster.workers))
         yield url
     finally:
         engine_script.stop(name)

@@ -318,12 +318,25 @@ def start_cluster(workers: int, policy: str, port: int | None, kv_pool: int) -> 
         gateway = spawn(
             "cluster", launch_gateway(port, urls, policy), {}, port, workers=urls, policy=policy, kv_pool=kv_pool
         )
-        wait_healthy(*gateway[:2], gateway[2] + "/readiness", 60.0, time.monotonic())
+        wait_gateway(*gateway, workers)
     except SystemExit:
         stop_cluster()  # no worker is left behind by a failed start
         raise
     log(f"cluster of {workers} workers ({policy}) ready after {time.monotonic() - began:.1f} s")
     print(gateway[2])
+
+
+def wait_gateway(name: str, process: subprocess.Popen[bytes], url: str, workers: int) -> None:
+    """Wait until the gateway counts ``workers`` healthy workers: its /readiness answers 200 with the first."""
+
+    def all_ready() -> bool:
+        try:
+            with urllib.request.urlopen(url + "/readiness", timeout=5) as response:
+                return int(json.load(response).get("healthy_workers", 0)) >= workers
+        except (urllib.error.URLError, OSError, ValueError):
+            return False
+
+    wait_healthy(name, process, url + "/readiness", 60.0, time.monotonic(), all_ready)
 
 
 def stop_cluster() -> None:
@@ -446,10 +459,18 @@ def spawn(
     return name, process, url
 
 
-def wait_healthy(name: str, process: subprocess.Popen[bytes], health: str, timeout: float, began: float) -> None:
-    """Wait until ``health`` answers 200; if the process exits first or time runs out, stop it and fail."""
+def wait_healthy(
+    name: str,
+    process: subprocess.Popen[bytes],
+    health: str,
+    timeout: float,
+    began: float,
+    ready: Callable[[], bool] | None = None,
+) -> None:
+    """Wait until ``health`` answers 200 (or ``ready()`` holds); if the process exits first or time runs out, stop
+    it and fail."""
     deadline = began + timeout
-    while not healthy(health):
+    while not (ready() if ready else healthy(health)):
         if process.poll() is not None or time.monotonic() > deadline:
             reason = "exited" if process.poll() is not None else f"not healthy after {timeout:.0f} s"
             info = running(name)
