@@ -167,6 +167,11 @@ class Replay:
             self.workers[worker] = self.options.build()
         return self.workers[worker]
 
+    def previous_worker(self, session: str | None) -> str | None:
+        """The worker that served the session's last turn (None: none yet, or a single server)."""
+        last = self.last.get(session)
+        return None if last is None else last.worker
+
     def worker_lost(self, worker: str) -> None:
         """``worker`` went away: its cache with it. Should it come back, it starts from an empty model."""
         self.lost.add(worker)

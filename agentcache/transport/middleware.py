@@ -238,9 +238,8 @@ class CacheMiddleware:
         evaluating the prompt), record it, tell listeners."""
         call.usage = result.raw_usage
         prediction = None
-        if call.worker is not None and call.status in GATEWAY_LOST_WORKER:
-            with self._lock:
-                self._replay.worker_lost(call.worker)
+        if call.worker is not None:
+            self._check_workers(call)
         if self.profile.cached(call.status, result.server_error) and call.sent is not None:
             try:
                 prediction = self._predict(call, result)
@@ -252,6 +251,21 @@ class CacheMiddleware:
             call.scope.add(turn)
         self._notify(lambda listener: listener.on_turn(call, turn))
         return turn
+
+    def _check_workers(self, call: Call) -> None:
+        """Mark a cluster's worker lost: the one a gateway error names, or the one the call's session moved off,
+        when the gateway says it is unhealthy or gone (asked only on such a move)."""
+        assert self.cluster is not None and call.worker is not None
+        if call.status in GATEWAY_LOST_WORKER:
+            lost: str | None = call.worker
+        else:
+            with self._lock:
+                previous = self._replay.previous_worker(call.session)
+                known = previous is None or previous == call.worker or previous in self._replay.lost
+            lost = None if known or previous is None or not self.cluster.gone(call.request.url, previous) else previous
+        if lost is not None:
+            with self._lock:
+                self._replay.worker_lost(lost)
 
     def _predict(self, call: Call, result: TapResult) -> Prediction:
         assert call.sent is not None
