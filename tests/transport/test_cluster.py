@@ -8,6 +8,7 @@ on the serving worker's own model must equal what that worker reports.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import time
 from dataclasses import dataclass, field
@@ -15,8 +16,10 @@ from typing import Any
 
 import httpx
 
+from agentcache.backends import AsyncOpenAICompatClient
 from agentcache.cache.options import CacheOptions
-from agentcache.httpx import SESSION_HEADER, CacheAwareTransport, Cluster, Turn
+from agentcache.fork import fork_chat
+from agentcache.httpx import SESSION_HEADER, AsyncCacheAwareTransport, CacheAwareTransport, Cluster, Turn
 from agentcache.predict import causes
 from agentcache.predict.prompt import PromptTokenizer
 from agentcache.predict.replay import Replay
@@ -212,6 +215,37 @@ def test_round_robin_moves_turns_and_every_miss_it_causes_is_worker_changed(clus
                 moved += 1
                 assert turn.cause == causes.WORKER_CHANGED and turn.worker in (turn.detail or ""), turn
     assert moved > 0, "round_robin alternates workers, so some turn must have moved"
+
+
+def test_a_fork_family_shares_one_routing_key_so_every_sibling_lands_on_the_parent_s_worker(
+    cluster: EngineInfo,
+) -> None:
+    cluster.empty_cache()
+    transport = AsyncCacheAwareTransport(
+        server="sglang", model_dir=cluster.model_dir, cluster=Cluster(), ask_output_ids=True, telemetry=False
+    )
+    families = ("family-a", "family-b")
+
+    async def run(family: str) -> None:
+        headers = {SMG_ROUTING_KEY_HEADER: family, SESSION_HEADER: family}
+        client = AsyncOpenAICompatClient(cluster.url, model=cluster.model, transport=transport, headers=headers)
+        messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": f"Plan {family}: 3 options."}]
+        body = {"messages": messages, "max_tokens": 3, "temperature": 0.7}
+        await fork_chat(client, body, 3, seeds=[1, 2, 3], concurrency=1)  # one at a time: see _rounds
+
+    async def both() -> None:
+        for family in families:
+            await run(family)
+        await transport.aclose()
+
+    asyncio.run(both())
+    turns = transport.ledger.turns()
+    _assert_exact(turns, cluster.workers)
+    for family in families:
+        prime, *siblings = transport.ledger.turns(family)
+        assert len(siblings) == 2 and {t.routing_key for t in (prime, *siblings)} == {family}
+        assert {t.worker for t in siblings} == {prime.worker}  # where the parent is cached
+        assert all(t.reported_cached == t.reported_prompt_tokens - 1 for t in siblings if t.reported_prompt_tokens)
 
 
 def test_a_killed_worker_loses_no_turn_and_the_ledger_names_the_turns_its_loss_cost(cluster: EngineInfo) -> None:
