@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import workload
 
 from agentcache.httpx import AsyncCacheAwareTransport
-from agentcache.transport import CacheMiddleware
+from agentcache.transport import CacheMiddleware, settle
 
 
 def _answer(prompt_bytes: int) -> bytes:
@@ -121,8 +121,25 @@ def percentile(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
 
-async def measure(url: str, args: argparse.Namespace) -> tuple[list[float], list[float], int, int]:
-    """Latencies of the plain and the agentcache clients over alternating rounds, and turns recorded / sent.
+class Side:
+    """One client's measurements: the latency of every request, and the CPU seconds its rounds took in this
+    process (``time.process_time``, every thread), which the load of other processes on the machine moves far
+    less than latency."""
+
+    def __init__(self) -> None:
+        self.latencies: list[float] = []
+        self.cpu = 0.0
+
+    async def round(self, clients: list[httpx.AsyncClient], url: str, sessions: list[list[dict[str, Any]]], name: str) -> None:
+        """One round; its CPU includes recording the round's turns (``settle``), wherever it ran."""
+        start = time.process_time()
+        self.latencies += await run_round(clients, url, sessions, name)
+        await asyncio.to_thread(settle)
+        self.cpu += time.process_time() - start
+
+
+async def measure(url: str, args: argparse.Namespace) -> tuple[Side, Side, int, int]:
+    """The plain and the agentcache clients over alternating rounds, and turns recorded / sent.
 
     Each session has a client of its own, as agents built on one SDK client each do: httpx's connection pool
     looks at every connection for every request, so one client shared by 64 sessions spends more CPU in its
@@ -138,11 +155,10 @@ async def measure(url: str, args: argparse.Namespace) -> tuple[list[float], list
     await run_round(plain, url, sessions, "warm")  # warm both: connections, tokenizer, canonical memo
     await run_round(wrapped, url, sessions, "warm")
     warm = len(middleware.ledger.turns())
-    base: list[float] = []
-    ours: list[float] = []
+    base, ours = Side(), Side()
     for round_ in range(args.rounds):
-        base += await run_round(plain, url, sessions, f"r{round_}")
-        ours += await run_round(wrapped, url, sessions, f"r{round_}")
+        await base.round(plain, url, sessions, f"r{round_}")
+        await ours.round(wrapped, url, sessions, f"r{round_}")
     for client in plain + wrapped:
         await client.aclose()  # an agentcache client's close waits for its turns to be recorded
     return base, ours, len(middleware.ledger.turns()) - warm, args.rounds * args.sessions * args.turns
@@ -175,11 +191,11 @@ def main() -> int:
             stub.kill()
     server = f"stub answering in {args.delay * 1000:.0f} ms" if args.url is None else args.url
     print(f"{args.sessions} concurrent sessions x {args.turns} turns x {args.rounds} rounds, {server}")
-    print(f"{'':<22}{'p50 ms':>10}{'p90 ms':>10}{'p99 ms':>10}")
-    rows = {"plain httpx": base, "agentcache transport": ours}
-    for name, values in rows.items():
-        print(f"{name:<22}" + "".join(f"{percentile(values, q) * 1000:>10.1f}" for q in (50, 90, 99)))
-    added = {q: (percentile(ours, q) - percentile(base, q)) * 1000 for q in (50, 90, 99)}
+    print(f"{'':<22}{'p50 ms':>10}{'p90 ms':>10}{'p99 ms':>10}{'CPU ms/req':>12}")
+    for name, side in {"plain httpx": base, "agentcache transport": ours}.items():
+        cells = [f"{percentile(side.latencies, q) * 1000:>10.1f}" for q in (50, 90, 99)]
+        print(f"{name:<22}{''.join(cells)}{side.cpu / len(side.latencies) * 1000:>12.2f}")
+    added = {q: (percentile(ours.latencies, q) - percentile(base.latencies, q)) * 1000 for q in (50, 90, 99)}
     print(f"{'added':<22}" + "".join(f"{added[q]:>+10.1f}" for q in (50, 90, 99)))
     print(f"turns recorded: {recorded:,} of {sent:,} requests")
     missed = [

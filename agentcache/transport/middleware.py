@@ -142,43 +142,57 @@ class CacheMiddleware:
 
     def begin(self, request: httpx.Request) -> Call:
         """Start a handled call: the body (read already) is canonicalized when it can be, and the call's
-        ``request`` is what to send (a new request only when the body changed)."""
+        ``request`` is what to send (a new request only when the body changed). Only bytes outlive this method
+        (see :class:`Call`): every dict it parses is garbage when it returns."""
         body = request.content
         started = time.time()
         try:
             parsed = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
-            return self._call(request, request, None, None, f"body is not JSON ({exc})", started)
+            return self._call(request, request, None, f"body is not JSON ({exc})", started)
         if not isinstance(parsed, dict) or not isinstance(parsed.get("messages"), list):
-            return self._call(request, request, None, None, "not a chat request (no messages array)", started)
+            return self._call(request, request, None, "not a chat request (no messages array)", started)
         if not self.canonicalize:
-            return self._call(request, request, parsed, parsed, "canonicalization switched off", started)
+            return self._call(request, request, parsed, "canonicalization switched off", started)
         try:
             check_parse(body, parsed)  # a key the parse dropped, or a number it changed, is never sent so
             sent, refused = accepted_placement(self.prompt, canonicalize(parsed, self.policy), parsed)
             if refused is not None:
-                return self._call(request, request, parsed, parsed, f"not canonicalized: {refused}", started)
+                return self._call(request, request, parsed, f"not canonicalized: {refused}", started)
             if self.ask_output_ids and not sent.get("stream"):
                 sent = {**sent, **self.profile.output_ids_request}
             # canonical_json's bytes without its check: a parsed body holds no NaN for a null to hide, and the
             # check walks the whole body in Python whenever it holds a null (a tool call's "content": null).
             content = orjson.dumps(sent, option=orjson.OPT_SORT_KEYS)
         except AgentCacheError as exc:
-            return self._call(request, request, parsed, parsed, f"not canonicalized: {_refusal(exc)}", started)
-        return self._call(request, _with_body(request, content), parsed, sent, None, started)
+            return self._call(request, request, parsed, f"not canonicalized: {_refusal(exc)}", started)
+        return self._call(request, _with_body(request, content), parsed, None, started, relocated_path(sent, parsed))
 
     def _call(
         self,
         received: httpx.Request,
         outgoing: httpx.Request,
         original: dict[str, Any] | None,
-        sent: dict[str, Any] | None,
         passthrough: str | None,
         started: float,
+        relocated: str | None = None,
     ) -> Call:
         session, source = session_of(received.headers, original or {}, self.session_header)
         turn = self.ledger.next_turn(session)
-        call = Call(outgoing, session, source, turn, original, sent, passthrough, started, current_scope())
+        model = None if original is None else original.get("model")
+        call = Call(
+            outgoing,
+            session,
+            source,
+            turn,
+            None if original is None else received.content,
+            passthrough,
+            started,
+            model if isinstance(model, str) else None,
+            bool(original and original.get("stream")),
+            relocated,
+            current_scope(),
+        )
         self._notify(lambda listener: listener.on_begin(call))
         return call
 
@@ -253,7 +267,7 @@ class CacheMiddleware:
                 output,
                 reported_prompt_tokens=None if usage is None else usage.prompt_tokens,
                 reported_cached=None if usage is None else usage.cached_tokens,
-                relocated=relocated_path(call.sent, call.original),
+                relocated=call.relocated,
             )
 
     def _notify(self, hear: Callable[[TurnListener], object]) -> None:
