@@ -130,7 +130,9 @@ class Side:
         self.latencies: list[float] = []
         self.cpu = 0.0
 
-    async def round(self, clients: list[httpx.AsyncClient], url: str, sessions: list[list[dict[str, Any]]], name: str) -> None:
+    async def round(
+        self, clients: list[httpx.AsyncClient], url: str, sessions: list[list[dict[str, Any]]], name: str
+    ) -> None:
         """One round; its CPU includes recording the round's turns (``settle``), wherever it ran."""
         start = time.process_time()
         self.latencies += await run_round(clients, url, sessions, name)

@@ -60,7 +60,8 @@ class Call:
         Parsed from the bytes on the wire, so it is what the server parses."""
         if self.received is None or self.request.content is self.received:
             return self.original
-        return orjson.loads(self.request.content)
+        sent: dict[str, Any] = orjson.loads(self.request.content)
+        return sent
 
 
 class TurnListener:

@@ -17,8 +17,9 @@ The hook API, which the httpx transports and the CrewAI interceptor use and noth
   OpenTelemetry spans are listeners).
 
 A turn is predicted and recorded after its response has reached the caller, on agentcache's background thread
-(:mod:`agentcache.transport.background`): reading the ledger or a scope's turns waits for the turns still being
-recorded, and :func:`~agentcache.transport.background.settle` waits for all.
+(:mod:`agentcache.transport.background`), the prediction itself in agentcache's prediction process unless
+``predict_in="thread"`` (:mod:`agentcache.transport.process`): reading the ledger or a scope's turns waits for the
+turns still being recorded, and :func:`~agentcache.transport.background.settle` waits for all.
 
 Predictions run on the client-side model of the server (:class:`~agentcache.servers.ServerProfile`): with the
 model folder the server loads (``model_dir``), the prompt is rendered with the server's own template and
@@ -29,7 +30,6 @@ and o200k_base give an estimate (the only option for hosted APIs).
 from __future__ import annotations
 
 import re
-import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -43,8 +43,7 @@ from agentcache.cache.options import CacheOptions
 from agentcache.canon import CanonicalPolicy, canonicalize
 from agentcache.canon.lossless import check_parse
 from agentcache.errors import AgentCacheError, InputError, RequestError
-from agentcache.predict.prompt import PromptTokenizer
-from agentcache.predict.replay import Prediction, Replay
+from agentcache.predict.replay import Prediction
 from agentcache.redact import CREDENTIAL, names_credential
 from agentcache.servers import ServerProfile, ServerPrompt, get_profile
 from agentcache.tokens import Tokenizer, get_tokenizer
@@ -53,6 +52,8 @@ from agentcache.transport.call import Call, TurnListener
 from agentcache.transport.ledger import Ledger, Turn
 from agentcache.transport.otel import SpanListener
 from agentcache.transport.placement import accepted_placement, relocated_path
+from agentcache.transport.predictor import PredictJob, Predictor, PredictorSpec, prompt_source
+from agentcache.transport.process import PredictIn, Predictions
 from agentcache.transport.recorder import TraceRecorder
 from agentcache.transport.session import SESSION_HEADER, current_scope, session_of
 from agentcache.transport.tap import AsyncTappedStream, ResponseTap, TappedStream, TapResult
@@ -79,6 +80,7 @@ class CacheSettings(TypedDict, total=False):
     tokenizer: str | Tokenizer
     telemetry: bool
     tracer_provider: Any
+    predict_in: PredictIn
 
 
 class CacheMiddleware:
@@ -91,7 +93,9 @@ class CacheMiddleware:
     caches exactly what the server caches; the response then carries that extra field. ``recorder`` (a
     :class:`~agentcache.transport.recorder.TraceRecorder`) and ``listeners`` hear every turn. With OpenTelemetry
     installed, each call is a span (``telemetry=False`` turns them off; ``tracer_provider`` overrides the global
-    provider): see :mod:`agentcache.transport.otel`.
+    provider): see :mod:`agentcache.transport.otel`. ``predict_in`` says where turns are predicted: in agentcache's
+    prediction process (``"process"``, the default: the caller's process keeps its core) or on the background
+    thread of this one (``"thread"``); see :mod:`agentcache.transport.process` for when a process is not used.
     """
 
     def __init__(
@@ -111,12 +115,17 @@ class CacheMiddleware:
         tokenizer: str | Tokenizer = "o200k_base",
         telemetry: bool = True,
         tracer_provider: Any = None,
+        predict_in: PredictIn = "process",
     ) -> None:
         self.profile = get_profile(server)
-        self.cache_options = cache or self.profile.cache
-        if prompt is None and model_dir is not None:
-            prompt = ServerPrompt.from_pretrained(model_dir, self.profile)
-        if prompt is not None and self.cache_options.kind == "anthropic":
+        self.cache_options = options = cache or self.profile.cache
+        source = None if prompt is not None else prompt_source(model_dir, self.profile, options)
+        spec = None
+        if isinstance(tokenizer, str) and prompt is None:
+            spec = PredictorSpec(options, tokenizer, *(source or (None, self.profile)))
+        if source is not None:
+            prompt = ServerPrompt.from_pretrained(*source)
+        if prompt is not None and options.kind == "anthropic":
             raise InputError("an Anthropic server has no local chat template: leave model_dir and prompt unset for it")
         self.canonicalize = canonicalize
         self.policy = policy or CanonicalPolicy()
@@ -129,10 +138,10 @@ class CacheMiddleware:
         if telemetry:
             self.listeners.append(SpanListener(tracer_provider, self.profile.name))
         encoder = get_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
-        self._replay = Replay(self.cache_options, PromptTokenizer(encoder), server_prompt=prompt)
-        self.prompt = self._replay.server_prompt
+        self.prompt = prompt
         """The server's own prompt, given or from ``model_dir`` (here or in ``cache``): predictions are exact."""
-        self._lock = threading.Lock()
+        self.predictions = Predictions(spec, lambda: Predictor(options, encoder, self.prompt), predict_in)
+        """Where the turns are predicted (:attr:`~Predictions.where`), and why not in a process when asked to."""
 
     def add_listener(self, listener: TurnListener) -> None:
         self.listeners.append(listener)
@@ -229,46 +238,39 @@ class CacheMiddleware:
         self._finish_later(call, TapResult(error=message))
 
     def _finish_later(self, call: Call, result: TapResult) -> None:
-        """The call ended now: record its turn on the background thread, so the caller does not wait for it."""
+        """The call ended now: predict and record its turn on the background thread, so the caller does not wait
+        for it. The server cached the prompt if it answered 2xx, or with an error it gives only after evaluating
+        the prompt: only then is there a prediction to make."""
         ended = time.time()
+        job = None
+        if self.profile.cached(call.status, result.server_error) and call.received is not None:
+            usage = result.usage
+            job = PredictJob(
+                call.request.content,
+                call.started,
+                call.session,
+                result.output_ids,
+                result.text,
+                None if usage is None else usage.prompt_tokens,
+                None if usage is None else usage.cached_tokens,
+                call.relocated,
+            )
         waiters = [self.ledger.pending] if call.scope is None else [self.ledger.pending, call.scope.pending]
-        defer(lambda: self._finish(call, result, ended), *waiters)
+        defer(lambda: self._finish(call, result, job, ended), *waiters)
 
-    def _finish(self, call: Call, result: TapResult, ended: float) -> Turn:
-        """Predict the turn (the server cached the prompt if it answered 2xx, or with an error it gives only after
-        evaluating the prompt), record it, tell listeners."""
+    def _finish(self, call: Call, result: TapResult, job: PredictJob | None, ended: float) -> Turn:
+        """Predict the turn (wherever :attr:`predictions` runs), record it, tell listeners."""
         call.usage = result.raw_usage
-        prediction = None
-        if self.profile.cached(call.status, result.server_error) and call.sent is not None:
-            try:
-                prediction = self._predict(call, result)
-            except AgentCacheError as exc:
-                result.notes.append(f"no prediction: {exc}")
+        prediction = None if job is None else self.predictions.predict(job)
+        if isinstance(prediction, str):
+            result.notes.append(prediction)
+            prediction = None
         turn = _turn(call, result, prediction, self.prompt is not None, ended)
         self.ledger.record(turn)
         if call.scope is not None:
             call.scope.add(turn)
         self._notify(lambda listener: listener.on_turn(call, turn))
         return turn
-
-    def _predict(self, call: Call, result: TapResult) -> Prediction:
-        assert call.sent is not None
-        output: Sequence[int] = ()  # what the server generated, in its tokens, is cached after the prompt
-        if result.output_ids is not None:
-            output = result.output_ids
-        elif self.prompt is not None and result.text:
-            output = self.prompt.tokenizer.encode(result.text)
-        usage = result.usage
-        with self._lock:
-            return self._replay.diagnose_turn(
-                call.sent,
-                call.started,
-                call.session,
-                output,
-                reported_prompt_tokens=None if usage is None else usage.prompt_tokens,
-                reported_cached=None if usage is None else usage.cached_tokens,
-                relocated=call.relocated,
-            )
 
     def _notify(self, hear: Callable[[TurnListener], object]) -> None:
         for listener in self.listeners:
