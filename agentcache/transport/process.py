@@ -18,13 +18,16 @@ here, in the caller's context. Every guarantee of the background thread holds as
   :class:`~agentcache.transport.predictor.PredictorSpec`: names and paths only.
 - **In this process instead** (``predict_in="thread"``, or when a process cannot be used): a tokenizer or
   server prompt given as an object (it would have to be unpickled there, importing the module that defined it),
-  no ``sys.executable``, or a process that could not start. If the process dies, the turns it held get no
-  prediction (with the reason), and later turns are predicted here, from an empty model of the cache; a warning
-  says so. :attr:`Predictions.where` and :attr:`Predictions.reason` tell which it is and why.
+  no ``sys.executable``, or a process that could not start or build the model. If the process dies, the turn it
+  was predicting gets no prediction (with the reason), and that middleware's later turns are predicted here, from
+  an empty model of the cache; a warning says so. A middleware created later starts a new process.
+  :attr:`Predictions.where` and :attr:`Predictions.reason` tell which it is and why.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import dataclasses
 import itertools
 import os
@@ -61,13 +64,13 @@ class _Refused(Exception):
 
 class _Channel:
     """The one prediction process of this interpreter and the pipe to it. Used by the worker thread only, one
-    message at a time; ``drop`` alone may come from any thread (a garbage-collected middleware)."""
+    message at a time; ``drop`` alone may come from any thread (a garbage-collected middleware). A process that
+    ended is replaced when a middleware that never used it asks for one; those that did lose their model."""
 
     def __init__(self) -> None:
         self._process: subprocess.Popen[bytes] | None = None
         self._known: set[int] = set()
         self._dropped: list[int] = []
-        self.gone: str | None = None
         self.cpu = 0.0
         """The CPU seconds the process has used, as of its last answer."""
 
@@ -84,8 +87,6 @@ class _Channel:
         self._dropped.append(key)  # sent before the next message, by the worker thread
 
     def _ask(self, message: tuple[str, int, object], body: bytes = b"") -> Any:
-        if self.gone is not None:
-            raise _Gone(self.gone)
         try:
             process = self._process or self._start()
             assert process.stdin is not None and process.stdout is not None
@@ -98,8 +99,12 @@ class _Channel:
             process.stdin.flush()
             (status, value, self.cpu), _ = _read(process.stdout)
         except (OSError, EOFError, pickle.UnpicklingError) as exc:
-            self.gone = _ended(self._process, exc)
-            raise _Gone(self.gone) from None
+            gone = _ended(self._process, exc)
+            if self._process is not None:  # the next middleware to predict starts a new one
+                self._process.kill()
+                self._process = None
+            self._known.clear()
+            raise _Gone(gone) from None
         if status == "error":
             raise RuntimeError(value)
         return value
@@ -111,6 +116,14 @@ class _Channel:
         code = f"import sys; sys.path.insert(0, {root!r}); from agentcache.transport.process import main; main()"
         self._process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         return self._process
+
+    def close(self) -> None:
+        """At exit, after the worker thread has recorded every turn: close the pipe, so that the process ends."""
+        if self._process is not None:
+            with contextlib.suppress(OSError):
+                self._process.stdin.close()  # type: ignore[union-attr]
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._process.wait(timeout=5)
 
 
 def _write(pipe: IO[bytes], message: object, body: bytes = b"") -> None:
@@ -163,6 +176,7 @@ def _ended(process: subprocess.Popen[bytes] | None, exc: BaseException) -> str:
 
 
 _CHANNEL = _Channel()
+atexit.register(_CHANNEL.close)  # atexit runs after the worker thread was joined (concurrent.futures' own hook)
 _keys = itertools.count(1)
 
 
