@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -22,6 +22,9 @@ from agentcache.predict.prompt import PromptTokenizer
 from agentcache.predict.replay import Prediction, Replay
 from agentcache.servers import ServerProfile, ServerPrompt
 from agentcache.tokens import Tokenizer, get_tokenizer
+
+#: Distinct tool lists a predictor shares between bodies before it starts over (agents send a handful).
+MAX_TOOL_LISTS = 64
 
 
 class PredictJob(NamedTuple):
@@ -83,6 +86,19 @@ class Predictor:
     def __init__(self, options: CacheOptions, encoder: Tokenizer, prompt: ServerPrompt | None) -> None:
         self.prompt = prompt
         self.replay = Replay(options, PromptTokenizer(encoder), server_prompt=prompt)
+        self._tools: dict[bytes, Any] = {}
+
+    def _parse(self, sent: bytes) -> dict[str, Any]:
+        """The body, its tool list shared with every earlier body that sent the same one. The replay keeps each
+        session's last request; 64 sessions' own copies of the same 20 rich tools were most of the objects the
+        garbage collector walks."""
+        request: dict[str, Any] = orjson.loads(sent)
+        tools = request.get("tools")
+        if isinstance(tools, list):
+            if len(self._tools) >= MAX_TOOL_LISTS:
+                self._tools.clear()
+            request["tools"] = self._tools.setdefault(orjson.dumps(tools), tools)
+        return request
 
     def predict(self, job: PredictJob) -> Prediction | str:
         """The prediction, or why there is none (the client could not render the request)."""
@@ -93,7 +109,7 @@ class Predictor:
             elif self.prompt is not None and job.text:
                 output = self.prompt.tokenizer.encode(job.text)
             return self.replay.diagnose_turn(
-                orjson.loads(job.sent),
+                self._parse(job.sent),
                 job.started,
                 job.session,
                 output,
