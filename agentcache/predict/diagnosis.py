@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from agentcache.cache.prefix import common_prefix
@@ -25,6 +26,8 @@ class Previous:
     served: Served
     relocated: str | None = None
     """JSON path of the message canonicalization appended to hold volatile lines, if it did."""
+    rendered_at: datetime | None = None
+    """The time the server's template rendered the turn at (its date, for a template that renders one)."""
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,8 @@ class Call:
     status: int | None = None
     usage: dict[str, Any] | None = None
     """The ``usage`` object the server returned, as it was (set when the turn is recorded)."""
+    diagnosis: dict[str, Any] | None = None
+    """The provider's cache diagnosis as the response carried it (set when the turn is recorded)."""
     context: dict[str, Any] = field(default_factory=dict)
     """Room for listeners to keep their own state of the call (the OpenTelemetry span)."""
 

@@ -30,6 +30,7 @@ and o200k_base give an estimate (the only option for hosted APIs).
 from __future__ import annotations
 
 import re
+import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -43,6 +44,7 @@ from agentcache.cache.options import CacheOptions
 from agentcache.canon import CanonicalPolicy, canonicalize
 from agentcache.canon.lossless import check_parse
 from agentcache.errors import AgentCacheError, InputError, RequestError
+from agentcache.predict.provider import ANTHROPIC_BETA
 from agentcache.predict.replay import Prediction
 from agentcache.redact import CREDENTIAL, names_credential
 from agentcache.servers import ServerProfile, ServerPrompt, get_profile
@@ -81,6 +83,7 @@ class CacheSettings(TypedDict, total=False):
     telemetry: bool
     tracer_provider: Any
     predict_in: PredictIn
+    diagnostics: bool
 
 
 class CacheMiddleware:
@@ -96,6 +99,11 @@ class CacheMiddleware:
     provider): see :mod:`agentcache.transport.otel`. ``predict_in`` says where turns are predicted: in agentcache's
     prediction process (``"process"``, the default: the caller's process keeps its core) or on the background
     thread of this one (``"thread"``); see :mod:`agentcache.transport.process` for when a process is not used.
+
+    ``diagnostics=True`` asks the provider for its own cache-miss diagnosis: each canonicalized Anthropic Messages
+    request gets ``diagnostics.previous_message_id`` (the session's previous response id, null on its first turn)
+    and the ``anthropic-beta: cache-diagnosis-2026-04-07`` header. Whatever diagnosis a response carries (asked for
+    here or by the caller) is recorded on the turn beside agentcache's cause: :mod:`agentcache.predict.provider`.
     """
 
     def __init__(
@@ -116,6 +124,7 @@ class CacheMiddleware:
         telemetry: bool = True,
         tracer_provider: Any = None,
         predict_in: PredictIn = "process",
+        diagnostics: bool = False,
     ) -> None:
         self.profile = get_profile(server)
         self.cache_options = options = cache or self.profile.cache
@@ -142,6 +151,10 @@ class CacheMiddleware:
         """The server's own prompt, given or from ``model_dir`` (here or in ``cache``): predictions are exact."""
         self.predictions = Predictions(spec, lambda: Predictor(options, encoder, self.prompt), predict_in)
         """Where the turns are predicted (:attr:`~Predictions.where`), and why not in a process when asked to."""
+        self.diagnostics = diagnostics
+        self._previous_ids: dict[str, str] = {}
+        """The last response id of each session, which its next diagnostics request names."""
+        self._lock = threading.Lock()
 
     def add_listener(self, listener: TurnListener) -> None:
         self.listeners.append(listener)
@@ -170,12 +183,32 @@ class CacheMiddleware:
                 return self._call(request, request, parsed, f"not canonicalized: {refused}", started)
             if self.ask_output_ids and not sent.get("stream"):
                 sent = {**sent, **self.profile.output_ids_request}
+            headers: dict[str, str] = {}
+            if self.diagnostics and request.url.path.rstrip("/").endswith("/v1/messages"):
+                sent, headers = self._ask_diagnosis(request, parsed, sent)
             # canonical_json's bytes without its check: a parsed body holds no NaN for a null to hide, and the
             # check walks the whole body in Python whenever it holds a null (a tool call's "content": null).
             content = orjson.dumps(sent, option=orjson.OPT_SORT_KEYS)
         except AgentCacheError as exc:
             return self._call(request, request, parsed, f"not canonicalized: {_refusal(exc)}", started)
-        return self._call(request, _with_body(request, content), parsed, None, started, relocated_path(sent, parsed))
+        relocated = relocated_path(sent, parsed)
+        return self._call(request, _with_body(request, content, headers), parsed, None, started, relocated)
+
+    def _ask_diagnosis(
+        self, request: httpx.Request, parsed: dict[str, Any], sent: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, str]]:
+        """The body with Anthropic's diagnostics request chained to the session's previous response, and the beta
+        header to add. A caller's own ``diagnostics`` object is left as it is."""
+        headers: dict[str, str] = {}
+        beta = [value.strip() for value in request.headers.get("anthropic-beta", "").split(",") if value.strip()]
+        if ANTHROPIC_BETA not in beta:
+            headers["anthropic-beta"] = ",".join([*beta, ANTHROPIC_BETA])
+        if "diagnostics" in sent:
+            return sent, headers
+        session = session_of(request.headers, parsed, self.session_header)[0]
+        with self._lock:
+            previous = self._previous_ids.get(session)
+        return {**sent, "diagnostics": {"previous_message_id": previous}}, headers
 
     def _call(
         self,
@@ -242,6 +275,9 @@ class CacheMiddleware:
         for it. The server cached the prompt if it answered 2xx, or with an error it gives only after evaluating
         the prompt: only then is there a prediction to make."""
         ended = time.time()
+        if result.response_id is not None:
+            with self._lock:
+                self._previous_ids[call.session] = result.response_id
         job = None
         if self.profile.cached(call.status, result.server_error) and call.received is not None:
             usage = result.usage
@@ -261,6 +297,7 @@ class CacheMiddleware:
     def _finish(self, call: Call, result: TapResult, job: PredictJob | None, ended: float) -> Turn:
         """Predict the turn (wherever :attr:`predictions` runs), record it, tell listeners."""
         call.usage = result.raw_usage
+        call.diagnosis = result.raw_diagnosis
         prediction = None if job is None else self.predictions.predict(job)
         if isinstance(prediction, str):
             result.notes.append(prediction)
@@ -283,6 +320,7 @@ class CacheMiddleware:
 def _turn(call: Call, result: TapResult, prediction: Prediction | None, exact: bool, ended: float) -> Turn:
     """The ledger's record of a call: the one place a :class:`Turn` is built."""
     usage = result.usage
+    diagnosis = result.diagnosis
     return Turn(
         session=call.session,
         turn=call.turn,
@@ -308,6 +346,11 @@ def _turn(call: Call, result: TapResult, prediction: Prediction | None, exact: b
         started=call.started,
         seconds=ended - call.started,
         prediction_error=next((n for n in result.notes if n.startswith("no prediction")), None),
+        provider_verdict=None if diagnosis is None else diagnosis.verdict,
+        provider_missed_tokens=None if diagnosis is None else diagnosis.missed_tokens,
+        provider_agrees=None
+        if diagnosis is None or prediction is None
+        else diagnosis.agrees(prediction.cause, prediction.divergence, first=call.turn == 1),
     )
 
 
@@ -324,10 +367,11 @@ def _refusal(exc: AgentCacheError) -> str:
     return str(exc)
 
 
-def _with_body(request: httpx.Request, content: bytes) -> httpx.Request:
-    if content == request.content:
+def _with_body(request: httpx.Request, content: bytes, extra: dict[str, str] | None = None) -> httpx.Request:
+    if content == request.content and not extra:
         return request
     headers = httpx.Headers(request.headers)
+    headers.update(extra or {})
     headers.pop("transfer-encoding", None)  # the new body has a length; never send both framings
     headers["content-length"] = str(len(content))
     rebuilt = httpx.Request(request.method, request.url, headers=headers, content=content)
