@@ -24,6 +24,7 @@ __all__ = [
     "RequestError",
     "RequestShapeError",
     "TokenizerError",
+    "UnknownModelWarning",
 ]
 
 
@@ -93,6 +94,11 @@ class TokenizerError(AgentCacheError, ValueError):
 
 class CacheModelError(AgentCacheError, ValueError):
     """A client-side cache model was used in a way its server never allows (e.g. unlocking an unlocked node)."""
+
+
+class UnknownModelWarning(UserWarning):
+    """A hosted model with no documented caching rule: agentcache predicts it with its provider's most conservative
+    rule (agentcache.cache.rules.CONSERVATIVE)."""
 
 
 class BackendError(AgentCacheError):

@@ -32,7 +32,8 @@ class CacheUsage:
     cached_tokens: int | None
     """Prompt tokens served from cache; None when the server did not say."""
     cache_write_tokens: int | None = None
-    """Prompt tokens written to cache (Anthropic bills them apart); None elsewhere."""
+    """Prompt tokens written to cache, billed apart: Anthropic's ``cache_creation_input_tokens``, OpenAI's
+    ``cache_write_tokens`` (GPT-5.6 and later); None when not reported."""
 
     @property
     def hit_ratio(self) -> float | None:
@@ -48,7 +49,7 @@ class CacheUsage:
             cached = _detail(usage.get("prompt_tokens_details"))
             if cached is None:
                 cached = _int(usage.get("cache_read_input_tokens"))
-            return cls("openai", _int(usage.get("prompt_tokens")), cached)
+            return cls("openai", _int(usage.get("prompt_tokens")), cached, _written(usage.get("prompt_tokens_details")))
         if "cache_read_input_tokens" in usage or "cache_creation_input_tokens" in usage:
             read = _int(usage.get("cache_read_input_tokens"))
             written = _int(usage.get("cache_creation_input_tokens"))
@@ -56,7 +57,8 @@ class CacheUsage:
             prompt = None if fresh is None else fresh + (read or 0) + (written or 0)
             return cls("anthropic", prompt, read, written)
         if "input_tokens" in usage or "input_tokens_details" in usage:
-            return cls("responses", _int(usage.get("input_tokens")), _detail(usage.get("input_tokens_details")))
+            details = usage.get("input_tokens_details")
+            return cls("responses", _int(usage.get("input_tokens")), _detail(details), _written(details))
         return None
 
     @classmethod
@@ -84,3 +86,7 @@ def _int(value: Any) -> int | None:
 
 def _detail(details: Any) -> int | None:
     return _int(details.get("cached_tokens")) if isinstance(details, Mapping) else None
+
+
+def _written(details: Any) -> int | None:
+    return _int(details.get("cache_write_tokens")) if isinstance(details, Mapping) else None

@@ -13,54 +13,26 @@ sources: docs/model-hosted.md.
 from __future__ import annotations
 
 import hashlib
-import re
 import time
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-from types import MappingProxyType
 from typing import Literal
 
 from agentcache.cache.blockhash import root_hash, token_array
+from agentcache.cache.rules import (
+    CONSERVATIVE,
+    LOOKBACK_BLOCKS,
+    MAX_BREAKPOINTS,
+    RULES,
+    TTL_SECONDS,
+    CacheRule,
+    lookup,
+    rule_for,
+)
 from agentcache.errors import CacheModelError
 
-Retention = Literal["in_memory", "24h"]
 Ttl = Literal["5m", "1h"]
-
-TTL_SECONDS: Mapping[str, float] = MappingProxyType({"5m": 300.0, "1h": 3600.0})
-"""Anthropic's two ``cache_control.ttl`` values. An entry lives this long after its last write or read."""
-
-MAX_BREAKPOINTS = 4
-"""Anthropic rejects a request with more ``cache_control`` blocks than this (HTTP 400)."""
-
-LOOKBACK_BLOCKS = 20
-"""Content blocks, counting the breakpoint's own, at whose ends Anthropic looks for an earlier entry."""
-
-MIN_CACHEABLE_TOKENS: Mapping[str, int] = MappingProxyType(
-    {
-        "claude-opus-4-8": 1024,
-        "claude-opus-4-6": 4096,
-        "claude-opus-4-5": 4096,
-        "claude-opus-4-1": 1024,
-        "claude-opus-4": 1024,
-        "claude-sonnet-4-6": 2048,
-        "claude-sonnet-4-5": 1024,
-        "claude-sonnet-4": 1024,
-        "claude-haiku-4-5": 4096,
-        "claude-3-7-sonnet": 1024,
-        "claude-3-5-sonnet": 1024,
-        "claude-3-5-haiku": 2048,
-        "claude-3-opus": 1024,
-        "claude-3-haiku": 2048,
-    }
-)
-"""Anthropic's minimum cacheable prefix per model family; a shorter prefix is silently not cached.
-
-Keys are model ids without their date suffix. Models missing here (their published figures disagreed when this
-table was written) need ``AnthropicPromptCache(min_cacheable_tokens=...)``.
-"""
-
-_DATE_SUFFIX = re.compile(r"-(\d{8}|latest)$")
 
 
 @dataclass(frozen=True)
@@ -96,15 +68,22 @@ def _prefix_digests(tokens: Sequence[int], positions: Iterable[int], extra_key: 
     return digests
 
 
-class _ExpiringPrefixes:
-    """Prefix entries that die when idle past their TTL; the time bookkeeping both hosted models share."""
+class HostedPromptCache:
+    """Prefix entries that die when idle past their TTL, written at breakpoints or prompt steps by one
+    :class:`~agentcache.cache.rules.CacheRule`: the bookkeeping both hosted models share."""
 
-    def __init__(self) -> None:
+    def __init__(self, rule: CacheRule, minimum: int) -> None:
+        self.rule = rule
+        self.min_cacheable_tokens = minimum
         self._entries: dict[bytes, _Entry] = {}
         self._latest = float("-inf")
         self._requests = 0
         self._prompt_tokens = 0
         self._cached_tokens = 0
+        self._written_tokens = 0
+
+    def minimum_tokens(self) -> int:
+        return self.min_cacheable_tokens
 
     def _clock(self, now: float | None) -> float:
         """Resolve ``now`` and drop entries dead by then, so memory tracks the live cache."""
@@ -131,55 +110,127 @@ class _ExpiringPrefixes:
                 return position, entry
         return 0, None
 
-    def _count(self, prompt_tokens: int, cached: int) -> None:
+    def _count(self, prompt_tokens: int, usage: CacheUsage) -> CacheUsage:
         self._requests += 1
         self._prompt_tokens += prompt_tokens
-        self._cached_tokens += cached
+        self._cached_tokens += usage.cached
+        self._written_tokens += usage.written
+        return usage
 
     def stats(self) -> dict[str, int]:
-        """Counters over ``serve`` calls (``requests``, ``prompt_tokens``, ``cached_tokens``) and ``entries``,
-        the prefixes alive at the latest ``now`` seen."""
+        """Counters over ``serve`` calls (``requests``, ``prompt_tokens``, ``cached_tokens``, ``written_tokens``)
+        and ``entries``, the prefixes alive at the latest ``now`` seen."""
         return {
             "requests": self._requests,
             "prompt_tokens": self._prompt_tokens,
             "cached_tokens": self._cached_tokens,
+            "written_tokens": self._written_tokens,
             "entries": len(self._entries),
         }
 
+    def _at_breakpoints(
+        self,
+        tokens: Sequence[int],
+        marks: Sequence[int],
+        ttls: Sequence[float],
+        window: set[int],
+        extra_key: Hashable,
+        now: float,
+    ) -> CacheUsage:
+        """One request whose entries live at breakpoints: read the longest live entry among the prefix lengths of
+        ``window``, then write (or refresh) an entry at every breakpoint at least the minimum long."""
+        digests = _prefix_digests(tokens, window.union(marks), extra_key)
+        found, hit = self._longest({position: digests[position] for position in window}, now)
+        if hit is not None:
+            hit.expires = now + hit.ttl
+        cached = self.rule.round_hit(found, self.min_cacheable_tokens)
+        written_to = 0
+        for mark, seconds in zip(marks, ttls, strict=True):
+            if mark < self.min_cacheable_tokens:
+                continue
+            digest = digests[mark]
+            entry = self._alive(digest, now)
+            if entry is None:
+                self._entries[digest] = _Entry(mark, seconds, now + seconds)
+                written_to = mark
+            else:
+                entry.ttl = max(entry.ttl, seconds)
+                entry.expires = now + entry.ttl
+        return CacheUsage(cached=cached, written=max(0, written_to - cached))
 
-class OpenAIPromptCache(_ExpiringPrefixes):
-    """OpenAI's automatic prompt caching: prompts of 1024+ tokens, hits in 128-token steps, idle expiry.
+    def _entry_lengths(self, limit: int) -> set[int]:
+        return {entry.length for entry in self._entries.values() if entry.length <= limit}
+
+    @staticmethod
+    def _check_breakpoints(marks: Sequence[int], blocks: Sequence[int] | None, length: int) -> None:
+        if len(marks) > MAX_BREAKPOINTS:
+            raise CacheModelError(
+                f"{len(marks)} breakpoints given; the API allows at most {MAX_BREAKPOINTS} per request (the "
+                "automatic or implicit one included): keep the ones that end stable prefixes (tools, system, "
+                "recent turns), or let agentcache.breakpoints place them"
+            )
+        if any(not 0 < mark <= length for mark in marks) or any(a >= b for a, b in pairwise(marks)):
+            raise CacheModelError(
+                f"breakpoints {list(marks)} must be strictly ascending token positions in 1..{length} "
+                "(the end of each marked block in the rendered prompt)"
+            )
+        if blocks is not None:
+            if any(a >= b for a, b in pairwise(blocks)) or any(not 0 < end <= length for end in blocks):
+                raise CacheModelError(f"blocks must be strictly ascending end positions in 1..{length}")
+            stray = [mark for mark in marks if mark not in blocks]
+            if stray:
+                raise CacheModelError(
+                    f"breakpoints {stray} are not block ends; a breakpoint sits on a content block, so each "
+                    "breakpoint must be one of `blocks`"
+                )
+
+
+class OpenAIPromptCache(HostedPromptCache):
+    """OpenAI's prompt caching, by the rule of ``model`` (:mod:`agentcache.cache.rules`).
+
+    Before GPT-5.6 caching is automatic: prompts of 1024+ tokens, hits in 128-token steps. From GPT-5.6 entries
+    live at breakpoints: the implicit one at the end of the latest message plus explicit
+    ``prompt_cache_breakpoint`` blocks, up to 4 per request, matched exactly; writes are billed
+    (``cache_write_tokens``). ``model=None`` models the rule every model before GPT-5.6 shares (priced as
+    gpt-4o); an unlisted model gets the most conservative rule and an
+    :class:`~agentcache.errors.UnknownModelWarning`.
 
     ``extra_key`` stands for ``prompt_cache_key`` (and the model): OpenAI routes on it, so requests with
-    different keys are modelled as separate caches. ``ttl`` overrides the idle lifetime of ``retention``:
-    ``"in_memory"`` keeps prefixes 5 to 10 minutes after last use (up to an hour off-peak) and the model takes
-    the 5 minutes OpenAI promises; ``"24h"`` (extended retention) keeps them up to 24 hours.
+    different keys are modelled as separate caches. ``retention`` is the API's TTL name (``"in_memory"``, ``"24h"``,
+    ``"30m"``, whichever the model accepts; default its first); ``ttl`` overrides its seconds. ``in_memory``
+    prefixes live 5 to 10 minutes after last use and the model takes the 5 minutes OpenAI promises.
     """
 
-    MIN_TOKENS = 1024
-    INCREMENT = 128
-    RETENTION_SECONDS: Mapping[Retention, float] = MappingProxyType({"in_memory": 300.0, "24h": 86400.0})
-
-    def __init__(self, retention: Retention = "in_memory", *, ttl: float | None = None) -> None:
-        super().__init__()
-        if retention not in self.RETENTION_SECONDS:
-            raise CacheModelError(f"retention must be 'in_memory' or '24h' (OpenAI's values), got {retention!r}")
-        self.ttl = self.RETENTION_SECONDS[retention] if ttl is None else ttl
+    def __init__(self, model: str | None = None, *, retention: str | None = None, ttl: float | None = None) -> None:
+        rule = RULES["openai", "gpt-4o"] if model is None else rule_for("openai", model)
+        super().__init__(rule, rule.min_tokens)
+        self.model = model
+        self.retention = rule.default_ttl if retention is None else retention
+        if self.retention not in rule.ttls:
+            raise CacheModelError(
+                f"retention {self.retention!r} is not accepted for {model or 'models before GPT-5.6'}: use one of "
+                f"{', '.join(map(repr, rule.ttls))}"
+            )
+        self.ttl = rule.ttls[self.retention] if ttl is None else ttl
         if self.ttl <= 0:
             raise CacheModelError(f"ttl must be positive seconds, got {self.ttl}")
 
+    @property
+    def uses_breakpoints(self) -> bool:
+        """Whether entries live at breakpoints (GPT-5.6 and later) rather than at every 128-token step."""
+        return self.rule.implicit == "latest_message"
+
     def match(self, tokens: Sequence[int], extra_key: Hashable = None, *, now: float | None = None) -> int:
-        """The ``cached_tokens`` a request starting with ``tokens`` would get now: 0, or 1024 + k * 128."""
-        return self._longest(self._digests(tokens, extra_key), self._clock(now))[0]
+        """The ``cached_tokens`` a request starting with ``tokens`` would get now."""
+        moment = self._clock(now)
+        if self.uses_breakpoints:
+            found = self._longest(_prefix_digests(tokens, self._entry_lengths(len(tokens)), extra_key), moment)[0]
+            return self.rule.round_hit(found, self.min_cacheable_tokens)
+        return self._longest(self._digests(tokens, extra_key), moment)[0]
 
     def insert(self, tokens: Sequence[int], extra_key: Hashable = None, *, now: float | None = None) -> int:
-        """Process ``tokens`` as a prompt: cache (or refresh) every cacheable prefix; returns the prior hit."""
-        moment = self._clock(now)
-        digests = self._digests(tokens, extra_key)
-        cached = self._longest(digests, moment)[0]
-        for position, digest in digests.items():
-            self._entries[digest] = _Entry(position, self.ttl, moment + self.ttl)
-        return cached
+        """Process ``tokens`` as a prompt with a breakpoint at its end; returns the prior hit."""
+        return self.serve_usage(tokens, extra_key, now=now, count=False).cached
 
     def serve(
         self,
@@ -191,22 +242,46 @@ class OpenAIPromptCache(_ExpiringPrefixes):
         breakpoints: Sequence[int] | None = None,
         blocks: Sequence[int] | None = None,
     ) -> int:
-        """One request: returns ``usage.prompt_tokens_details.cached_tokens``. Only the prompt is cached; the
-        output counts once the next prompt carries it. Caching is automatic: ``breakpoints`` and ``blocks``
-        are unused."""
-        cached = self.insert(prompt_tokens, extra_key, now=now)
-        self._count(len(prompt_tokens), cached)
-        return cached
+        """One request: returns ``cached_tokens``. See :meth:`serve_usage`."""
+        return self.serve_usage(prompt_tokens, extra_key, now=now, breakpoints=breakpoints).cached
 
-    def minimum_tokens(self) -> int:
-        return self.MIN_TOKENS
+    def serve_usage(
+        self,
+        prompt_tokens: Sequence[int],
+        extra_key: Hashable = None,
+        *,
+        now: float | None = None,
+        breakpoints: Sequence[int] | None = None,
+        count: bool = True,
+    ) -> CacheUsage:
+        """One request: ``cached_tokens`` and ``cache_write_tokens`` as OpenAI reports them.
+
+        ``breakpoints`` (GPT-5.6+): ascending positions where the request's breakpoints end, the implicit one
+        included; ``None`` is implicit mode's one breakpoint at the end of the prompt, ``[]`` explicit mode without
+        breakpoints (nothing cached). Earlier models ignore it. No lookback limit is documented, so block ends
+        are not needed. Only the prompt is cached (the output counts once the next prompt carries it)."""
+        moment = self._clock(now)
+        if not self.uses_breakpoints:
+            digests = self._digests(prompt_tokens, extra_key)
+            cached = self._longest(digests, moment)[0]
+            for position, digest in digests.items():
+                self._entries[digest] = _Entry(position, self.ttl, moment + self.ttl)
+            longest = max(digests, default=0)
+            usage = CacheUsage(cached, max(0, longest - cached))
+        else:
+            marks = [len(prompt_tokens)] if breakpoints is None else list(breakpoints)
+            self._check_breakpoints(marks, None, len(prompt_tokens))
+            window = self._entry_lengths(marks[-1]) if marks else set()
+            usage = self._at_breakpoints(prompt_tokens, marks, [self.ttl] * len(marks), window, extra_key, moment)
+        return self._count(len(prompt_tokens), usage) if count else usage
 
     def _digests(self, tokens: Sequence[int], extra_key: Hashable) -> dict[int, bytes]:
         """Digests of the prefixes that can be reported: 1024, 1152, ... tokens, up to all of ``tokens``."""
-        return _prefix_digests(tokens, range(self.MIN_TOKENS, len(tokens) + 1, self.INCREMENT), extra_key)
+        rule = self.rule
+        return _prefix_digests(tokens, range(rule.min_tokens, len(tokens) + 1, rule.increment), extra_key)
 
 
-class AnthropicPromptCache(_ExpiringPrefixes):
+class AnthropicPromptCache(HostedPromptCache):
     """Anthropic's prompt caching: entries written at explicit ``cache_control`` breakpoints.
 
     Tokens are the rendered prompt in the API's prefix order, tools -> system -> messages; a breakpoint is the
@@ -215,15 +290,26 @@ class AnthropicPromptCache(_ExpiringPrefixes):
     entry at every breakpoint whose prefix is long enough and not already live. Entries live ``"5m"`` or
     ``"1h"`` after their last write or read. ``extra_key`` separates caches (workspace, model).
 
-    :meth:`serve` returns the cache read, like every other model's ``serve``; :meth:`serve_usage` returns reads
-    and writes, which Anthropic bills differently.
+    The minimum comes from ``model``'s rule (:mod:`agentcache.cache.rules`); an unlisted model gets the largest
+    documented minimum and an :class:`~agentcache.errors.UnknownModelWarning`; ``min_cacheable_tokens``
+    overrides it. :meth:`serve` returns the cache read, like every other model's ``serve``; :meth:`serve_usage`
+    returns reads and writes, which Anthropic bills differently.
     """
 
     def __init__(self, model: str | None = None, *, min_cacheable_tokens: int | None = None) -> None:
-        super().__init__()
+        if model is None and min_cacheable_tokens is None:
+            raise CacheModelError(
+                "AnthropicPromptCache needs the model (its minimum cacheable length depends on it) or "
+                "min_cacheable_tokens="
+            )
+        if min_cacheable_tokens is not None and min_cacheable_tokens < 1:
+            raise CacheModelError(f"min_cacheable_tokens must be at least 1, got {min_cacheable_tokens}")
+        if min_cacheable_tokens is None:
+            rule = rule_for("anthropic", model or "")
+        else:  # the caller knows the minimum: the rest of the rule (TTLs, prices) is the same for every Claude model
+            rule = lookup("anthropic", model or "") or CONSERVATIVE["anthropic"]
+        super().__init__(rule, rule.min_tokens if min_cacheable_tokens is None else min_cacheable_tokens)
         self.model = model
-        self.min_cacheable_tokens = self._minimum(model, min_cacheable_tokens)
-        self._written_tokens = 0
 
     def match(self, tokens: Sequence[int], extra_key: Hashable = None, *, now: float | None = None) -> int:
         """Length of the longest live entry that is a prefix of ``tokens`` (a breakpoint at the end, any
@@ -237,7 +323,9 @@ class AnthropicPromptCache(_ExpiringPrefixes):
         """Write an entry for the whole of ``tokens`` (one breakpoint at the end); returns the prior read."""
         if not tokens:
             return 0
-        return self._request(tokens, [len(tokens)], self._ttls(ttl, 1), None, extra_key, self._clock(now)).cached
+        marks = [len(tokens)]
+        window = self._lookback(marks, None)
+        return self._at_breakpoints(tokens, marks, self._ttls(ttl, 1), window, extra_key, self._clock(now)).cached
 
     def serve(
         self,
@@ -278,45 +366,9 @@ class AnthropicPromptCache(_ExpiringPrefixes):
         marks = [len(prompt_tokens)] if breakpoints is None else list(breakpoints)
         ttls = self._ttls(ttl, len(marks))
         self._check_breakpoints(marks, blocks, len(prompt_tokens))
-        usage = self._request(prompt_tokens, marks, ttls, blocks, extra_key, self._clock(now))
-        self._count(len(prompt_tokens), usage.cached)
-        self._written_tokens += usage.written
-        return usage
-
-    def minimum_tokens(self) -> int:
-        return self.min_cacheable_tokens
-
-    def stats(self) -> dict[str, int]:
-        """:meth:`_ExpiringPrefixes.stats` plus ``written_tokens`` (``cache_creation_input_tokens`` summed)."""
-        return {**super().stats(), "written_tokens": self._written_tokens}
-
-    def _request(
-        self,
-        tokens: Sequence[int],
-        marks: Sequence[int],
-        ttls: Sequence[float],
-        blocks: Sequence[int] | None,
-        extra_key: Hashable,
-        now: float,
-    ) -> CacheUsage:
         window = self._lookback(marks, blocks)
-        digests = _prefix_digests(tokens, window.union(marks), extra_key)
-        cached, hit = self._longest({position: digests[position] for position in window}, now)
-        if hit is not None:
-            hit.expires = now + hit.ttl
-        written_to = 0
-        for mark, seconds in zip(marks, ttls, strict=True):
-            if mark < self.min_cacheable_tokens:
-                continue
-            digest = digests[mark]
-            entry = self._alive(digest, now)
-            if entry is None:
-                self._entries[digest] = _Entry(mark, seconds, now + seconds)
-                written_to = mark
-            else:
-                entry.ttl = max(entry.ttl, seconds)
-                entry.expires = now + entry.ttl
-        return CacheUsage(cached=cached, written=max(0, written_to - cached))
+        usage = self._at_breakpoints(prompt_tokens, marks, ttls, window, extra_key, self._clock(now))
+        return self._count(len(prompt_tokens), usage)
 
     def _lookback(self, marks: Sequence[int], blocks: Sequence[int] | None) -> set[int]:
         """Prefix lengths a request checks for a hit: the ends of the 20 blocks up to each breakpoint, or (block
@@ -331,9 +383,6 @@ class AnthropicPromptCache(_ExpiringPrefixes):
             window.update(blocks[max(0, end - LOOKBACK_BLOCKS) : end])
         return window
 
-    def _entry_lengths(self, limit: int) -> set[int]:
-        return {entry.length for entry in self._entries.values() if entry.length <= limit}
-
     @staticmethod
     def _ttls(ttl: Ttl | Sequence[Ttl], count: int) -> list[float]:
         names: list[str] = [ttl] * count if isinstance(ttl, str) else list(ttl)
@@ -347,39 +396,3 @@ class AnthropicPromptCache(_ExpiringPrefixes):
                 f"ttl {names}: a '1h' breakpoint after a '5m' one is rejected by the API; put longer TTLs first"
             )
         return [TTL_SECONDS[name] for name in names]
-
-    @staticmethod
-    def _check_breakpoints(marks: Sequence[int], blocks: Sequence[int] | None, length: int) -> None:
-        if len(marks) > MAX_BREAKPOINTS:
-            raise CacheModelError(
-                f"{len(marks)} breakpoints given; the API allows at most {MAX_BREAKPOINTS} cache_control blocks "
-                "per request: keep the ones that end stable prefixes (tools, system, recent turns)"
-            )
-        if any(not 0 < mark <= length for mark in marks) or any(a >= b for a, b in pairwise(marks)):
-            raise CacheModelError(
-                f"breakpoints {list(marks)} must be strictly ascending token positions in 1..{length} "
-                "(the end of each cache_control block in the rendered prompt)"
-            )
-        if blocks is not None:
-            if any(a >= b for a, b in pairwise(blocks)) or any(not 0 < end <= length for end in blocks):
-                raise CacheModelError(f"blocks must be strictly ascending end positions in 1..{length}")
-            stray = [mark for mark in marks if mark not in blocks]
-            if stray:
-                raise CacheModelError(
-                    f"breakpoints {stray} are not block ends; cache_control sits on a content block, so each "
-                    "breakpoint must be one of `blocks`"
-                )
-
-    @staticmethod
-    def _minimum(model: str | None, override: int | None) -> int:
-        if override is not None:
-            if override < 1:
-                raise CacheModelError(f"min_cacheable_tokens must be at least 1, got {override}")
-            return override
-        family = _DATE_SUFFIX.sub("", model or "")
-        if family not in MIN_CACHEABLE_TOKENS:
-            raise CacheModelError(
-                f"no minimum cacheable length known for model {model!r}; pass min_cacheable_tokens= from "
-                f"Anthropic's prompt-caching page (known: {', '.join(sorted(MIN_CACHEABLE_TOKENS))})"
-            )
-        return MIN_CACHEABLE_TOKENS[family]

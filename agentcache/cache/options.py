@@ -27,7 +27,9 @@ class CacheOptions:
     capacity: int | None = None
     page_size: int = 1
     block_size: int = 16
-    anthropic_model: str | None = None
+    model: str | None = None
+    """The hosted model whose caching rule to apply (:mod:`agentcache.cache.rules`); None: OpenAI's rule before
+    GPT-5.6, Anthropic's mechanism with a 1024-token minimum."""
     slots: int = DEFAULT_SLOTS
     """llama-server's ``--parallel``; its cache is one prefix per slot."""
     model_dir: str | None = None
@@ -59,7 +61,7 @@ class CacheOptions:
             blocks = None if self.capacity is None else self.capacity // self.block_size
             return BlockHashCache(block_size=self.block_size, num_blocks=blocks)
         if self.kind == "openai":
-            return OpenAIPromptCache()
-        if self.anthropic_model is None:
+            return OpenAIPromptCache(self.model)
+        if self.model is None:
             return AnthropicPromptCache(min_cacheable_tokens=1024)
-        return AnthropicPromptCache(self.anthropic_model)
+        return AnthropicPromptCache(self.model)

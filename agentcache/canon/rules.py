@@ -25,8 +25,8 @@ import orjson
 from agentcache.canon.jsonvalue import canonical_json
 from agentcache.canon.lossless import exact_float, exact_int
 from agentcache.canon.policy import CanonicalPolicy
-from agentcache.canon.text import fenced_parts, may_hold_fences, normalize_prose
-from agentcache.canon.volatile import split_volatile_lines
+from agentcache.canon.text import drop_lines, fenced_parts, may_hold_fences, normalize_prose
+from agentcache.canon.volatile import volatile_lines
 from agentcache.errors import DuplicateToolError
 
 #: Content blocks whose ``text`` is prose. A tuple, not a set: a block's ``type`` may be a list or an object, which
@@ -241,13 +241,15 @@ def _split_system(content: Any, policy: CanonicalPolicy) -> tuple[Any, str]:
 
 
 def _split_prose(text: str, policy: CanonicalPolicy) -> tuple[str, str]:
-    """:func:`~agentcache.canon.volatile.split_volatile_lines` outside fenced code, whose lines all stay."""
-    if not may_hold_fences(text):
-        return split_volatile_lines(text)
-    stable: list[str] = []
-    moved: list[str] = []
-    for part, code in fenced_parts(text, policy):
-        kept, volatile = (part, "") if code else split_volatile_lines(part)
-        stable.append(kept)
-        moved.append(volatile)
-    return "".join(stable), "".join(moved)
+    """(``text`` without its volatile lines, those lines), the first laid out by
+    :func:`~agentcache.canon.text.drop_lines` so that it reads the same wherever they stood. Lines of fenced code
+    all stay."""
+    cuts: list[tuple[int, int]] = []
+    offset = 0
+    for part, code in fenced_parts(text, policy) if may_hold_fences(text) else [(text, False)]:
+        if not code:
+            cuts.extend((offset + start, offset + end) for start, end in volatile_lines(part))
+        offset += len(part)
+    if not cuts:
+        return text, ""
+    return drop_lines(text, cuts), "".join(text[start:end] for start, end in cuts)

@@ -81,3 +81,49 @@ def fenced_parts(text: str, policy: CanonicalPolicy) -> list[tuple[str, bool]]:
                 start, fence = match.end(), ""
     parts.append((text[start:], bool(fence)))
     return [(part, code) for part, code in parts if part]
+
+
+def drop_lines(text: str, cuts: list[tuple[int, int]]) -> str:
+    """``text`` without its whole lines ``cuts`` (sorted (start, end) ranges, each past its newline or at the end),
+    laid out as if they had never been written, so that the result does not depend on where they stood.
+
+    Blank lines among cut lines go with them. At the start or the end of ``text``, the blank lines that separated
+    the cut lines from the rest go too, and the text keeps its own leading and trailing newlines; between two kept
+    lines, the wider of the two separators around the cut stays. So "D\\n\\nA\\n\\nB", "A\\n\\nD\\n\\nB" and
+    "A\\n\\nB\\n\\nD" all give "A\\n\\nB".
+    """
+    lines = text.split("\n")
+    ends = [len(line) + 1 for line in lines]
+    ends[-1] -= 1
+    cut: list[bool] = []
+    at = 0
+    ranges = iter(cuts)
+    current = next(ranges, None)
+    for length in ends:
+        while current is not None and current[1] <= at:
+            current = next(ranges, None)
+        cut.append(current is not None and current[0] <= at < current[1])
+        at += length
+    kept: list[str] = []
+    index = 0
+    while index < len(lines):
+        if not cut[index]:
+            kept.append(lines[index])
+            index += 1
+            continue
+        last = index
+        while index < len(lines) and (cut[index] or not lines[index].strip()):
+            last = index if cut[index] else last
+            index += 1
+        index = last + 1
+        before: list[str] = []
+        while kept and not kept[-1].strip():
+            before.append(kept.pop())
+        after: list[str] = []
+        while index < len(lines) and not lines[index].strip():
+            after.append(lines[index])
+            index += 1
+        if kept and index < len(lines):
+            kept.extend(before[::-1] if len(before) >= len(after) else after)
+    body = "\n".join(kept).strip("\n")
+    return text[: len(text) - len(text.lstrip("\n"))] + body + text[len(text.rstrip("\n")) :]

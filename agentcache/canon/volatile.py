@@ -195,6 +195,11 @@ def _found(index: int, length: int) -> int:
     return length if index < 0 else index
 
 
+def volatile_lines(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each line of ``text`` holding a volatile value; ``end`` is past its newline, if it has one."""
+    return [(start, min(end + 1, len(text))) for start, end in _digit_lines(text) if _spans(text, start, end)]
+
+
 def split_volatile_lines(text: str) -> tuple[str, str]:
     """Split ``text`` into (the lines without volatile values, the lines with them), each keeping its order.
 
@@ -203,11 +208,9 @@ def split_volatile_lines(text: str) -> tuple[str, str]:
     stable: list[str] = []
     volatile: list[str] = []
     position = 0
-    for start, end in _digit_lines(text):
-        if _spans(text, start, end):
-            end = min(end + 1, len(text))  # with its newline
-            stable.append(text[position:start])
-            volatile.append(text[start:end])
-            position = end
+    for start, end in volatile_lines(text):
+        stable.append(text[position:start])
+        volatile.append(text[start:end])
+        position = end
     stable.append(text[position:])
     return "".join(stable), "".join(volatile)

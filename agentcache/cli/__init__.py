@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from agentcache import __version__
-from agentcache.cli import canon, demo, explain, lint, report, simulate
+from agentcache.cli import canon, demo, explain, lint, report, simulate, template
 from agentcache.cli.options import help_text
 from agentcache.errors import AgentCacheError
 
-COMMANDS = (demo, explain, simulate, lint, canon, report)
+COMMANDS = (demo, explain, simulate, lint, template, canon, report)
 EXIT_USAGE = 2
 
 

@@ -15,8 +15,8 @@ from agentcache.cli.options import add_positive_int
 from agentcache.cli.style import Style, fit, terminal_width
 from agentcache.demo.live import run_live
 from agentcache.demo.scenario import session
-from agentcache.drift import CacheOptions, TurnReport, explain
-from agentcache.tokens import get_tokenizer
+from agentcache.drift import CacheOptions, Trace, TraceRecord, TurnReport, explain
+from agentcache.tokens import Tokenizer, get_tokenizer
 from agentcache.totals import ratio, table
 from agentcache.totals import totals as sum_turns
 from agentcache.transport import Turn
@@ -32,6 +32,9 @@ def register(commands: Any) -> None:
         "demo", help="replay a drifting coding-agent session through modelled caches", description=__doc__
     )
     add_positive_int(parser, "--turns", "turns in the session (default 10; 6 live)")
+    add_positive_int(
+        parser, "--sessions", "sessions of the same deployment sharing one cache, interleaved (default 1)", default=1
+    )
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format")
     live = parser.add_argument_group("against a real engine")
     live.add_argument("--server", metavar="URL", help="send the session to this SGLang, vLLM or llama-server")
@@ -47,42 +50,25 @@ def run(args: argparse.Namespace) -> int:
         return _live(args, started)
     turns = args.turns or 10
     tokenizer = get_tokenizer("o200k_base")
-    drifting = session(tokenizer, turns, drift=True)
-    stable = session(tokenizer, turns, drift=False)
+    drifting = _deployment(tokenizer, args.sessions, turns, drift=True)
+    stable = _deployment(tokenizer, args.sessions, turns, drift=False)
     results: dict[str, tuple[list[TurnReport], list[TurnReport]]] = {
         name: (explain(drifting, tokenizer, options), explain(stable, tokenizer, options))
         for name, options in ENGINES.items()
     }
     if args.format == "json":
-        print(json.dumps(_json(results), indent=2))
+        print(json.dumps(_json(results, args.sessions), indent=2))
         return 0
     width = terminal_width()
-    print(fit(INTRO, width) + "\n")
-    raw = results["sglang"][0]
-    rows = []
-    for index, report in enumerate(raw):
-        row: list[Any] = [report.turn, report.predicted_prompt_tokens]
-        for name in ENGINES:
-            drift_reports, ideal_reports = results[name]
-            row += [
-                ideal_reports[index].predicted_cached,
-                drift_reports[index].predicted_cached,
-                drift_reports[index].canonical_cached,
-            ]
-        rows.append([*row, report.cause])
-    header = [
-        "turn",
-        "prompt",
-        "sglang\nideal",
-        "sglang\nraw",
-        "sglang\ncanon",
-        "vllm\nideal",
-        "vllm\nraw",
-        "vllm\ncanon",
-        "why raw\nmissed",
-    ]
-    print(table(header, rows, Style(sys.stdout), {8: cause_color}, width))
-    print("\ncached tokens per turn; ideal = the same session without drift\n")
+    print(fit(INTRO if args.sessions == 1 else INTRO + SHARED.format(n=args.sessions), width) + "\n")
+    columns = [f"{name}\n{kind}" for name in ENGINES for kind in ("ideal", "raw", "canon")]
+    if args.sessions == 1:
+        header, rows, colors = ["turn", "prompt", *columns, "why raw\nmissed"], _turn_rows(results), {8: cause_color}
+    else:
+        header, rows, colors = ["session", "prompt", *columns], _session_rows(results), {}
+    print(table(header, rows, Style(sys.stdout), colors, width))
+    unit = "turn" if args.sessions == 1 else "session, in one shared cache"
+    print(f"\ncached tokens per {unit}; ideal = the same sessions without drift\n")
     for name, (drift_reports, ideal_reports) in results.items():
         totals = _totals(drift_reports, ideal_reports)
         line = (
@@ -94,12 +80,56 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _deployment(tokenizer: Tokenizer, sessions: int, turns: int, drift: bool) -> Trace:
+    """``sessions`` sessions of one deployment, turn by turn in turns (each session's turn 1, then each one's
+    turn 2, ...), as one server sees them."""
+    runs = [session(tokenizer, turns, drift=drift, index=index) for index in range(sessions)]
+    order = [(index, turn) for turn in range(turns) for index in range(sessions)]
+    records = [
+        TraceRecord(line, f"session-{index + 1}", runs[index][turn]) for line, (index, turn) in enumerate(order, 1)
+    ]
+    return Trace(records, [])
+
+
+def _turn_rows(results: dict[str, tuple[list[TurnReport], list[TurnReport]]]) -> list[list[Any]]:
+    """One row per turn of the single session."""
+    rows = []
+    for index, report in enumerate(results["sglang"][0]):
+        row: list[Any] = [report.turn, report.predicted_prompt_tokens]
+        for drift_reports, ideal_reports in results.values():
+            ideal, drifting = ideal_reports[index], drift_reports[index]
+            row += [ideal.predicted_cached, drifting.predicted_cached, drifting.canonical_cached]
+        rows.append([*row, report.cause])
+    return rows
+
+
+def _session_rows(results: dict[str, tuple[list[TurnReport], list[TurnReport]]]) -> list[list[Any]]:
+    """One row per session: its turns' tokens summed."""
+    names = list(dict.fromkeys(r.session for r in results["sglang"][0]))
+    rows = []
+    for name in names:
+        row: list[Any] = [name, sum(r.predicted_prompt_tokens for r in results["sglang"][0] if r.session == name)]
+        for drift_reports, ideal_reports in results.values():
+            totals = _totals(*(_of(reports, name) for reports in (drift_reports, ideal_reports)))
+            row += [totals["ideal_cached"], totals["raw_cached"], totals["canonical_cached"]]
+        rows.append(row)
+    return rows
+
+
+def _of(reports: list[TurnReport], session_name: str) -> list[TurnReport]:
+    return [r for r in reports if r.session == session_name]
+
+
 INTRO = (
     "agentcache demo: a coding agent's session (2,000-token system prompt, 1,500 tokens of tools, 6,000 tokens\n"
     "of repository context, ~500 tokens of tool output per turn) with the drift real agents show: tools from\n"
     "a set, a timestamp in the system prompt, schema keys in varying order. Each request is replayed raw and\n"
     "canonicalized. The caches are SIMULATED ON THE CLIENT (agentcache's models of each server's rules);\n"
     "no server is contacted. Tokenizer: o200k_base."
+)
+SHARED = (
+    "\n\n{n} sessions of this deployment (each its own task and clock) go through ONE shared cache, turn by turn in\n"
+    "turns: the system prompt and tools can only be shared when every session sends them byte for byte alike."
 )
 
 
@@ -130,10 +160,11 @@ def _totals(drift_reports: list[TurnReport], ideal_reports: list[TurnReport]) ->
     }
 
 
-def _json(results: dict[str, tuple[list[TurnReport], list[TurnReport]]]) -> dict[str, Any]:
+def _json(results: dict[str, tuple[list[TurnReport], list[TurnReport]]], sessions: int) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
         "simulated": True,
+        "sessions": sessions,
         "engines": {
             name: {
                 "totals": _totals(drift, ideal),

@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
                 "capacity": options.capacity,
                 "page_size": options.page_size,
                 "block_size": options.block_size,
+                "model": options.model,
             },
             "turns": [report.to_json() for report in reports],
             "summary": summary.to_json(),
@@ -77,6 +78,18 @@ def run(args: argparse.Namespace) -> int:
         print()
         text = summary_text(summary, f"{options.kind} model, simulated on the client; tokenizer {args.tokenizer}")
         print("\n".join(fit(line, width, indent=4) for line in text.splitlines()))
+        disagree = sum(r.provider_agrees is False for r in reports)
+        if disagree:
+            print(
+                fit(
+                    f"the provider's own diagnosis disagrees with agentcache's cause on {count(disagree, 'turn')}",
+                    width,
+                    indent=4,
+                )
+            )
+        cost = cost_text(reports)
+        if cost:
+            print(fit(cost, width, indent=4))
         note = anthropic_note((options.kind,), trace)
         if note:
             print(fit(note, width, indent=4))
@@ -92,7 +105,32 @@ def detail(report: TurnReport) -> str:
     """Where the prefix broke (the JSON path of the first differing value and the index of its first token), then
     why."""
     where = report.divergence
-    return report.detail if where is None else f"at {where.path}, token {where.token_index:,}: {report.detail}"
+    text = report.detail if where is None else f"at {where.path}, token {where.token_index:,}: {report.detail}"
+    return text + provider_note(report)
+
+
+def provider_note(report: TurnReport) -> str:
+    """The provider's own verdict beside agentcache's, and whether they disagree."""
+    if report.provider_verdict is None:
+        return ""
+    judged = {True: "agrees", False: "DISAGREES", None: "not compared"}[report.provider_agrees]
+    return f" [provider: {report.provider_verdict}, {judged}]"
+
+
+def cost_text(reports: list[TurnReport]) -> str | None:
+    """The trace's prompt price under the hosted model's rule, beside what it would cost uncached."""
+    costs = [r.predicted_cost for r in reports]
+    if not costs or any(cost is None for cost in costs):
+        return None
+    total = sum(cost for cost in costs if cost is not None)
+    uncached = sum(r.predicted_prompt_tokens for r in reports)
+    written = sum(r.predicted_written for r in reports)
+    return (
+        f"cost: {total:,.0f} input-token equivalents ({total / uncached:.1%} of {uncached:,} uncached), "
+        f"{written:,} tokens written"
+        if uncached
+        else None
+    )
 
 
 def saving(tokens: int) -> str:

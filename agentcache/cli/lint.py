@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
+from agentcache.cache.options import CACHE_KINDS
+from agentcache.cli.options import add_cache_options, cache_options
 from agentcache.cli.style import Style, terminal_width
-from agentcache.lint import FORMATS, lint_paths, render
+from agentcache.lint import FORMATS, LintResult, lint_paths, load, render
+from agentcache.lint.output import LINT, Tool, statistics
 
 
 def register(commands: Any) -> None:
@@ -22,13 +26,35 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--fix", action="store_true", help="rewrite tool-schema files in canonical form and report what changed"
     )
+    parser.add_argument(
+        "--cache", choices=CACHE_KINDS, default="sglang", help="server model to replay traces through (default sglang)"
+    )
+    add_cache_options(parser)
+    parser.add_argument(
+        "--select", type=_codes, metavar="CODES", help="only these codes or prefixes, comma-separated (AC1,AC201)"
+    )
+    parser.add_argument("--ignore", type=_codes, metavar="CODES", help="leave out these codes or prefixes")
+    parser.add_argument("--statistics", action="store_true", help="count findings per rule instead of listing them")
     parser.set_defaults(run=run)
 
 
+def _codes(text: str) -> list[str]:
+    return [code.strip().upper() for code in text.split(",") if code.strip()]
+
+
 def run(args: argparse.Namespace) -> int:
-    result = lint_paths(args.paths, fix=args.fix)
+    # [tool.agentcache.lint] of the nearest pyproject.toml, as ruff finds its own; the command line adds to it.
+    config = load(Path.cwd()).with_rules(args.select, args.ignore)
+    result = lint_paths(args.paths, fix=args.fix, config=config, cache=cache_options(args, args.cache))
+    return report(result, args.format, counts=args.statistics)
+
+
+def report(result: LintResult, fmt: str, tool: Tool = LINT, counts: bool = False) -> int:
+    """Print ``result`` in ``fmt`` (with ``counts``, a count per rule instead) and return the exit code: 1 when
+    findings are left, else 0 (``agentcache template`` reports the same way)."""
     # A file name that is not UTF-8 holds surrogates: write them as escapes, so the output stays valid UTF-8.
-    text = render(result, args.format, Style(sys.stdout), terminal_width())
+    paint, width = Style(sys.stdout), terminal_width()
+    text = statistics(result, tool) if counts else render(result, fmt, paint, width, tool)
     sys.stdout.buffer.write(text.encode("utf-8", "backslashreplace"))
     sys.stdout.flush()
     return 1 if result.findings else 0

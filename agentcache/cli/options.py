@@ -102,13 +102,23 @@ def add_cache_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model-dir", metavar="DIR", help="the model folder the server loads: count the server's own prompt tokens"
     )
+    parser.add_argument(
+        "--model",
+        metavar="NAME",
+        help="the hosted model (gpt-5.6, claude-opus-4-8, ...): apply its caching rule (docs/model-hosted.md)",
+    )
 
 
 def cache_options(args: argparse.Namespace, kind: str) -> CacheOptions:
     assert kind in CACHE_KINDS
     chosen: CacheKind = kind  # type: ignore[assignment]
     return CacheOptions(
-        chosen, capacity=args.capacity, page_size=args.page_size, block_size=args.block_size, model_dir=args.model_dir
+        chosen,
+        capacity=args.capacity,
+        page_size=args.page_size,
+        block_size=args.block_size,
+        model=args.model,
+        model_dir=args.model_dir,
     )
 
 

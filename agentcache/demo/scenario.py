@@ -25,6 +25,13 @@ _RULES = [
     "Treat warnings from the type checker and the linter as errors unless the user says otherwise.",
     "If the task is ambiguous, state the interpretation you chose and why it fits the user's words.",
 ]
+_TASKS = [
+    "The checkout total is wrong for EUR carts. Find and fix it.",
+    "Refunds of discounted orders come out one cent short. Find out why and fix it.",
+    "Add a tax line to invoices for customers outside the EU, with a test.",
+    "The ledger export crashes on orders without a currency. Make it skip them and log a warning.",
+    "Prices in the cart page round differently from the invoice. Make them agree.",
+]
 _WORDS = ["cart", "order", "invoice", "price", "currency", "discount", "customer", "ledger", "refund", "tax"]
 
 
@@ -160,16 +167,20 @@ def tool_output(tokenizer: Tokenizer, turn: int, scale: float = 1.0) -> str:
     return fill(tokenizer, round(500 * scale), lines)
 
 
-def session(tokenizer: Tokenizer, turns: int = 10, drift: bool = True, scale: float = 1.0) -> list[dict[str, Any]]:
+def session(
+    tokenizer: Tokenizer, turns: int = 10, drift: bool = True, scale: float = 1.0, index: int = 0
+) -> list[dict[str, Any]]:
     """The requests of one session, turn by turn; ``scale`` multiplies every part's size (a small server's
-    context holds the session at 0.1)."""
+    context holds the session at 0.1). ``index`` picks one of many sessions of the same deployment: its own task
+    and, with drift, its own clock; the system prompt, tools and repository map are the deployment's."""
     context = repository_context(tokenizer, scale)
     history: list[dict[str, Any]] = [
-        {"role": "user", "content": context + "\n\nThe checkout total is wrong for EUR carts. Find and fix it."}
+        {"role": "user", "content": context + "\n\n" + _TASKS[index % len(_TASKS)]}
     ]
     requests = []
     for turn in range(turns):
-        now = f"2026-11-30T10:{turn * 3:02d}:{(turn * 17) % 60:02d}Z" if drift else "2026-11-30"
+        clock = f"T{10 + index % 14:02d}:{turn * 3:02d}:{(turn * 17 + index) % 60:02d}Z"
+        now = f"2026-11-30{clock}" if drift else "2026-11-30"
         system = {"role": "system", "content": system_prompt(tokenizer, now, scale)}
         requests.append(
             {

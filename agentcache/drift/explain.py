@@ -12,6 +12,7 @@ from agentcache.cache.options import CacheOptions
 from agentcache.drift.trace import DEFAULT_SESSION, Trace, TraceRecord, read_trace
 from agentcache.predict.diff import Divergence
 from agentcache.predict.prompt import PromptTokenizer, Renderer
+from agentcache.predict.provider import read_diagnosis
 from agentcache.predict.replay import Prediction, Replay
 from agentcache.redact import redact
 from agentcache.tokens import Tokenizer, get_tokenizer
@@ -43,10 +44,20 @@ class TurnReport:
     """Tokens the previous request had already sent that this one had to prefill again."""
     canonical_cached: int
     """Cached tokens predicted had every request been canonicalized (with ``relocate_volatile``)."""
+    predicted_written: int = 0
+    """Cache writes a hosted API would bill for the turn (``cache_creation_input_tokens``, ``cache_write_tokens``)."""
+    predicted_cost: float | None = None
+    """The prompt's price in uncached-input-token equivalents under the hosted model's rule; None for engines."""
+    provider_verdict: str | None = None
+    """The provider's own diagnosis of the turn, when the trace recorded one (:mod:`agentcache.predict.provider`)."""
+    provider_missed_tokens: int | None = None
+    provider_agrees: bool | None = None
+    """Whether that verdict and ``cause`` name the same change; None when there is nothing to compare."""
 
     @classmethod
     def of(cls, record: TraceRecord, turn: int, predicted: Prediction, canonical_cached: int) -> TurnReport:
         """The report of one turn; its texts without credentials, since reports and ``explain`` show them."""
+        diagnosis = read_diagnosis(record.diagnosis)
         return cls(
             session=redact(record.session),
             turn=turn,
@@ -60,6 +71,13 @@ class TurnReport:
             divergence=predicted.divergence,
             wasted_tokens=predicted.wasted_tokens,
             canonical_cached=canonical_cached,
+            predicted_written=predicted.predicted_written,
+            predicted_cost=predicted.predicted_cost,
+            provider_verdict=None if diagnosis is None else diagnosis.verdict,
+            provider_missed_tokens=None if diagnosis is None else diagnosis.missed_tokens,
+            provider_agrees=None
+            if diagnosis is None
+            else diagnosis.agrees(predicted.cause, predicted.divergence, first=turn == 1),
         )
 
     def to_json(self) -> dict[str, Any]:

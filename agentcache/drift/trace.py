@@ -27,6 +27,9 @@ class TraceRecord:
     request: dict[str, Any]
     usage: dict[str, Any] | None = None
     ts: float | None = None
+    diagnosis: dict[str, Any] | None = None
+    """The provider's cache diagnosis as its response carried it (``{"diagnostics": ...}`` from Anthropic,
+    ``{"prompt_cache_diagnostics": ...}`` from OpenAI's Responses API), when recorded."""
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,10 @@ def _record(line: int, value: Any) -> TraceRecord:
         raise ValueError('"usage" must be an object')
     if ts is not None and (isinstance(ts, bool) or not isinstance(ts, (int, float)) or not _finite(ts)):
         raise ValueError('"ts" must be a finite number (seconds)')
-    return TraceRecord(line, session, request, usage, None if ts is None else float(ts))
+    diagnosis = value.get("diagnosis") if "request" in value else None
+    if diagnosis is not None and not isinstance(diagnosis, dict):
+        raise ValueError('"diagnosis" must be an object')
+    return TraceRecord(line, session, request, usage, None if ts is None else float(ts), diagnosis)
 
 
 def _finite(number: float) -> bool:
@@ -126,4 +132,6 @@ def write_trace(path: str | Path, records: list[TraceRecord]) -> None:
                 line["usage"] = record.usage
             if record.ts is not None:
                 line["ts"] = record.ts
+            if record.diagnosis is not None:
+                line["diagnosis"] = record.diagnosis
             handle.write(json.dumps(line, ensure_ascii=False) + "\n")

@@ -9,11 +9,14 @@ error never leaves half the files rewritten.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
+from agentcache.cache.options import CacheOptions
 from agentcache.errors import InputError
+from agentcache.lint.config import Config
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,9 @@ class SourceFile:
     display: str
     data: bytes
     explicit: bool
+    cache: CacheOptions | None = None
+    """The server model trace files are replayed through (its ``model_dir`` renders the model's own template);
+    None for explain's default."""
 
 
 @dataclass(frozen=True)
@@ -67,14 +73,31 @@ class Checked:
 
     findings: tuple[Finding, ...] = ()
     rewrite: bytes | None = None
+    note: str | None = None
+    """Why the file was not (fully) checked, when it was not: not a finding, since nothing is known to be wrong."""
 
 
 class NotThisKind(Exception):
     """Raised by a checker for a file whose suffix matched but whose content is not its kind (a ``.json`` file
-    holding no tools). A walked file is then skipped; a named one is a usage error."""
+    holding no tools). A walked file is then skipped; a named one is a usage error. With ``note``, the skip is
+    reported as a note (a ``.jsonl`` dataset that looks like chat data but is no trace)."""
+
+    def __init__(self, reason: str, note: bool = False) -> None:
+        super().__init__(reason)
+        self.note = note
 
 
 Checker = Callable[[SourceFile], Checked]
+
+
+class Session(Protocol):
+    """A checker for one lint run whose files inform each other (a Python module reads helpers in others)."""
+
+    def check(self, source: SourceFile) -> Checked:
+        """The verdict on one file, with what the files checked before it taught."""
+
+    def revisit(self) -> list[Path]:
+        """Files checked too early: what files checked after them taught may change their verdict."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +108,9 @@ class FileKind:
     suffixes: tuple[str, ...]
     rules: tuple[Rule, ...]
     check: Checker
+    session: Callable[[Mapping[str, Any]], Session] | None = None
+    """Makes the checker of one run from the settings of ``[tool.agentcache.lint]``, when files of this kind inform
+    each other or read settings; ``check`` judges a file alone, with the defaults."""
 
 
 UNPARSABLE = Rule(
@@ -144,31 +170,62 @@ class LintResult:
     files: int = 0
     rewritten: tuple[str, ...] = ()
     """Paths ``--fix`` rewrote."""
+    notes: tuple[str, ...] = ()
+    """``path: why`` for each file skipped or not fully checked (a dataset, syntax newer than the parser)."""
 
 
-def lint_paths(paths: Iterable[str | os.PathLike[str]], fix: bool = False) -> LintResult:
+def lint_paths(
+    paths: Iterable[str | os.PathLike[str]],
+    fix: bool = False,
+    config: Config | None = None,
+    cache: CacheOptions | None = None,
+) -> LintResult:
     """Lint files and directories (walked, skipping :data:`SKIP_DIRS`); with ``fix``, rewrite what can be fixed.
+    ``config`` selects the rules reported per file and holds the kinds' settings (default: every rule, defaults).
+    Traces are replayed through ``cache`` (explain's server model), by default SGLang's with o200k_base tokens.
 
     Raises :class:`~agentcache.errors.InputError` for a usage error: a path that does not exist or cannot be
     read, a named file of no registered kind, a named file its kind's checker does not recognize.
     """
     catalog = rules()
-    findings: list[Finding] = []
-    fixed: list[Finding] = []
-    rewrites: list[tuple[Path, str, bytes]] = []
-    files = 0
+    config = config or Config()
+    sessions: dict[str, Checker] = {}
+    revisits: list[Session] = []
+    verdicts: dict[Path, tuple[str, bool, Checked]] = {}
+
+    def checker(kind: FileKind) -> Checker:
+        if kind.session is None:
+            return kind.check
+        if kind.name not in sessions:
+            session = kind.session(config.settings)
+            sessions[kind.name] = session.check
+            revisits.append(session)
+        return sessions[kind.name]
+
+    notes: list[str] = []
     for path, display, explicit in _targets(paths):
+        kind = _KINDS[path.suffix.lower()]
         try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise InputError(f"cannot read {display}: {exc.strerror}") from None
-        try:
-            checked = _KINDS[path.suffix.lower()].check(SourceFile(path, display, data, explicit))
+            verdict = checker(kind)(SourceFile(path, display, _read(path, display), explicit, cache))
         except NotThisKind as exc:
             if explicit:
                 raise InputError(f"{display}: {exc}") from None
+            if exc.note:
+                notes.append(f"{display}: skipped: {exc}")
             continue
-        files += 1
+        verdicts[path] = (display, explicit, verdict)
+    for session in revisits:
+        for path in session.revisit():
+            display, explicit, _ = verdicts[path]
+            source = SourceFile(path, display, _read(path, display), explicit, cache)
+            verdicts[path] = (display, explicit, session.check(source))
+    findings: list[Finding] = []
+    fixed: list[Finding] = []
+    rewrites: list[tuple[Path, str, bytes]] = []
+    for path, (display, _, verdict) in verdicts.items():
+        if verdict.note is not None:
+            notes.append(f"{display}: {verdict.note}")
+        checked = Checked(tuple(f for f in verdict.findings if config.enabled(f.code, f.path)), verdict.rewrite)
         if fix and checked.rewrite is not None:
             done = [finding for finding in checked.findings if catalog[finding.code].fixable]
             if done:
@@ -185,9 +242,17 @@ def lint_paths(paths: Iterable[str | os.PathLike[str]], fix: bool = False) -> Li
     return LintResult(
         tuple(sorted(findings, key=Finding.sort_key)),
         tuple(sorted(fixed, key=Finding.sort_key)),
-        files,
+        len(verdicts),
         tuple(display for _, display, _ in rewrites),
+        tuple(sorted(notes)),
     )
+
+
+def _read(path: Path, display: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {display}: {exc.strerror}") from None
 
 
 def _targets(paths: Iterable[str | os.PathLike[str]]) -> Iterator[tuple[Path, str, bool]]:

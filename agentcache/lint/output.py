@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 import os
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -33,15 +34,30 @@ def _plain(text: str, color: str | None) -> str:
     return text
 
 
-def render(result: LintResult, fmt: str, paint: Paint = _plain, width: int | None = None) -> str:
-    """The result in one of :data:`FORMATS`, ending with a newline. ``paint`` colours the text format only, and
-    ``width`` (a terminal's columns) wraps its lines."""
+@dataclass(frozen=True)
+class Tool:
+    """The command whose findings are written: its name in SARIF and the rules its codes come from."""
+
+    name: str = "agentcache lint"
+    catalog: Mapping[str, Rule] | None = None
+    """Rules by code; None for every registered file kind's (:func:`~agentcache.lint.core.rules`)."""
+
+    def rules(self) -> Mapping[str, Rule]:
+        return rules() if self.catalog is None else self.catalog
+
+
+LINT = Tool()
+
+
+def render(result: LintResult, fmt: str, paint: Paint = _plain, width: int | None = None, tool: Tool = LINT) -> str:
+    """The result in one of :data:`FORMATS`, ending with a newline. ``paint`` colours the text format only,
+    ``width`` (a terminal's columns) wraps its lines, and ``tool`` is the command (lint unless told)."""
     if fmt == "text":
         return to_text(result, paint, width)
     if fmt == "json":
-        return json.dumps(to_json(result), indent=2, ensure_ascii=False) + "\n"
+        return json.dumps(to_json(result, tool), indent=2, ensure_ascii=False) + "\n"
     if fmt == "sarif":
-        return json.dumps(to_sarif(result), indent=2, ensure_ascii=False) + "\n"
+        return json.dumps(to_sarif(result, tool), indent=2, ensure_ascii=False) + "\n"
     raise ValueError(f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")
 
 
@@ -73,6 +89,8 @@ def to_text(result: LintResult, paint: Paint = _plain, width: int | None = None)
         where, code = _where(finding), finding.code
         add(f"{where}: {code} ", f"{paint(where, 'bold')}: {paint(code, 'red')} ", finding.message, 4)
         add("  help: ", f"  {paint('help:', 'cyan')} ", finding.hint, 8)
+    for note in result.notes:
+        add("note: ", f"{paint('note:', 'cyan')} ", note, 4)
     files = count(result.files, "file")
     if result.fixed:
         total = len(result.fixed) + len(result.findings)
@@ -87,9 +105,22 @@ def to_text(result: LintResult, paint: Paint = _plain, width: int | None = None)
     return "\n".join(lines) + "\n"
 
 
-def to_json(result: LintResult) -> dict[str, Any]:
+def statistics(result: LintResult, tool: Tool = LINT) -> str:
+    """``--statistics``: one line per rule with findings, most frequent first, as ruff prints them."""
+    catalog = tool.rules()
+    counted: dict[str, int] = {}
+    for finding in result.findings:
+        counted[finding.code] = counted.get(finding.code, 0) + 1
+    ranked = sorted(counted.items(), key=lambda item: (-item[1], item[0]))
+    width = max((len(str(number)) for number in counted.values()), default=1)
+    lines = [f"{number:>{width}}\t{code}\t{catalog[code].name}" for code, number in ranked]
+    lines.append(f"Found {count(len(result.findings), 'finding')} in {count(result.files, 'file')}.")
+    return "\n".join(lines) + "\n"
+
+
+def to_json(result: LintResult, tool: Tool = LINT) -> dict[str, Any]:
     """The ``--format json`` document (docs/lint.md describes each field)."""
-    catalog = rules()
+    catalog = tool.rules()
     by_code: dict[str, int] = {}
     for finding in result.findings:
         by_code[finding.code] = by_code.get(finding.code, 0) + 1
@@ -97,6 +128,7 @@ def to_json(result: LintResult) -> dict[str, Any]:
         "version": JSON_SCHEMA_VERSION,
         "findings": [_finding_json(finding, catalog[finding.code]) for finding in result.findings],
         "fixed": [_finding_json(finding, catalog[finding.code]) for finding in result.fixed],
+        "notes": list(result.notes),
         "summary": {
             "files": result.files,
             "findings": len(result.findings),
@@ -107,9 +139,9 @@ def to_json(result: LintResult) -> dict[str, Any]:
     }
 
 
-def to_sarif(result: LintResult) -> dict[str, Any]:
+def to_sarif(result: LintResult, tool: Tool = LINT) -> dict[str, Any]:
     """A SARIF 2.1.0 log with one run: every rule in the driver, a result per finding left."""
-    catalog = list(rules().values())
+    catalog = list(tool.rules().values())
     index = {rule.code: position for position, rule in enumerate(catalog)}
     return {
         "$schema": SARIF_SCHEMA,
@@ -118,7 +150,7 @@ def to_sarif(result: LintResult) -> dict[str, Any]:
             {
                 "tool": {
                     "driver": {
-                        "name": "agentcache lint",
+                        "name": tool.name,
                         "version": __version__,
                         "rules": [_sarif_rule(rule) for rule in catalog],
                     }
@@ -182,4 +214,3 @@ def _uri(path: str) -> str:
 
 def _where(finding: Finding) -> str:
     return f"{finding.path}:{finding.line}:{finding.column}"
-

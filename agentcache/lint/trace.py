@@ -6,8 +6,12 @@ API's minimum are not.
 
 from __future__ import annotations
 
+import itertools
+import json
+
 from agentcache.drift import explain
-from agentcache.drift.trace import parse_trace_bytes
+from agentcache.drift.trace import TraceRecord, parse_trace_bytes
+from agentcache.lint import breakpoints, template
 from agentcache.lint.core import Checked, Finding, NotThisKind, Rule, SourceFile
 from agentcache.predict import causes
 
@@ -81,8 +85,12 @@ _BY_CAUSE: dict[str, Rule] = {
     ),
 }
 _BY_CAUSE[causes.TOOL_REMOVED] = _BY_CAUSE[causes.TOOL_CHANGED] = _BY_CAUSE[causes.TOOL_ADDED]
+_BY_CAUSE.update(template.BY_CAUSE)  # found in a trace when explain renders it with the model's template
 
-RULES: tuple[Rule, ...] = (UNREADABLE, *sorted(set(_BY_CAUSE.values()), key=lambda rule: rule.code))
+RULES: tuple[Rule, ...] = (
+    UNREADABLE,
+    *sorted({*_BY_CAUSE.values(), *breakpoints.RULES}, key=lambda rule: rule.code),
+)
 
 
 def check(source: SourceFile) -> Checked:
@@ -90,11 +98,13 @@ def check(source: SourceFile) -> Checked:
     trace = parse_trace_bytes(source.data)
     if not trace.records and not source.explicit:
         raise NotThisKind("no chat request on any line")
+    if not source.explicit and not _enveloped(source.data) and not _grows(trace.records):
+        raise NotThisKind("a dataset of separate conversations, not a trace: its lines do not grow one", note=True)
     findings = [
         Finding(source.display, problem.line, 1, UNREADABLE.code, problem.message, UNREADABLE.hint)
         for problem in trace.problems
     ]
-    for report in explain(trace):
+    for report in explain(trace, cache=source.cache):
         rule = _BY_CAUSE.get(report.cause)
         if rule is None:
             continue
@@ -108,4 +118,27 @@ def check(source: SourceFile) -> Checked:
             f"{report.wasted_tokens:,} tokens prefilled again"
         )
         findings.append(Finding(source.display, report.line, 1, rule.code, message, rule.hint))
+    findings += breakpoints.findings(source.display, trace)
     return Checked(tuple(findings))
+
+
+def _enveloped(data: bytes) -> bool:
+    """Whether the first line is in agentcache's trace format (``{"session": ..., "request": {...}}``)."""
+    first = next((line for line in data.split(b"\n") if line.strip()), b"")
+    try:
+        value = json.loads(first)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and isinstance(value.get("request"), dict)
+
+
+def _grows(records: list[TraceRecord]) -> bool:
+    """Whether bare request bodies read as one session: most requests resend the one before them and add to it,
+    as an agent's turns do (a fine-tuning or eval dataset holds unrelated conversations, one per line)."""
+    pairs = list(itertools.pairwise(records))
+    growing = sum(
+        len(later.request["messages"]) > len(earlier.request["messages"])
+        and later.request["messages"][: len(earlier.request["messages"])] == earlier.request["messages"]
+        for earlier, later in pairs
+    )
+    return bool(pairs) and growing * 2 > len(pairs)

@@ -5,11 +5,13 @@ The codes are part of the JSON output schema (docs/drift.md lists them); never r
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import Any
 
 from agentcache.cache.prefix import common_prefix
-from agentcache.canon import VolatileSpan, canonical_json, canonicalize, find_volatile
+from agentcache.canon import CanonicalPolicy, VolatileSpan, canonical_json, canonicalize, find_volatile
+from agentcache.canon.jsonvalue import child_path
 from agentcache.canon.rules import tool_name
 from agentcache.errors import RequestError
 from agentcache.predict.diff import Divergence
@@ -35,6 +37,24 @@ WORKER_CHANGED = "worker_changed"
 """The turn landed on another worker of a cluster than the session's previous turn, one that lacks the prefix."""
 WORKER_LOST = "worker_lost"
 """As ``worker_changed``, because the previous turn's worker went away (it failed a request)."""
+# Template-made drift (agentcache.predict.template_drift): the model's chat template, not the agent, broke the prefix.
+TEMPLATE_MOVES_TOOLS = "template_moves_tools"
+TEMPLATE_MOVES_SYSTEM = "template_moves_system"
+TEMPLATE_DROPS_REASONING = "template_drops_reasoning"
+TEMPLATE_DATE = "template_date"
+TEMPLATE_GENERATION_PROMPT = "template_generation_prompt"
+TEMPLATE_REWRITES = "template_rewrites_history"
+TEMPLATE_CAUSES = (
+    TEMPLATE_MOVES_TOOLS,
+    TEMPLATE_MOVES_SYSTEM,
+    TEMPLATE_DROPS_REASONING,
+    TEMPLATE_DATE,
+    TEMPLATE_GENERATION_PROMPT,
+    TEMPLATE_REWRITES,
+)
+
+_NORMALIZE_WHITESPACE = CanonicalPolicy(normalize_whitespace=True)
+_DECIMAL = re.compile(r"[.,]\d")
 
 
 def classify(
@@ -53,18 +73,13 @@ def classify(
     if old is None or new is None:
         return HISTORY_REWRITTEN, f"{divergence.path} was dropped (compaction or truncation)"
     where = "the system prompt" if divergence.part == "system" else divergence.path
-    change = whitespace_change(_text(old), _text(new))
+    blanks = _blank_change(old.value, new.value)
+    change = None if blanks is None else blanks[1]
     if _same(old, new, loose=False):
         generic = f"{divergence.path}: same content, different bytes (line endings, Unicode, key order)"
         return WHITESPACE, f"{change} of {where}" if change else generic
     if _same(old, new, loose=True) or change is not None:
-        blanks = divergence.part == "system" and change is not None and change.startswith(("trailing", "blank line"))
-        fix = (
-            "CanonicalPolicy(normalize_whitespace=True) removes trailing blanks and extra blank lines there"
-            if blanks
-            else "agentcache sends this text as it came (messages, fenced code, spacing inside a line): re-send it "
-            "as first sent"
-        )
+        fix = _whitespace_fix(old.part, comparable(old.value), comparable(new.value))
         return WHITESPACE, f"{change or 'line endings or Unicode form changed'} of {where}: {fix}"
     if divergence.part == "system":
         return _system(old.text, new.text, divergence)
@@ -85,6 +100,11 @@ def _tools(before: list[Any], after: list[Any]) -> tuple[str, str]:
     if removed:
         return TOOL_REMOVED, "removed: " + ", ".join(removed)
     changed = [name for name in new if _canonical("tools", old[name]) != _canonical("tools", new[name])]
+    first = _blank_change(old[changed[0]], new[changed[0]]) if changed else None
+    if first is not None and all(_blank_change(old[name], new[name]) for name in changed[1:]):
+        (path, change), name = first, changed[0]
+        fix = _whitespace_fix("tools", old[name], new[name])
+        return WHITESPACE, f"{change} of {path.removeprefix('$.')} in tool {name}: {fix}"
     if changed:
         return TOOL_CHANGED, "definition changed: " + ", ".join(changed)
     if list(old) != list(new):
@@ -92,6 +112,68 @@ def _tools(before: list[Any], after: list[Any]) -> tuple[str, str]:
     if all(old[name] == new[name] for name in new):
         return SCHEMA_KEY_ORDER, "same tool definitions with keys in another order"
     return WHITESPACE, "same tool definitions, different bytes (line endings, Unicode, set-like arrays)"
+
+
+def _blank_change(old: Any, new: Any) -> tuple[str, str] | None:
+    """(JSON path, what changed) of the first string two values (tools, system prompts, messages) differ in, when
+    they differ only in the blanks of their strings, however deep (a description's trailing space, a double space
+    in a tool result block); None when anything else differs."""
+    pairs = _differing_strings(_plain(old), _plain(new), "$")
+    if not pairs:
+        return None
+    first = whitespace_change(pairs[0][1], pairs[0][2])
+    if first is None or any(whitespace_change(a, b) is None for _, a, b in pairs[1:]):
+        return None
+    return pairs[0][0], first
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as the prompt renders it: without ``cache_control`` markers, and with content made only of text
+    blocks joined into one string, so a message re-sent as a string after carrying a breakpoint block compares
+    with its text."""
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    plain = {key: _plain(item) for key, item in value.items() if key != "cache_control"}
+    content = plain.get("content")
+    if isinstance(content, list) and all(_text_block(block) for block in content):
+        plain["content"] = "".join(block["text"] for block in content)
+    return plain
+
+
+def _text_block(block: Any) -> bool:
+    return (
+        isinstance(block, dict)
+        and block.keys() == {"type", "text"}
+        and block["type"] == "text"
+        and isinstance(block["text"], str)
+    )
+
+
+def _differing_strings(old: Any, new: Any, path: str) -> list[tuple[str, str, str]] | None:
+    """(path, old, new) of each string that differs between two values of one shape (same keys, lengths and other
+    values), or None when their shapes or any value that is not a string differ."""
+    if isinstance(old, str) and isinstance(new, str):
+        return [] if old == new else [(path, old, new)]
+    if isinstance(old, dict) and isinstance(new, dict) and old.keys() == new.keys():
+        parts = [_differing_strings(old[key], new[key], child_path(path, key)) for key in old]
+    elif isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        parts = [_differing_strings(a, b, f"{path}[{i}]") for i, (a, b) in enumerate(zip(old, new, strict=True))]
+    else:
+        return [] if type(old) is type(new) and old == new else None
+    return None if any(part is None for part in parts) else [pair for part in parts for pair in part or ()]
+
+
+def _whitespace_fix(part: str, old: Any, new: Any) -> str:
+    """What removes a whitespace drift: the opt-in policy when it makes both values the same, else the agent."""
+    normalized = _canonical(part, old, policy=_NORMALIZE_WHITESPACE)
+    if normalized is not None and normalized == _canonical(part, new, policy=_NORMALIZE_WHITESPACE):
+        return "CanonicalPolicy(normalize_whitespace=True) makes both the same"
+    return (
+        "agentcache sends this text as it came (messages, fenced code, spacing inside a line): re-send it as "
+        "first sent"
+    )
 
 
 def _name(tool: Any, index: int) -> str:
@@ -110,9 +192,11 @@ def _same(old: Segment, new: Segment, loose: bool) -> bool:
     return before is not None and before == _canonical(new.part, comparable(new.value), loose)
 
 
-def _canonical(part: str, value: Any, loose: bool = False) -> bytes | None:
-    """Canonical bytes of one tool, system prompt (or block) or message; None when it cannot be canonicalized.
-    ``loose`` puts every string in LF and NFC first."""
+def _canonical(
+    part: str, value: Any, loose: bool = False, policy: CanonicalPolicy | None = None
+) -> bytes | None:
+    """Canonical bytes of one tool, system prompt (or block) or message under ``policy`` (the default one unless
+    given); None when it cannot be canonicalized. ``loose`` puts every string in LF and NFC first."""
     if part == "tools":
         body: dict[str, Any] = {"messages": [], "tools": [value]}
     elif part == "system" and not (isinstance(value, dict) and "role" in value):
@@ -120,18 +204,10 @@ def _canonical(part: str, value: Any, loose: bool = False) -> bytes | None:
     else:
         body = {"messages": [value]}
     try:
-        canonical = canonicalize(body)
+        canonical = canonicalize(body, policy)
         return canonical_json(_loose(canonical) if loose else canonical)
     except RequestError:
         return None
-
-
-def _text(segment: Segment) -> str:
-    """The text a segment holds: a string, a block's ``text`` or a message's string ``content``; else its rendering."""
-    value = segment.value
-    if isinstance(value, dict):
-        value = value.get("text", value.get("content"))
-    return value if isinstance(value, str) else segment.text
 
 
 def whitespace_change(old: str, new: str) -> str | None:
@@ -201,7 +277,7 @@ def _system(old: str, new: str, divergence: Divergence) -> tuple[str, str]:
         now = _quote(new, new_span.start, new_span.end) if new_span else _quote(new, offset, offset + 20)
         return VOLATILE_VALUE, f"{kind} in the system prompt: {was} -> {now}"
     old_number, new_number = _number_at(old, offset), _number_at(new, offset)
-    if old_number is not None and new_number is not None:
+    if old_number is not None and new_number is not None and old_number != new_number:
         return VOLATILE_VALUE, f"counter in the system prompt: {old_number} -> {new_number}"
     return SYSTEM_EDITED, f"system prompt text changed at character {offset}"
 
@@ -221,13 +297,16 @@ def _quote(text: str, start: int, end: int) -> str:
 
 
 def _span_at(text: str, offset: int) -> VolatileSpan | None:
-    """The volatile value of ``text`` that contains (or ends at) ``offset``."""
+    """The volatile value of ``text`` that contains ``offset``."""
     return next((span for span in find_volatile(text) if span.start <= offset < span.end), None)
 
 
 def _number_at(text: str, offset: int) -> str | None:
+    """The number of ``text`` that contains or ends at ``offset``: a counter that gained or lost a digit ("12" to
+    "1") first differs just past the end of one of its two values. A number going on as a decimal ("1" of "1.2")
+    does not end there, and two equal numbers are no counter ("3" to "3a"), which the caller checks."""
     for match in NUMBER.finditer(text):
-        if match.start() <= offset < match.end():
+        if match.start() <= offset < match.end() or (match.end() == offset and not _DECIMAL.match(text, offset)):
             return match.group()
     return None
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from agentcache.cache.prefix import common_prefix
@@ -27,6 +28,8 @@ class Previous:
     """JSON path of the message canonicalization appended to hold volatile lines, if it did."""
     worker: str | None = None
     """The worker of a cluster that served it (None: a single server)."""
+    rendered_at: datetime | None = None
+    """The time the server's template rendered the turn at (its date, for a template that renders one)."""
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,8 @@ class Segment:
     value: Any
     text: str
     breakpoint: bool = False
-    """Whether the segment ends a block marked with ``cache_control`` (Anthropic breakpoints)."""
+    """Whether the segment ends a block marked as a breakpoint: Anthropic's ``cache_control``, OpenAI's
+    ``prompt_cache_breakpoint``."""
 
 
 def render(request: dict[str, Any]) -> list[Segment]:
@@ -111,20 +112,24 @@ def json_text(value: Any) -> str:
         return json.dumps(value, default=str, ensure_ascii=False, separators=(",", ":"))
 
 
+MARKERS = ("cache_control", "prompt_cache_breakpoint")
+"""The keys that mark a breakpoint on a block: Anthropic's, then OpenAI's (GPT-5.6 and later)."""
+
+
 def _unmarked(value: Any) -> Any:
-    """The value without its ``cache_control`` marker: a breakpoint says where to cache, it is not prompt text."""
-    if isinstance(value, dict) and "cache_control" in value:
-        return {key: item for key, item in value.items() if key != "cache_control"}
+    """The value without its breakpoint marker: a breakpoint says where to cache, it is not prompt text."""
+    if isinstance(value, dict) and any(key in value for key in MARKERS):
+        return {key: item for key, item in value.items() if key not in MARKERS}
     return value
 
 
 def _marked(value: Any) -> bool:
     if not isinstance(value, dict):
         return False
-    if "cache_control" in value:
+    if any(key in value for key in MARKERS):
         return True
     content = value.get("content")
-    return isinstance(content, list) and any(isinstance(b, dict) and "cache_control" in b for b in content)
+    return isinstance(content, list) and any(_marked(block) for block in content if isinstance(block, dict))
 
 
 def _content(content: Any) -> str:
@@ -142,7 +147,7 @@ def _content(content: Any) -> str:
 def _message(message: Any) -> str:
     if not isinstance(message, dict):
         return json_text(message) + "\n"
-    extras = {key: value for key, value in message.items() if key not in ("role", "content", "cache_control")}
+    extras = {key: value for key, value in message.items() if key not in ("role", "content", *MARKERS)}
     tail = json_text(extras) if extras else ""
     return f"<|{message.get('role')}|>\n{_content(message.get('content'))}{tail}\n"
 

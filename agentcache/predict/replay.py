@@ -11,19 +11,24 @@ import contextlib
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 from agentcache.cache.base import PrefixCacheModel
 from agentcache.cache.blockhash import token_array
-from agentcache.cache.hosted import MAX_BREAKPOINTS
+from agentcache.cache.hosted import AnthropicPromptCache, HostedPromptCache, OpenAIPromptCache
 from agentcache.cache.options import CacheOptions
+from agentcache.cache.rules import MAX_BREAKPOINTS
 from agentcache.canon import CanonicalPolicy, canonicalize
-from agentcache.errors import RequestError
-from agentcache.predict.diagnosis import Previous, diagnose
+from agentcache.errors import RequestError, TokenizerError
+from agentcache.predict import causes
+from agentcache.predict.diagnosis import Diagnosis, Previous, diagnose
 from agentcache.predict.diff import Divergence
 from agentcache.predict.prompt import PromptTokenizer, Renderer, Segment
 from agentcache.predict.served import Served
+from agentcache.predict.template_drift import template_drift
 from agentcache.servers.prompt import ServerPrompt
+from agentcache.servers.template import fixed_clock
 
 #: The what-if of "canonicalized": the default policy plus moving volatile lines out of the system prompt.
 WHAT_IF_POLICY = CanonicalPolicy(relocate_volatile=True)
@@ -53,6 +58,35 @@ class Prediction:
     divergence: Divergence | None
     divergence_token: int | None
     wasted_tokens: int
+    predicted_written: int = 0
+    """Cache writes the hosted API would bill (0 for the engines)."""
+    predicted_cost: float | None = None
+    """The prompt's price in uncached-input-token equivalents (hosted APIs only)."""
+
+
+def breakpoints(request: dict[str, Any], segments: list[Segment], ends: list[int], model: object) -> list[int]:
+    """Where a request's breakpoints end, as the hosted API places them: the marked blocks, plus Anthropic's
+    automatic one (top-level ``cache_control``) or OpenAI's implicit one (end of the latest non-assistant message,
+    GPT-5.6+, unless ``prompt_cache_options.mode`` is ``explicit``). At most the API's limit: the implicit or
+    automatic one and the latest marked ones."""
+    marks = [end for end, segment in zip(ends, segments, strict=True) if segment.breakpoint]
+    rule = model.rule if isinstance(model, HostedPromptCache) else None
+    extra: int | None = None
+    if rule is not None and rule.provider == "anthropic" and isinstance(request.get("cache_control"), dict):
+        extra = ends[-1]  # automatic caching: the last cacheable block
+    elif rule is not None and rule.implicit == "latest_message":
+        options = request.get("prompt_cache_options")
+        if not (isinstance(options, dict) and options.get("mode") == "explicit"):
+            eligible = [end for end, s in zip(ends, segments, strict=True) if s.part == "messages" and _asks(s.value)]
+            extra = eligible[-1] if eligible else None
+    if extra is None:
+        return marks[-MAX_BREAKPOINTS:]  # the model takes at most the API's limit: the latest ones
+    return sorted({*[mark for mark in marks if mark != extra][-(MAX_BREAKPOINTS - 1) :], extra})
+
+
+def _asks(message: Any) -> bool:
+    """Whether a message can carry OpenAI's implicit breakpoint: any but the assistant's own output."""
+    return isinstance(message, dict) and message.get("role") != "assistant"
 
 
 class Replay:
@@ -110,6 +144,8 @@ class Replay:
         minimum = self.model.minimum_tokens()
         lost = frozenset(self.lost)
         diagnosis = diagnose(previous, request, served, reported_cached, reported_prompt_tokens, minimum, worker, lost)
+        if diagnosis.cause == causes.NONE and previous is not None:
+            diagnosis = self._template_made(previous, request, served, self.last[session].rendered_at) or diagnosis
         return Prediction(
             predicted_prompt_tokens=served.prompt_tokens,
             predicted_cached=served.cached,
@@ -121,7 +157,24 @@ class Replay:
             divergence=diagnosis.divergence,
             divergence_token=diagnosis.divergence_token,
             wasted_tokens=diagnosis.wasted_tokens,
+            predicted_written=served.written,
+            predicted_cost=served.cost,
         )
+
+    def _template_made(
+        self, previous: Previous, request: dict[str, Any], served: Served, at: datetime | None
+    ) -> Diagnosis | None:
+        """The diagnosis of a turn that extends the previous request but whose prompt, rendered by the server's
+        template, does not extend the previous prompt: the template rewrote the history (:mod:`.template_drift`)."""
+        before, after = previous.served.exact, served.exact
+        if self.server_prompt is None or before is None or after is None:
+            return None
+        times = None if previous.rendered_at is None or at is None else (previous.rendered_at, at)
+        with contextlib.suppress(TokenizerError):  # a varied rendering the template refuses tells nothing
+            drift = template_drift(self.server_prompt, previous.request, request, times, before, after)
+            if drift is not None:
+                return Diagnosis(drift.cause, drift.detail, None, drift.token, drift.lost)
+        return None
 
     def serve(
         self,
@@ -143,20 +196,30 @@ class Replay:
         self.clock = max(self.clock + 1.0 if ts is None else ts, self.clock)
         namespace = cache_namespace(request)
         model = self.model_of(worker)
+        rendered_at = None if ts is None else datetime.fromtimestamp(ts)
         if self.server_prompt is not None:  # the server's own prompt: its chat template and tokenizer
-            exact = token_array(self.server_prompt.tokens(request))
+            with fixed_clock(rendered_at):
+                exact = token_array(self.server_prompt.tokens(request))
             cached = model.serve(exact, output, namespace, now=self.clock) if exact else 0
             served = Served(segments, tokens, starts, cached, len(exact), exact)
+        elif not tokens:  # an empty prompt is never served: servers reject it
+            served = Served(segments, tokens, starts, 0)
         else:
-            cached = 0  # an empty prompt is never served: servers reject it
-            if tokens:
-                ends = [*starts[1:], len(tokens)]  # each segment ends where the next starts
-                marks = [end for end, segment in zip(ends, segments, strict=True) if segment.breakpoint]
-                marks = marks[-MAX_BREAKPOINTS:]  # the model takes at most the API's limit: the latest ones
-                blocks = ends if marks else None  # no breakpoint: nothing is read or written
+            ends = [*starts[1:], len(tokens)]  # each segment ends where the next starts
+            marks = breakpoints(request, segments, ends, model)
+            blocks = ends if marks else None  # no breakpoint: nothing is read or written
+            if isinstance(model, (AnthropicPromptCache, OpenAIPromptCache)):
+                usage = (
+                    model.serve_usage(tokens, (), namespace, now=self.clock, breakpoints=marks, blocks=blocks)
+                    if isinstance(model, AnthropicPromptCache)
+                    else model.serve_usage(tokens, namespace, now=self.clock, breakpoints=marks)
+                )
+                cost = model.rule.turn_cost(len(tokens), usage.cached, usage.written)
+                served = Served(segments, tokens, starts, usage.cached, written=usage.written, cost=cost)
+            else:
                 cached = model.serve(tokens, (), namespace, now=self.clock, breakpoints=marks, blocks=blocks)
-            served = Served(segments, tokens, starts, cached)
-        self.last[session] = Previous(request, served, worker=worker)
+                served = Served(segments, tokens, starts, cached)
+        self.last[session] = Previous(request, served, worker=worker, rendered_at=rendered_at)
         return served
 
     def model_of(self, worker: str | None) -> PrefixCacheModel:

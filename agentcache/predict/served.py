@@ -22,6 +22,11 @@ class Served:
     """Prompt tokens as the modelled server counts them; ``len(tokens)`` unless the server's own prompt was used."""
     exact: array[int] | None = None
     """The server's own prompt tokens, when the replay has its chat template and tokenizer."""
+    written: int = 0
+    """Prompt tokens the hosted API would bill as cache writes (``cache_creation_input_tokens``,
+    ``cache_write_tokens``); 0 for the engines."""
+    cost: float | None = None
+    """The prompt's price in uncached-input-token equivalents under the hosted model's rule; None for engines."""
 
     def __post_init__(self) -> None:
         if self.prompt_tokens < 0:

@@ -18,13 +18,25 @@ tool                           adds ``defer_loading``
 assistant ``arguments``        a JSON object is parsed   a JSON object is parsed;     any JSON is parsed when
 string                         (anything else: 400)      anything else becomes {}     the template reads objects
                                                                                       (not JSON: 500), else kept
-text parts of ``content``      joined with " "           kept as a list (``tool``:    joined with "\\n" when the
-                                                         joined with "\\n")           template reads only strings
-null ``content``                                                                      "" (only non-empty fields of
+text parts of ``content``      joined with " " for a     joined with "\\n" for a      joined with "\\n" when the
+                               ``string`` template, kept ``string`` template, kept   template reads only strings
+                               for ``openai`` (``tool``: (a string wrapped in one
+                               always joined)            part) for ``openai``
+                                                         (``tool``: always joined)
+null ``content``               ""                        "" (``openai``: no parts)    "" (only non-empty fields of
                                                                                       a message are passed)
-no tools, or ``[]``            None; ``[]``              None; ``[]``                 undefined
+message fields                 its pydantic models'      role, content, tool calls,
+                               dump, nulls dropped; a    ``reasoning`` (and as
+                               user message: role and    ``reasoning_content``),
+                               content; a tool call      tool call id, name; others
+                               keeps a null ``index``    dropped
+no tools, or ``[]``            None; None                None; ``[]`` refused (400)   undefined
 floats in ``tojson``           ``1000.0``, ``48.856614``  as SGLang                   C++ stream: ``1000``,
                                                                                       ``48.8566``, ``2.14827e+06``
+a request's ``chat_template``  in ``chat_template_       top-level, or in
+(server started with           kwargs``; messages shaped ``chat_template_kwargs``
+``--trust-request-chat-        by the model's template   (then shaped by the
+template``)                                              model's template)
 =============================  ========================  ===========================  ==========================
 
 Each profile also names the client-side cache model of the server and where its responses carry output token ids.
@@ -33,7 +45,10 @@ llama.cpp decides parts of its shaping by probing the template first (:mod:`agen
 ``content`` as a string or as parts, the system message at all, ``arguments`` as an object), merges a system
 message the template ignores into the next one, and adds template variables: ``enable_thinking`` (on when the
 switch changes the generation prompt), today's date, and its ``--reasoning-preserve`` default. SGLang and vLLM
-render through transformers as sent after their request models; their rows above are all there is to them so far.
+read the template's syntax tree instead (:mod:`agentcache.servers.formats`): a template that loops over a message's
+``content`` gets parts (``openai``), any other a string; each engine has its own rule for spotting the loop. Both
+render through transformers (``documents`` None beside messages and tools, no other variable unless the request's
+``chat_template_kwargs`` adds one; reasoning is passed through, never stripped or moved, by the servers themselves).
 """
 
 from __future__ import annotations
@@ -42,13 +57,13 @@ import contextlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Literal
 
 from agentcache.cache.options import CacheOptions
 from agentcache.errors import InputError, TokenizerError
 from agentcache.servers.caps import TemplateCaps, llama_cpp_caps
-from agentcache.servers.template import ChatTemplate, FloatFormat
+from agentcache.servers.formats import sglang_content_format, vllm_content_format
+from agentcache.servers.template import ChatTemplate, FloatFormat, now
 
 ToolShape = Callable[[Mapping[str, Any]], dict[str, Any]]
 Reshape = Callable[[list[dict[str, Any]], "ChatTemplate | None"], list[dict[str, Any]]]
@@ -85,6 +100,15 @@ class ServerProfile:
     """Template variables the server adds beyond messages, tools and the special tokens."""
     undefined_tools: bool = False
     """Whether ``tools`` is left undefined, not None, when the request has none or an empty list (llama.cpp)."""
+    keeps_empty_tools: bool = True
+    """Whether an empty ``tools`` list reaches the template as ``[]``; SGLang passes None for it."""
+    retries_bare_functions: bool = False
+    """Whether a template that fails on the tools is rendered again with each tool's bare ``function`` object
+    (SGLang's second try, for templates that expect tools without the OpenAI wrapper)."""
+    request_template: tuple[Literal["chat_template", "chat_template_kwargs"], ...] = ()
+    """Where a request may carry a chat template of its own, which the server then renders instead of the model's
+    (when started to trust it): top-level ``chat_template`` (vLLM: the messages are shaped by that template's
+    content format) or ``chat_template_kwargs.chat_template`` (shaped by the model's own template's format)."""
     cached_on_error: tuple[str, ...] = ()
     """Starts of the error messages the server answers with after it has evaluated the prompt, which is then in
     its cache all the same (llama.cpp fails a request whose output its parser cannot read, after generating it)."""
@@ -118,7 +142,8 @@ class ServerProfile:
         kept = [shape(t) if shape else dict(t) for t in tools if isinstance(t, Mapping)]
         if self.tool_choice_filters:
             kept = _chosen(kept, request.get("tool_choice"))
-        return shaped, kept if kept or (tools == [] and not self.undefined_tools) else None
+        keep_empty = tools == [] and self.keeps_empty_tools and not self.undefined_tools
+        return shaped, kept if kept or keep_empty else None
 
     def _message(self, message: Mapping[str, Any]) -> dict[str, Any]:
         out = dict(message)
@@ -192,23 +217,178 @@ def _llama_cpp_tool(tool: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "function", "function": shaped}
 
 
+def _text_parts(content: list[Any], server: str) -> list[str]:
+    """The texts of a list ``content``; a media part needs the server's multimodal processing, not modelled."""
+    texts = []
+    for part in content:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, Mapping) and part.get("type") == "text" and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        else:
+            kind = part.get("type") if isinstance(part, Mapping) else type(part).__name__
+            raise TokenizerError(f"{server} takes only text parts here, not {kind!r}")
+    return texts
+
+
+_SGLANG_MESSAGE_FIELDS = (
+    "content", "tool_call_id", "name", "phase", "reasoning_content", "tool_calls", "tools", "prefix"
+)
+
+
+def _sglang_messages(messages: list[dict[str, Any]], template: ChatTemplate | None) -> list[dict[str, Any]]:
+    """SGLang's ``_apply_jinja_template``: each message through its pydantic model and ``model_dump`` (a user
+    message keeps role and content only; the others every field of the generic model, in its order), tool-call
+    arguments parsed into objects, null content as "", list content as the template's format asks (text parts
+    joined with " " for a ``string`` template; a tool message's always), then the top-level nulls dropped."""
+    content_format = sglang_content_format(template.source) if template is not None else "string"
+    shaped = []
+    for message in messages:
+        role = str(message.get("role")).lower()
+        fields = ("content",) if role == "user" else _SGLANG_MESSAGE_FIELDS
+        out: dict[str, Any] = {"role": role, **{k: message.get(k) for k in fields}}
+        if isinstance(out.get("tool_calls"), list):
+            out["tool_calls"] = [_sglang_call(c) for c in out["tool_calls"]]
+        if isinstance(out.get("tools"), list):
+            out["tools"] = [_sglang_tool(t) for t in out["tools"] if isinstance(t, Mapping)]
+        content = out["content"]
+        if content is None:
+            out["content"] = ""
+        elif isinstance(content, list):
+            texts = _text_parts(content, "SGLang")
+            if content_format == "string" or role == "tool":  # normalize_tool_content joins a tool's parts
+                out["content"] = " ".join(texts)
+            else:
+                out["content"] = [{"type": "text", "text": t} for t in texts]
+        shaped.append({k: v for k, v in out.items() if v is not None})
+    return shaped
+
+
+def _sglang_call(call: Any) -> dict[str, Any]:
+    """SGLang's ``ToolCall`` model dumped (``index`` stays, null), its arguments parsed as the server requires:
+    a JSON object, anything else is refused (400)."""
+    if not isinstance(call, Mapping) or not isinstance(call.get("function"), Mapping):
+        raise TokenizerError("SGLang refuses a tool call without a function object")
+    function: Mapping[str, Any] = call["function"]
+    arguments = function.get("arguments")
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError as exc:
+            raise TokenizerError(f"SGLang refuses tool-call arguments that are not JSON ({exc})") from exc
+        if not isinstance(arguments, dict):
+            raise TokenizerError("SGLang refuses tool-call arguments that are not a JSON object")
+    return {
+        "id": call.get("id"),
+        "index": call.get("index"),
+        "type": call.get("type", "function"),
+        "function": {"name": function.get("name"), "arguments": arguments},
+    }
+
+
+def _vllm_messages(messages: list[dict[str, Any]], template: ChatTemplate | None) -> list[dict[str, Any]]:
+    """vLLM's ``parse_chat_messages``: each message rebuilt from role and content (null as no parts; parts kept as
+    ``{"type": "text", ...}`` for an ``openai`` template, else joined with "\\n"; a tool message's always joined),
+    plus the fields its role keeps: an assistant's tool calls (in the order of the request model's fields) and
+    reasoning under both names, a tool's call id, any role's name. Then ``_postprocess_messages``: an empty
+    tool-call list is dropped and every ``arguments`` becomes an object ({} for anything else). A ``developer``
+    message becomes ``system`` (all merged into the first) when the template never names that role."""
+    source = template.source if template is not None else ""
+    content_format = vllm_content_format(source) if template is not None else "string"
+    shaped = []
+    for message in messages:
+        role = message.get("role")
+        content = message.get("content")
+        texts = _text_parts([] if content is None else [content] if isinstance(content, str) else content, "vLLM")
+        out: dict[str, Any] = {"role": role}
+        if content_format == "openai" and role != "tool":
+            out["content"] = [{"type": "text", "text": t} for t in texts]
+        else:
+            out["content"] = "\n".join(texts)
+        if role == "assistant":
+            calls = message.get("tool_calls")
+            if isinstance(calls, list) and calls:
+                out["tool_calls"] = [_vllm_call(c) for c in calls]
+            reasoning = message.get("reasoning")
+            if reasoning is None:
+                reasoning = message.get("reasoning_content")
+            if reasoning is not None:
+                out["reasoning"] = out["reasoning_content"] = reasoning
+        elif role == "tool" and "tool_call_id" in message:
+            out["tool_call_id"] = message["tool_call_id"]
+        if isinstance(message.get("name"), str):
+            out["name"] = message["name"]
+        if role == "developer":
+            out["tools"] = message.get("tools")
+        shaped.append(out)
+    if any(m["role"] == "developer" for m in shaped) and "'developer'" not in source and '"developer"' not in source:
+        system = [{"role": "system", **{k: v for k, v in m.items() if k not in ("role", "tools")}} for m in shaped]
+        shaped = _system_first([s if m["role"] == "developer" else m for m, s in zip(shaped, system, strict=True)])
+    return shaped
+
+
+_VLLM_CALL_FIELDS = ("id", "function", "type")  # the request model's field order, which validation rebuilds
+
+
+def _vllm_call(call: Any) -> dict[str, Any]:
+    """A tool call as vLLM's request model validates it (its fields in the model's order, extra keys after) with
+    ``arguments`` an object: parsed when it is a JSON object, {} for anything else (vLLM coerces rather than
+    refuse, so that a bad call in the history does not fail every later turn)."""
+    if not isinstance(call, Mapping) or not isinstance(call.get("function"), Mapping):
+        raise TokenizerError("vLLM refuses a tool call without a function object")
+    function = call["function"]
+    arguments = function.get("arguments")
+    if isinstance(arguments, str) and arguments:
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            arguments = None
+    shaped = {"arguments": arguments if isinstance(arguments, dict) else {}, "name": function.get("name")}
+    shaped.update((k, v) for k, v in function.items() if k not in shaped)
+    out = {k: shaped if k == "function" else call[k] for k in _VLLM_CALL_FIELDS if k in call}
+    out.update((k, v) for k, v in call.items() if k not in out)
+    return out
+
+
+def _system_first(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """vLLM's ``_consolidate_system_messages``: when a system message is not first, the non-empty texts of all
+    of them become one system message, first."""
+    if not any(m["role"] == "system" for m in messages[1:]):
+        return messages
+    texts = []
+    for message in messages:
+        content = message.get("content", "") if message["role"] == "system" else ""
+        text = "\n".join(p["text"] for p in content if "text" in p) if isinstance(content, list) else content
+        if text:
+            texts.append(text)
+    return [{"role": "system", "content": "\n\n".join(texts)}, *(m for m in messages if m["role"] != "system")]
+
+
+def _transformers_variables(template: ChatTemplate) -> dict[str, Any]:
+    """What transformers' ``apply_chat_template`` passes beside messages, tools and the special tokens."""
+    return {"documents": None}
+
+
 SGLANG = ServerProfile(
     "sglang",
     CacheOptions("sglang"),
     tool_shape=_sglang_tool,
-    join_parts={"*": " "},
-    parse_arguments="objects",
     tool_choice_filters=True,
+    keeps_empty_tools=False,
+    retries_bare_functions=True,
     output_ids_request={"return_token_ids": True},
+    reshape=_sglang_messages,
+    variables=_transformers_variables,
+    request_template=("chat_template_kwargs",),
 )
 VLLM = ServerProfile(
     "vllm",
     CacheOptions("vllm", block_size=16),  # vLLM's default --block-size; its CPU build needs a multiple of 32
     tool_shape=_vllm_tool,
-    join_parts={"tool": "\n"},  # vLLM sees the template iterate over parts and keeps the other lists
-    parse_arguments="objects",
-    unparsed_arguments="empty",
     output_ids_request={"return_token_ids": True},
+    reshape=_vllm_messages,
+    variables=_transformers_variables,
+    request_template=("chat_template", "chat_template_kwargs"),
 )
 
 
@@ -375,7 +555,7 @@ def _llama_cpp_variables(template: ChatTemplate) -> dict[str, Any]:
     """``common_chat_extra_context``, the thinking switch and the reasoning history: llama-server enables thinking
     when the template renders it, passes today's date in two formats, and (its ``--reasoning-preserve`` default)
     asks every template to keep earlier turns' reasoning under each name templates use for it."""
-    now = datetime.now()
+    today = now()
     return {
         "preserve_reasoning": True,
         "preserve_thinking": True,
@@ -385,8 +565,8 @@ def _llama_cpp_variables(template: ChatTemplate) -> dict[str, Any]:
         "bos_token": template.special_tokens.get("bos_token", ""),
         "eos_token": template.special_tokens.get("eos_token", ""),
         "enable_thinking": llama_cpp_caps(template).thinking,
-        "datetime": now.strftime("%b %d %Y"),
-        "date_string": now.strftime("%d %b %Y"),
+        "datetime": today.strftime("%b %d %Y"),
+        "date_string": today.strftime("%d %b %Y"),
     }
 
 

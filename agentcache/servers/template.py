@@ -11,7 +11,9 @@ optional dependency (``agentcache[hf]``), imported when a template is loaded.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, NoReturn
@@ -22,6 +24,26 @@ FloatFormat = Literal["python", "cpp"]
 """Whose Jinja runtime renders: Python's jinja2 (transformers: SGLang, vLLM) or llama.cpp's C++ port, which
 writes floats as a C++ stream does, lets a missing attribute of a missing value stay undefined, lets a template
 append to its own lists (transformers' sandbox forbids it), and has no markup (``safe`` changes nothing)."""
+
+
+_CLOCK: ContextVar[datetime | None] = ContextVar("agentcache_template_clock", default=None)
+
+
+def now() -> datetime:
+    """The time templates render (``strftime_now``, the date variables servers pass): the wall clock, unless
+    :func:`fixed_clock` holds it."""
+    return _CLOCK.get() or datetime.now()
+
+
+@contextmanager
+def fixed_clock(when: datetime | None) -> Iterator[None]:
+    """Render as if it were ``when`` (None: the wall clock): a turn as the server rendered it at its own time, or a
+    template rendered at two dates to see whether the date is in its prompt."""
+    token = _CLOCK.set(when)
+    try:
+        yield
+    finally:
+        _CLOCK.reset(token)
 
 
 class ChatTemplate:
@@ -83,7 +105,7 @@ class ChatTemplate:
         if self.float_format == "cpp":  # llama.cpp has no markup: "x"|safe + text is plain concatenation, unescaped
             env.filters["safe"] = str
         env.globals["raise_exception"] = _raise
-        env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
+        env.globals["strftime_now"] = lambda fmt: now().strftime(fmt)
         if prepare is not None:
             prepare(env)
         try:
@@ -127,16 +149,50 @@ class ChatTemplate:
         """The prompt text, as ``apply_chat_template(..., tokenize=False)`` gives it. ``undefined_tools`` leaves
         ``tools`` undefined when there are none, as llama.cpp does (transformers passes None); the difference
         shows in templates that test ``tools is defined``. ``extra`` variables override the special tokens."""
+        return "".join(self._chunks(messages, tools, add_generation_prompt, undefined_tools, extra, None))
+
+    def render_lines(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        add_generation_prompt: bool = True,
+        *,
+        undefined_tools: bool = False,
+        **extra: Any,
+    ) -> tuple[str, list[tuple[int, int]]]:
+        """:meth:`render`'s text, and where each piece of it came from: ``(offset in the text, line of the
+        template)`` for each piece the template wrote, in order (a macro's output counts as its call's line)."""
+        lines: list[tuple[int, int]] = []
+        text = "".join(self._chunks(messages, tools, add_generation_prompt, undefined_tools, extra, lines))
+        return text, lines
+
+    def _chunks(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None,
+        add_generation_prompt: bool,
+        undefined_tools: bool,
+        extra: Mapping[str, Any],
+        lines: list[tuple[int, int]] | None,
+    ) -> list[str]:
         variables = {"messages": messages, "add_generation_prompt": add_generation_prompt, **self.special_tokens}
         if tools is not None or not undefined_tools:
             variables["tools"] = tools
+        template = self._template
+        chunks: list[str] = []
+        offset = 0
         try:
-            text: str = self._template.render(**{**variables, **extra})
+            generator = template.root_render_func(template.new_context({**variables, **extra}))
+            for chunk in generator:
+                if lines is not None and generator.gi_frame is not None:  # suspended at the line that wrote it
+                    lines.append((offset, template.get_corresponding_lineno(generator.gi_frame.f_lineno)))
+                    offset += len(chunk)
+                chunks.append(chunk)
         except TokenizerError:
             raise
         except Exception as exc:  # the template's own errors: undefined names, type errors in expressions
             raise TokenizerError(f"{self.name}: the chat template failed on this request ({exc})") from exc
-        return text
+        return chunks
 
 
 def _tojson(value: Any, ensure_ascii: bool = False, indent: int | None = None, separators: Any = None,

@@ -66,6 +66,13 @@ class Turn:
     ``unknown``; None for a single server."""
     routing_key: str | None = None
     """The routing key the request carried to the gateway, or None."""
+    provider_verdict: str | None = None
+    """The provider's own diagnosis of the turn (:mod:`agentcache.predict.provider`), when the response had one."""
+    provider_missed_tokens: int | None = None
+    """Input tokens after the divergence, by the provider's estimate."""
+    provider_agrees: bool | None = None
+    """Whether the provider's verdict and agentcache's ``cause`` name the same change; None when there is nothing
+    to compare. False is a disagreement worth reading: one of the two is wrong about this turn."""
 
     @property
     def hit_ratio(self) -> float | None:
@@ -121,6 +128,10 @@ class Ledger:
         self.pending.wait()
         with self._lock:
             return sorted({t.session for t in self._turns})
+
+    def disagreements(self) -> list[Turn]:
+        """The turns where the provider's own diagnosis and agentcache's cause disagree."""
+        return [turn for turn in self.turns() if turn.provider_agrees is False]
 
     def summary(self, session: str) -> SessionSummary:
         return SessionSummary(**vars(totals(self.turns(session))), session=session)

@@ -51,8 +51,15 @@ class TraceRecorder(TurnListener):
             if request is None:
                 self._append({"session": call.session, "unrecorded": unkept, "ts": call.started, "turn": turn.turn})
             else:
+                diagnosis = {} if call.diagnosis is None else {"diagnosis": call.diagnosis}
                 self.write(
-                    call.session, request, call.usage, call.started, turn=turn.turn, canonicalized=turn.canonicalized
+                    call.session,
+                    request,
+                    call.usage,
+                    call.started,
+                    turn=turn.turn,
+                    canonicalized=turn.canonicalized,
+                    **diagnosis,
                 )
         except OSError as exc:  # a full disk must not fail the agent's request
             warnings.warn(f"agentcache: trace {self.path} not written: {exc}", stacklevel=2)

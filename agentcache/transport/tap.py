@@ -18,6 +18,7 @@ import httpx
 import orjson
 
 from agentcache.backends.openai_compat import SSEParser, output_token_ids
+from agentcache.predict.provider import ProviderDiagnosis, read_diagnosis
 from agentcache.usage import CacheUsage
 
 #: A non-streamed body larger than this is passed on but not parsed (no chat completion is this large).
@@ -51,6 +52,14 @@ class TapResult:
     notes: list[str] = field(default_factory=list)
     server_error: str | None = None
     """The message of an error answer's JSON body (``{"error": {"message": ...}}``), as the server wrote it."""
+    response_id: str | None = None
+    """The response's ``id`` (``msg_...``, ``resp_...``, ``chatcmpl-...``): what the next turn's diagnostics
+    request names."""
+    diagnosis: ProviderDiagnosis | None = None
+    """The provider's own cache-miss diagnosis, when the response carried one."""
+    raw_diagnosis: dict[str, Any] | None = None
+    """That diagnosis as the response carried it (``{"diagnostics": ...}`` or ``{"prompt_cache_diagnostics": ...}``),
+    for the trace."""
 
 
 class ResponseTap:
@@ -147,6 +156,7 @@ class ResponseTap:
                 self.result.usage = usage
                 raw = source.get("usage") if isinstance(source, Mapping) else None
                 self.result.raw_usage = dict(raw) if isinstance(raw, Mapping) else None
+        self._read_diagnosis(body)
         error = body.get("error")
         message = error.get("message") if isinstance(error, Mapping) else error
         if isinstance(message, str):
@@ -157,6 +167,19 @@ class ResponseTap:
         ids = output_token_ids(body)
         if ids is not None:
             self.result.output_ids = ids if self.result.output_ids is None else self.result.output_ids + ids
+
+    def _read_diagnosis(self, body: Mapping[str, Any]) -> None:
+        """The response id and the provider's diagnosis: at the top of a body, or in the message of Anthropic's
+        ``message_start`` event."""
+        message = body.get("message")
+        source = message if isinstance(message, Mapping) and body.get("type") == "message_start" else body
+        if isinstance(source.get("id"), str) and self.result.response_id is None:
+            self.result.response_id = source["id"]
+        diagnosis = read_diagnosis(source)
+        if diagnosis is not None:
+            self.result.diagnosis = diagnosis
+            key = "diagnostics" if diagnosis.provider == "anthropic" else "prompt_cache_diagnostics"
+            self.result.raw_diagnosis = {key: source[key]}
 
 
 def _text(body: Mapping[str, Any], streamed: bool) -> str:

@@ -209,12 +209,15 @@ def launch_sglang(port: int, kv_pool: int = CONTEXT) -> tuple[list[str], dict[st
     # The model is stored in float32; `auto` would run it in float16, where the KV a decode step writes differs from
     # the KV a prefill of the same tokens writes by up to 2e-3 in logprob, enough to flip a near-tied greedy token.
     cmd += ["--dtype", "float32"]
+    # Lets a request bring its own chat template (chat_template_kwargs), so one server runs the real-template matrix.
+    cmd += ["--trust-request-chat-template"]
     return cmd, {"SGLANG_USE_CPU_ENGINE": "1"}  # without it the scheduler imports vllm and the parent hangs
 
 
 # --- vLLM (CPU build) ----------------------------------------------------------------------------------
 
 (VLLM,) = requirements("vllm")
+VLLM_BLOCK = 32  # CPU attention wants blocks of a multiple of 32; the block is also what vLLM caches in
 VLLM_CUDA_EXTRAS = ("torchvision", "torchaudio", "torchcodec")  # CUDA builds pulled in; they break the import
 
 
@@ -233,9 +236,11 @@ def launch_vllm(port: int) -> tuple[list[str], dict[str, str]]:
     cmd = [str(VENVS / "vllm" / "bin" / "python"), "-m", "vllm.entrypoints.openai.api_server"]
     cmd += ["--model", str(MODEL_DIR), "--served-model-name", SERVED_NAME, "--host", "127.0.0.1", "--port", str(port)]
     cmd += ["--enable-prefix-caching", "--enable-prompt-tokens-details", "--max-model-len", str(CONTEXT // 2)]
-    cmd += ["--block-size", "32", "--enforce-eager"]  # CPU attention wants blocks of 32; eager starts 3x faster
+    cmd += ["--block-size", str(VLLM_BLOCK), "--enforce-eager"]  # eager starts 3x faster
     # Without a tool parser vLLM refuses any request with tools; the template writes hermes-style <tool_call>.
     cmd += ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
+    # Lets a request bring its own chat template (chat_template), so one server runs the real-template matrix.
+    cmd += ["--trust-request-chat-template"]
     # Dev mode adds POST /reset_prefix_cache, which tests use to start a session from an empty cache.
     return cmd, {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_SERVER_DEV_MODE": "1"}
 

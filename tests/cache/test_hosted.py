@@ -7,22 +7,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentcache.cache.hosted import (
-    LOOKBACK_BLOCKS,
-    MAX_BREAKPOINTS,
-    MIN_CACHEABLE_TOKENS,
-    TTL_SECONDS,
-    AnthropicPromptCache,
-    CacheUsage,
-    OpenAIPromptCache,
-)
-from agentcache.errors import CacheModelError
+from agentcache.cache.hosted import AnthropicPromptCache, CacheUsage, OpenAIPromptCache
+from agentcache.cache.rules import LOOKBACK_BLOCKS, MAX_BREAKPOINTS, RULES, TTL_SECONDS
+from agentcache.errors import CacheModelError, UnknownModelWarning
 from tests.cache.reference import common_prefix, random_tokens
 
 PROPERTY = settings(max_examples=300, deadline=None)
-MIN = OpenAIPromptCache.MIN_TOKENS
-STEP = OpenAIPromptCache.INCREMENT
-IN_MEMORY = OpenAIPromptCache.RETENTION_SECONDS["in_memory"]
+LEGACY = RULES["openai", "gpt-4o"]
+MIN = LEGACY.min_tokens
+STEP = LEGACY.increment
+IN_MEMORY = LEGACY.ttls["in_memory"]
 FIVE_MINUTES, ONE_HOUR = TTL_SECONDS["5m"], TTL_SECONDS["1h"]
 SONNET = "claude-sonnet-4-5"
 
@@ -82,8 +76,8 @@ def test_openai_a_hit_restarts_the_idle_clock() -> None:
 
 def test_openai_extended_retention_keeps_prefixes_24_hours() -> None:
     prompt = random_tokens(9, MIN)
-    day = OpenAIPromptCache.RETENTION_SECONDS["24h"]
-    cache = OpenAIPromptCache("24h")
+    day = LEGACY.ttls["24h"]
+    cache = OpenAIPromptCache(retention="24h")
     cache.serve(prompt, now=0)
     assert cache.match(prompt, now=day - 1) == MIN
     assert cache.match(prompt, now=day + 1) == 0
@@ -98,7 +92,7 @@ def test_openai_caches_the_prompt_not_the_output() -> None:
 
 def test_openai_rejects_unknown_retention() -> None:
     with pytest.raises(CacheModelError, match="in_memory"):
-        OpenAIPromptCache("forever")  # type: ignore[arg-type]
+        OpenAIPromptCache(retention="forever")
 
 
 # Anthropic -------------------------------------------------------------------------------------------------------
@@ -122,12 +116,14 @@ def test_anthropic_does_not_cache_a_prefix_below_the_model_minimum() -> None:
 def test_anthropic_minimum_comes_from_the_model_table_and_can_be_overridden() -> None:
     assert (
         AnthropicPromptCache("claude-haiku-4-5-20251001").min_cacheable_tokens
-        == MIN_CACHEABLE_TOKENS["claude-haiku-4-5"]
+        == RULES["anthropic", "claude-haiku-4-5"].min_tokens
     )
-    assert AnthropicPromptCache("claude-opus-4-20250514").min_cacheable_tokens == MIN_CACHEABLE_TOKENS["claude-opus-4"]
+    opus_4 = RULES["anthropic", "claude-opus-4"].min_tokens
+    assert AnthropicPromptCache("claude-opus-4-20250514").min_cacheable_tokens == opus_4
     assert AnthropicPromptCache("claude-unlisted", min_cacheable_tokens=512).min_cacheable_tokens == 512
-    with pytest.raises(CacheModelError, match="min_cacheable_tokens="):
-        AnthropicPromptCache("claude-unlisted")
+    with pytest.warns(UnknownModelWarning, match="claude-unlisted"):
+        unlisted = AnthropicPromptCache("claude-unlisted")
+    assert unlisted.min_cacheable_tokens == max(r.min_tokens for r in RULES.values() if r.provider == "anthropic")
 
 
 def test_anthropic_a_moving_breakpoint_reads_the_previous_turn() -> None:

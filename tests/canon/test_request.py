@@ -252,7 +252,7 @@ def test_relocate_volatile_anthropic_uses_a_user_turn_and_keeps_cache_control() 
         "messages": [{"role": "user", "content": "hi"}],
     }
     out = canonicalize(body, CanonicalPolicy(relocate_volatile=True))
-    assert out["system"] == [{"cache_control": {"type": "ephemeral"}, "text": "Rules.\n", "type": "text"}]
+    assert out["system"] == [{"cache_control": {"type": "ephemeral"}, "text": "Rules.", "type": "text"}]
     assert out["messages"][-1] == {"content": [{"text": "Today is November 30, 2026.", "type": "text"}], "role": "user"}
 
 

@@ -88,7 +88,13 @@ def test_simulate_each_cache(trace: Path, kind: str) -> None:
 
 def test_cache_options_reach_the_model(trace: Path) -> None:
     out = json.loads(run("explain", str(trace), "--capacity", "50000", "--page-size", "4", "--format", "json").stdout)
-    assert out["cache"] == {"kind": "sglang", "capacity": 50000, "page_size": 4, "block_size": 16}
+    assert out["cache"] == {
+        "kind": "sglang",
+        "capacity": 50000,
+        "page_size": 4,
+        "block_size": 16,
+        "model": None,
+    }
     assert all(turn["predicted_cached"] % 4 == 0 for turn in out["turns"])
     assert any(turn["predicted_cached"] > 0 for turn in out["turns"])
 
@@ -159,3 +165,29 @@ def test_a_line_that_is_not_utf8_is_named_and_the_rest_analysed(tmp_path: Path, 
         assert json.loads(result.stdout)["results"][0]["requests"] == 2
     else:
         assert "2 requests in 1 session" in result.stdout
+
+
+def test_demo_sessions_share_one_cache() -> None:
+    """Sessions of one deployment differ in task and clock only: canonicalized, every session after the first
+    starts from the first one's system prompt and tools, so it reuses more than the first did."""
+    out: dict[str, Any] = json.loads(run("demo", "--sessions", "3", "--turns", "3", "--format", "json").stdout)
+    assert out["sessions"] == 3
+    for engine in ("sglang", "vllm"):
+        turns = out["engines"][engine]["turns"]
+        assert [t["session"] for t in turns] == ["session-1", "session-2", "session-3"] * 3
+        first = {t["session"]: t for t in turns if t["turn"] == 1}
+        assert first["session-1"]["canonical_cached"] == 0
+        # the system prompt and tools, ~3,500 tokens, are shared canonicalized (the raw clock line breaks them)
+        assert first["session-2"]["canonical_cached"] > 3_000 > first["session-2"]["predicted_cached"]
+        totals = out["engines"][engine]["totals"]
+        assert totals["raw_cached"] < totals["canonical_cached"] <= totals["ideal_cached"]
+
+
+def test_demo_sessions_text() -> None:
+    result = run("demo", "--sessions", "2", "--turns", "2")
+    assert result.returncode == 0, result.stderr
+    assert "2 sessions of this deployment" in result.stdout
+    assert [line.split()[0] for line in result.stdout.splitlines() if line.startswith("session-")] == [
+        "session-1",
+        "session-2",
+    ]

@@ -28,7 +28,7 @@ TOOLS = '[{"name": "b", "parameters": {}}, {"name": "a", "parameters": {}}]\n'
 def result(tmp_path: Path) -> LintResult:
     (tmp_path / "agent.py").write_text(AGENT)
     (tmp_path / "tools.json").write_text(TOOLS)
-    (tmp_path / "bad.py").write_text("def (:\n")
+    (tmp_path / "bad.py").write_text("def system_prompt(:\n")
     return lint_paths([tmp_path])
 
 
@@ -64,7 +64,7 @@ def test_json_document(result: LintResult) -> None:
         "findings": len(result.findings),
         "fixed": 0,
         "rewritten": [],
-        "by_code": {"AC001": 1, "AC101": 1, "AC104": 1, "AC201": 1},
+        "by_code": {"AC001": 1, "AC101": 1, "AC201": 1},
     }
     assert render(result, "json") == render(result, "json")
 

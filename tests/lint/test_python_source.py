@@ -7,6 +7,7 @@ produce nothing. The frameworks are never imported: the linter reads source, it 
 from __future__ import annotations
 
 import re
+import sys
 import textwrap
 from pathlib import Path
 
@@ -129,19 +130,58 @@ POSITIVE = {
         tools = []
         tools.append({"name": "weather", "description": f"As of {datetime.utcnow():%Y-%m-%d}"})  # expect: AC102
     """,
-    "unsorted_schema_dumps": """
+    "unsorted_dump_of_set_ordered_data_into_the_prompt": """
         import json
-        import orjson
 
-        tool_schemas = [{"type": "function", "function": {"name": "search", "parameters": {}}}]
-        cache_key = json.dumps(tool_schemas)  # expect: AC104
-        blob = orjson.dumps(tool_schemas, option=orjson.OPT_INDENT_2)  # expect: AC104
-        schema_text = json.dumps(Weather.model_json_schema(), indent=2)  # expect: AC104
-        literal = json.dumps({"tools": tool_schemas})  # expect: AC104
+        def system_prompt_for(tools):
+            enabled = {tool.name for tool in tools}
+            table = {name: "enabled" for name in enabled}
+            return {"role": "system", "content": "Tools: " + json.dumps(table)}  # expect: AC104
+    """,
+    "configurable_system_role_and_framework_attributes": """
+        from datetime import datetime
 
-        def send(client, specs):
-            client.chat.completions.create(model="m", messages=[], tools=specs)
-            return json.dumps(specs)  # expect: AC104
+        class Agent:
+            def system_message(self):
+                text = "You are helpful."
+                if self.add_datetime:
+                    text += f" The current time is {datetime.now()}."
+                return Message(role=self.system_message_role, content=text)  # expect: AC101
+
+        interpreter.custom_instructions = f"Today is {datetime.now():%Y-%m-%d}."  # expect: AC101
+    """,
+    "tool_definitions_built_from_sets_and_ids": """
+        import uuid
+
+        def make_tools(sources):
+            kinds = list(set(source.kind for source in sources))
+            search = Tool(name="search", description=f"Search one of: {', '.join(kinds)}")
+            handoff = FunctionTool(name=f"handoff_{uuid.uuid4().hex[:6]}", description="Hand off")
+            return Agent(tools=[search, handoff])  # expect: AC102 AC103
+    """,
+    "attribute_set_in_init": """
+        import uuid
+
+        class Assistant:
+            def __init__(self, name):
+                self.name = name
+                self.session = uuid.uuid4().hex
+
+            def system(self):
+                return {"role": "system", "content": f"You are {self.name}, session {self.session}."}  # expect: AC101
+    """,
+    "template_filled_with_a_date_helper": """
+        from datetime import date
+        from string import Template
+        from langchain_core.messages import SystemMessage
+
+        def today():
+            return date.today().isoformat()
+
+        PROMPT = Template("Today is $day. You are a research assistant.")
+
+        def build(model):
+            return model.invoke([SystemMessage(content=PROMPT.substitute(day=today()))])  # expect: AC101
     """,
 }
 
@@ -214,6 +254,37 @@ NEGATIVE = {
         output = json.dumps(tool_result)
         inference = json.dumps({"inputs": "Hello", "parameters": {"max_new_tokens": 20}})
     """,
+    "sets_for_membership_records_and_logs": """
+        import json
+        import logging
+        import time
+        import uuid
+
+        write_tools = {"create_event", "update_event", "delete_event"}
+        supported_native_tools = frozenset({WebSearchTool}) - {ImageTool}
+
+        def check(functions):
+            return any(name in write_tools for name in functions)
+
+        def record(tools):
+            run = RunOutput(run_id=str(uuid.uuid4()), tools=tools, created_at=time.time())
+            run.tools = [ToolExecution(id=str(uuid.uuid4()), name="x")]
+            logging.info("tools: %s", json.dumps({"tools": list(write_tools)}))
+            return agent.aget_tools(session=Session(session_id=str(uuid.uuid4())))
+
+        def build(agent):
+            agent.tools = record([])
+    """,
+    "stable_schemas_in_prompts": """
+        import json
+
+        def structured_prompt(model_cls, schema_path):
+            schema = json.dumps(model_cls.model_json_schema(), indent=2)
+            with open(schema_path) as handle:
+                loaded = json.dumps(json.load(handle))
+            tools = json.dumps([{"name": "a", "parameters": {}}])
+            return {"role": "system", "content": f"Answer as {schema}; also {loaded}; tools {tools}"}
+    """,
     "shadowed_module_names": """
         def answer(time, uuid):
             return {"role": "system", "content": f"At {time.time()} for {uuid.uuid4()}"}
@@ -238,7 +309,8 @@ def _expected(text: str) -> list[tuple[str, int]]:
     return sorted(
         (code, number)
         for number, line in enumerate(text.splitlines(), 1)
-        for code in re.findall(r"expect: (AC\d+)", line)
+        if "expect:" in line
+        for code in re.findall(r"AC\d+", line.split("expect:", 1)[1])
     )
 
 
@@ -286,7 +358,7 @@ def test_volatile_before_stable_text_counts_the_uncacheable_tail(tmp_path: Path)
 
 
 def test_a_syntax_error_is_a_finding_not_a_crash(tmp_path: Path) -> None:
-    _, findings = _lint(tmp_path, "x = 1\ndef broken(:\n    pass\n")
+    _, findings = _lint(tmp_path, "system_prompt = 1\ndef broken(:\n    pass\n")
     [finding] = findings
     assert (finding.code, finding.line) == ("AC001", 2)
     assert "not valid Python" in finding.message
@@ -325,6 +397,40 @@ def test_unicode_digit_format_fields_and_columns_in_code_points(tmp_path: Path) 
     fields.write_text('x = "{²}".format(1)\n')
     assert lint_paths([fields]).findings == ()
     broken = tmp_path / "broken.py"
-    broken.write_text('x = "😀😀" $\n', encoding="utf-8")
+    broken.write_text('system_prompt = "😀😀" $\n', encoding="utf-8")
     [finding] = lint_paths([broken]).findings
-    assert (finding.code, finding.line, finding.column) == ("AC001", 1, 10)
+    assert (finding.code, finding.line, finding.column) == ("AC001", 1, 22)
+
+
+def test_a_helper_in_another_module_is_followed(tmp_path: Path) -> None:
+    """The issue's example: ``prompt.format(date=get_today_str())``, the helper and the template in other modules,
+    reached through a relative import; the importer is walked first, so it is checked again at the end."""
+    package = tmp_path / "agent"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a_graph.py").write_text(
+        "from langchain_core.messages import SystemMessage\n"
+        "from .prompts import research_prompt\n"
+        "from .utils import get_today_str\n\n"
+        "def node(state):\n"
+        "    return [SystemMessage(content=research_prompt.format(date=get_today_str()))]\n"
+    )
+    (package / "prompts.py").write_text('research_prompt = """You research. Today is {date}."""\n')
+    (package / "utils.py").write_text(
+        "from datetime import datetime\n\ndef get_today_str():\n    return datetime.now().strftime('%a %b %d')\n"
+    )
+    [finding] = lint_paths([tmp_path]).findings
+    assert (Path(finding.path).name, finding.line, finding.code) == ("a_graph.py", 6, "AC101")
+    assert "`get_today_str()`" in finding.message
+
+
+def test_syntax_newer_than_the_interpreter_is_a_note_not_a_finding(tmp_path: Path) -> None:
+    path = tmp_path / "new.py"
+    path.write_text('type Pair = tuple[int, int]\ndef system_prompt[T](items: list[T]) -> T:\n    return f"{"x"}"\n')
+    result = lint_paths([path])
+    if sys.version_info >= (3, 12):
+        assert result.findings == () and result.notes == ()
+    else:
+        assert result.findings == ()
+        running = f"Python {sys.version_info.major}.{sys.version_info.minor}"
+        assert result.notes == (f"{path}: skipped: needs a newer parser (valid Python 3.14, not {running})",)

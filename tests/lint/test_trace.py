@@ -75,3 +75,27 @@ def test_a_line_that_is_not_utf8_is_a_finding_and_the_lines_after_it_are_still_a
     findings = lint_paths([path]).findings
     assert [(f.line, f.code) for f in findings] == [(2, "AC300"), (3, "AC301")]
     assert "not UTF-8" in findings[0].message
+
+
+def test_a_walked_dataset_is_skipped_with_a_note_and_bare_turns_that_grow_are_a_trace(tmp_path: Path) -> None:
+    """Issue 15: a fine-tuning dataset (one unrelated conversation per line) is no trace; its lines would read as
+    one session whose history is rewritten on every line. Named on the command line, it is still judged."""
+    system = {"role": "system", "content": "You are helpful."}
+    dataset = [
+        {"messages": [system, {"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}]}
+        for i in range(5)
+    ]
+    folder = tmp_path / "data"
+    folder.mkdir()
+    path = write(folder / "train.jsonl", dataset)
+    walked = lint_paths([folder])
+    assert walked.findings == () and walked.files == 0
+    assert walked.notes == (
+        f"{path}: skipped: a dataset of separate conversations, not a trace: its lines do not grow one",
+    )
+    assert [f.code for f in lint_paths([path]).findings] == ["AC307"] * 4
+    turns = [{"messages": [system, {"role": "user", "content": "q"}]}]
+    for i in range(3):
+        turns.append({"messages": [*turns[-1]["messages"], {"role": "assistant", "content": f"a{i}"}]})
+    write(folder / "train.jsonl", turns)
+    assert lint_paths([folder]).files == 1

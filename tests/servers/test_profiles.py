@@ -397,16 +397,64 @@ PARTS = [
 ]
 
 
-def contents(profile: str, messages: list[dict[str, Any]]) -> list[Any]:
-    return [m["content"] for m in get_profile(profile).template_inputs({"messages": messages})[0]]
+STRING_TEMPLATE = ChatTemplate("{% for message in messages %}{{ message.content }}{% endfor %}")
+PARTS_TEMPLATE = ChatTemplate("{% for m in messages %}{% for p in m.content %}{{ p.text }}{% endfor %}{% endfor %}")
 
 
-def test_text_parts_sglang_joins_with_a_space() -> None:
-    assert contents("sglang", PARTS) == ["a b", "c d", "e f", "g h"]
+def contents(profile: str, messages: list[dict[str, Any]], template: ChatTemplate | None = None) -> list[Any]:
+    return [m["content"] for m in get_profile(profile).template_inputs({"messages": messages}, template)[0]]
 
 
-def test_text_parts_vllm_joins_only_tool_messages_with_a_newline() -> None:
-    assert contents("vllm", PARTS) == [text("a", "b"), text("c", "d"), text("e", "f"), "g\nh"]
+def test_text_parts_sglang_joins_with_a_space_unless_the_template_loops_over_parts() -> None:
+    """SGLang's content-format rule (a loop over ``m.content``); a tool message's parts are always joined."""
+    assert contents("sglang", PARTS, STRING_TEMPLATE) == ["a b", "c d", "e f", "g h"]
+    assert contents("sglang", PARTS, PARTS_TEMPLATE) == [text("a", "b"), text("c", "d"), text("e", "f"), "g h"]
+
+
+def test_text_parts_vllm_joins_with_a_newline_unless_the_template_loops_over_parts() -> None:
+    """vLLM's rule follows ``messages`` into loops; for a parts template it wraps a string in one text part,
+    and a tool message's parts are always joined."""
+    assert contents("vllm", PARTS, STRING_TEMPLATE) == ["a\nb", "c\nd", "e\nf", "g\nh"]
+    assert contents("vllm", PARTS, PARTS_TEMPLATE) == [text("a", "b"), text("c", "d"), text("e", "f"), "g\nh"]
+    assert contents("vllm", [{"role": "user", "content": "c"}], PARTS_TEMPLATE) == [text("c")]
+
+
+@pytest.mark.parametrize(("profile", "empty"), [("sglang", ""), ("vllm", "")])
+def test_null_content_is_an_empty_string(profile: str, empty: str) -> None:
+    message = {"role": "assistant", "content": None, "tool_calls": [call("c", "f", "{}")]}
+    assert contents(profile, [message], STRING_TEMPLATE) == [empty]
+
+
+def test_sglang_dumps_its_message_models() -> None:
+    """A user message keeps role and content; the others every non-null field, and a tool call its null index."""
+    messages = [{"role": "user", "content": "hi", "name": "u"}, *tool_turns('{"city": "Paris"}')[1:]]
+    shaped, _ = SGLANG.template_inputs({"messages": messages}, STRING_TEMPLATE)
+    assert shaped[0] == {"role": "user", "content": "hi"}
+    function = {"name": "forecast", "arguments": {"city": "Paris"}}
+    assert shaped[1]["tool_calls"] == [{"id": "call_1", "index": None, "type": "function", "function": function}]
+    with pytest.raises(TokenizerError, match="JSON object"):
+        SGLANG.template_inputs({"messages": tool_turns("[1]")})
+
+
+def test_vllm_rebuilds_messages_and_coerces_arguments() -> None:
+    """Only the fields vLLM's message parser keeps; reasoning under both names; arguments always an object."""
+    looked = {"role": "assistant", "content": None, "reasoning_content": "r", "extra": 1,
+              "tool_calls": [call("call_1", "forecast", "not json")]}
+    shaped, _ = VLLM.template_inputs({"messages": [looked]}, STRING_TEMPLATE)
+    assert shaped == [{
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": "call_1", "function": {"arguments": {}, "name": "forecast"}, "type": "function"}],
+        "reasoning": "r",
+        "reasoning_content": "r",
+    }]
+
+
+def test_vllm_turns_developer_into_a_first_system_message_for_a_template_without_that_role() -> None:
+    messages = [{"role": "system", "content": "a"}, {"role": "user", "content": "u"},
+                {"role": "developer", "content": "b"}]
+    shaped, _ = VLLM.template_inputs({"messages": messages}, STRING_TEMPLATE)
+    assert shaped == [{"role": "system", "content": "a\n\nb"}, {"role": "user", "content": "u"}]
 
 
 def test_text_parts_llama_cpp_joins_with_a_newline() -> None:
@@ -416,24 +464,50 @@ def test_text_parts_llama_cpp_joins_with_a_newline() -> None:
 IMAGE = [{"type": "text", "text": "see"}, {"type": "image_url", "image_url": {"url": "data:,"}}]
 
 
-@pytest.mark.parametrize("profile", ["sglang", "vllm"])
-def test_content_with_other_parts_is_left_for_the_template(profile: str) -> None:
-    assert contents(profile, [{"role": "user", "content": IMAGE}, {"role": "tool", "content": IMAGE}]) == [IMAGE, IMAGE]
-
-
-def test_llama_cpp_takes_only_text_parts() -> None:
-    """Without a multimodal projector llama-server refuses an image; the client says so instead of guessing."""
+@pytest.mark.parametrize("profile", ["sglang", "vllm", "llama.cpp"])
+def test_media_parts_are_not_modelled(profile: str) -> None:
+    """A media part goes through the server's multimodal processing (or is refused without a projector); the
+    client says so instead of guessing."""
     with pytest.raises(TokenizerError, match="image_url"):
-        contents("llama.cpp", [{"role": "user", "content": IMAGE}])
+        contents(profile, [{"role": "user", "content": IMAGE}])
 
 
-@pytest.mark.parametrize("profile", [p for p in PROFILES if p != "llama.cpp"])
+@pytest.mark.parametrize("profile", [p for p in PROFILES if p not in ("llama.cpp", "sglang")])
 def test_empty_tools_stay_empty_and_missing_tools_give_none(profile: str) -> None:
     """As transformers passes them: a template testing ``tools is none`` tells the two apart."""
     shape = get_profile(profile).template_inputs
     messages = [{"role": "user", "content": "hi"}]
     assert shape({"messages": messages, "tools": []}) == (messages, [])
     assert shape({"messages": messages}) == (messages, None)
+
+
+def test_sglang_passes_none_for_empty_tools() -> None:
+    """SGLang renders tools only when the request has some (and ``tool_choice`` is not "none")."""
+    assert SGLANG.template_inputs({"messages": [{"role": "user", "content": "hi"}], "tools": []})[1] is None
+
+
+def test_a_request_template_is_rendered_where_the_server_takes_it() -> None:
+    """vLLM renders a top-level ``chat_template`` and shapes by its format; SGLang renders
+    ``chat_template_kwargs.chat_template`` and shapes by the model's own template's format."""
+    either = "{% for m in messages %}{% if m.content is string %}{{ m.content }}{% else %}"
+    either += "{% for p in m.content %}{{ p.text }}|{% endfor %}{% endif %}{% endfor %}"
+    prompt = functools.partial(ServerPrompt, template=STRING_TEMPLATE, tokenizer=None)  # type: ignore[arg-type]
+    messages = [{"role": "user", "content": text("x", "y")}]
+    assert prompt(VLLM).text({"messages": messages, "chat_template": either}) == "x|y|"
+    assert prompt(VLLM).text({"messages": messages, "chat_template_kwargs": {"chat_template": either}}) == "x\ny"
+    assert prompt(SGLANG).text({"messages": messages, "chat_template_kwargs": {"chat_template": either}}) == "x y"
+    assert prompt(LLAMA_CPP).text({"messages": messages, "chat_template": either}) == "x\ny"  # no such field
+
+
+def test_sglang_renders_bare_functions_when_the_template_fails_on_wrapped_tools() -> None:
+    """SGLang's second try (for templates that expect tools without the OpenAI wrapper); vLLM has none."""
+    bare_only = ChatTemplate(
+        "{% if tools[0].name is not defined %}{{ raise_exception('wrapped') }}{% endif %}{{ tools[0].name }}"
+    )
+    request = {"messages": [{"role": "user", "content": "hi"}], "tools": [FORECAST]}
+    assert ServerPrompt(SGLANG, bare_only, None).text(request) == "forecast"  # type: ignore[arg-type]
+    with pytest.raises(TokenizerError, match="wrapped"):
+        ServerPrompt(VLLM, bare_only, None).text(request)  # type: ignore[arg-type]
 
 
 def test_llama_cpp_leaves_empty_and_missing_tools_undefined() -> None:
@@ -446,7 +520,9 @@ def test_llama_cpp_leaves_empty_and_missing_tools_undefined() -> None:
 
 @pytest.mark.parametrize("profile", list(PROFILES))
 def test_template_inputs_leave_the_request_unchanged(profile: str) -> None:
-    for body in CASES.values():
+    for case, body in CASES.items():
+        if (case, profile) in REFUSED:
+            continue
         before = copy.deepcopy(body)
         get_profile(profile).template_inputs(body)
         assert body == before

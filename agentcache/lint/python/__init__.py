@@ -22,7 +22,7 @@ library names it knows), :mod:`~agentcache.lint.python.rules` (rules and message
 
 from __future__ import annotations
 
-from agentcache.lint.python.check import check
+from agentcache.lint.python.check import PythonSession, check
 from agentcache.lint.python.rules import RULES
 
-__all__ = ["RULES", "check"]
+__all__ = ["RULES", "PythonSession", "check"]

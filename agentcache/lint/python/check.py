@@ -5,38 +5,200 @@ from __future__ import annotations
 
 import ast
 import io
+import itertools
 import re
+import sys
 import tokenize
+import warnings
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
 
-from agentcache.lint.core import UNPARSABLE, Checked, Finding, SourceFile
+from agentcache.errors import InputError
+from agentcache.lint.core import UNPARSABLE, Checked, Finding, Rule, SourceFile
 from agentcache.lint.python.interpreter import Interpreter
+from agentcache.lint.python.project import Project
+from agentcache.lint.python.values import Origin
+from agentcache.lint.python.vocabulary import CLOCK_UNLESS_GIVEN, FIELDS, VOCABULARY, Vocabulary
+
+#: A module larger than this is parsed and analysed in parts of about this size, cut between top-level
+#: statements: the syntax tree of a whole 4 MB module alone takes 360 MB. A function defined in one part is not
+#: followed into the calls of a later one; module-level names are.
+PART_BYTES = 512 * 1024
+#: The newest grammar LibCST is asked to parse a file with, when the running interpreter's parser refuses it.
+NEWEST = "3.14"
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 
 
 def check(source: SourceFile) -> Checked:
-    """AC1xx findings for one Python file; AC001 when it does not parse."""
-    data = source.data
+    """AC1xx findings for one Python file, judged alone; AC001 when it does not parse."""
+    return PythonSession().check(source)
+
+
+class PythonSession:
+    """The Python checker of one lint run: modules learn the volatile helpers and constants of the modules checked
+    with them (:class:`~agentcache.lint.python.project.Project`)."""
+
+    def __init__(self, settings: Mapping[str, Any] | None = None) -> None:
+        """``settings``: ``[tool.agentcache.lint]``, whose vocabulary keys (``system-keywords = [...]``) extend
+        :class:`~agentcache.lint.python.vocabulary.Vocabulary`."""
+        words = VOCABULARY.extend(_vocabulary(settings or {}))
+        self.project = Project(words)
+        self.words = words
+        self.relevant = _relevant(words)
+
+    def revisit(self) -> list[Path]:
+        return self.project.revisit()
+
+    def check(self, source: SourceFile) -> Checked:
+        data = source.data
+        if not self.relevant.search(data):
+            return Checked()  # no sink and no source named anywhere in it: nothing to find, nothing to export
+        try:
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+            text = data.decode(encoding)
+            trees = _trees(text, source.display)
+            tree = next(trees)
+        except (SyntaxError, ValueError) as exc:
+            if isinstance(exc, SyntaxError) and newer_syntax(data):
+                return Checked(note=f"skipped: needs a newer parser (valid Python {NEWEST}, not {_running()})")
+            line = getattr(exc, "lineno", None) or 1
+            column = getattr(exc, "offset", None) or 1
+            reason = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+            return Checked((_unparsable(source, line, max(column, 1), f"not valid Python: {reason}"),))
+        except RecursionError:
+            return Checked((_unparsable(source, 1, 1, "not parsable: nesting too deep for Python's parser"),))
+        module, package = self.project.module(source.path), self.project.package(source.path)
+        results: list[tuple[Rule, ast.expr, str]] = []
+        exports: dict[str, frozenset[Origin]] = {}
+        imported: set[str] = set()
+        scope = None
+        try:
+            for part in itertools.chain([tree], trees):
+                analysis = Interpreter(part, self.words, package, self.project.exports, scope)
+                analysis.run()
+                results.extend(analysis.sinks.results())
+                exports.update(analysis.exports())
+                imported.update(analysis.imports.values())
+                scope = analysis.globals
+        except SyntaxError as exc:  # a later part of a large module: the whole module is unparsable
+            line, column = exc.lineno or 1, exc.offset or 1
+            return Checked((_unparsable(source, line, max(column, 1), f"not valid Python: {exc.msg}"),))
+        except RecursionError:
+            return Checked((_unparsable(source, 1, 1, "not analysed: expressions or branches nested too deep"),))
+        self.project.learn(source.path, module, exports, imported)
+        return _findings(source, text, results)
+
+
+def _trees(text: str, display: str) -> Iterator[ast.Module]:
+    """The syntax trees of a module, in parts of about :data:`PART_BYTES` cut before top-level ``def``, ``class``
+    or decorator lines, their line numbers those of the whole text. A cut that falls inside a string makes a part
+    that does not parse: it is then joined with the next one. A syntax error is raised as of the whole text."""
+    parts = _parts(text)
+    pending, first = "", 1
+    for index, (start, part) in enumerate(parts):
+        if not pending:
+            first = start
+        pending += part
+        try:
+            with warnings.catch_warnings():  # invalid escapes in the linted code are its business, not ours to print
+                warnings.simplefilter("ignore")
+                tree = ast.parse(pending, filename=display)
+        except SyntaxError as exc:
+            if index + 1 < len(parts):
+                continue
+            if exc.lineno is not None:
+                exc.lineno += first - 1
+            raise
+        if first > 1:
+            ast.increment_lineno(tree, first - 1)
+        pending = ""
+        yield tree
+
+
+def _parts(text: str) -> list[tuple[int, str]]:
+    """(first line, text) of each part of a module (one part unless it is larger than :data:`PART_BYTES`)."""
+    if len(text) <= PART_BYTES:
+        return [(1, text)]
+    lines = text.splitlines(keepends=True)
+    parts, start, size = [], 0, 0
+    for index, line in enumerate(lines):
+        if size >= PART_BYTES and line.startswith(("def ", "class ", "async def ", "@")):
+            parts.append((start + 1, "".join(lines[start:index])))
+            start, size = index, 0
+        size += len(line)
+    parts.append((start + 1, "".join(lines[start:])))
+    return parts
+
+
+def _vocabulary(settings: Mapping[str, Any]) -> dict[str, list[str]]:
+    extra: dict[str, list[str]] = {}
+    for key, names in settings.items():
+        if key.replace("-", "_") not in FIELDS:
+            known = ", ".join(sorted(name.replace("_", "-") for name in FIELDS))
+            raise InputError(
+                f"[tool.agentcache.lint] has no setting {key!r}; use select, ignore, per-file-ignores or {known}"
+            )
+        if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+            raise InputError(f"[tool.agentcache.lint] {key} must be a list of names")
+        extra[key] = names
+    return extra
+
+
+def _relevant(words: Vocabulary) -> re.Pattern[bytes]:
+    """Bytes a module must hold to matter: a sink's name, or a word that calls the clock, draws or makes an id
+    (the prefilter that spares many modules of a framework a parse)."""
+    sinks = {
+        *words.system_keywords,
+        *words.tools_keywords,
+        *words.system_messages,
+        *words.tool_binders,
+        *words.agent_factories,
+        *words.system_names,
+        *words.system_roles,
+        "system",
+        "tools",
+        "prompt",
+    }
+    calls = {
+        *(name.rsplit(".", 1)[-1] for name in (*words.clock_calls, *words.id_calls, *CLOCK_UNLESS_GIVEN)),
+        "random",
+        "secrets",
+        "urandom",
+    }
+    sink = "|".join(sorted(re.escape(name.rsplit(".", 1)[-1]) for name in sinks))
+    call = "|".join(sorted(re.escape(name) for name in calls))
+    return re.compile(rf"{sink}|\b(?:{call})\b".encode())
+
+
+def newer_syntax(data: bytes) -> bool:
+    """Whether ``data`` is valid Python of a grammar newer than the running interpreter's, by LibCST's parser
+    (``agentcache[lint]``). Without it, an interpreter older than :data:`NEWEST` cannot tell, and says so."""
+    if sys.version_info >= tuple(int(part) for part in NEWEST.split(".")):
+        return False
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        text = data.decode(encoding)
-        tree = ast.parse(text, filename=source.display)
-    except (SyntaxError, ValueError) as exc:
-        line = getattr(exc, "lineno", None) or 1
-        column = getattr(exc, "offset", None) or 1
-        reason = exc.msg if isinstance(exc, SyntaxError) else str(exc)
-        return Checked((_unparsable(source, line, max(column, 1), f"not valid Python: {reason}"),))
-    except RecursionError:
-        return Checked((_unparsable(source, 1, 1, "not parsable: nesting too deep for Python's parser"),))
-    analysis = Interpreter(tree)
+        import libcst
+    except ImportError:
+        return True
     try:
-        analysis.run()
-    except RecursionError:
-        return Checked((_unparsable(source, 1, 1, "not analysed: expressions or branches nested too deep to follow"),))
+        libcst.parse_module(data, config=libcst.PartialParserConfig(python_version=NEWEST))
+    except Exception:  # LibCST raises its ParserSyntaxError, and others on bytes it cannot decode
+        return False
+    return True
+
+
+def _running() -> str:
+    return f"Python {sys.version_info.major}.{sys.version_info.minor}"
+
+
+def _findings(source: SourceFile, text: str, results: list[tuple[Rule, ast.expr, str]]) -> Checked:
+    if not results:
+        return Checked()  # most modules: no line split, no tokenizing for noqa comments
     lines = [line.encode() for line in re.split(r"\r\n|\r|\n", text)]
-    silenced = _noqa(data)
+    silenced = _noqa(source.data)
     findings = []
-    for rule, node, message in analysis.sinks.results():
+    for rule, node, message in results:
         codes = silenced.get(node.lineno, frozenset())
         if codes is None or rule.code in codes:
             continue

@@ -7,14 +7,16 @@ from __future__ import annotations
 import ast
 import re
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import reduce
 from typing import Any, ClassVar
 
+from agentcache.lint.python.sinks import sorts_keys
 from agentcache.lint.python.statements import Statements
-from agentcache.lint.python.syntax import Function, constant, definitions, dotted, imports
+from agentcache.lint.python.syntax import Function, constant, definitions, dotted, imports, last_name
 from agentcache.lint.python.values import (
     CLEAN,
+    KEY_ORDER,
     ORDER,
     RANDOM,
     Origin,
@@ -29,6 +31,7 @@ from agentcache.lint.python.values import (
     volatile,
 )
 from agentcache.lint.python.vocabulary import (
+    DUMPS,
     LAYOUT_KEEPING,
     LAYOUT_KEEPING_METHODS,
     MUTATORS,
@@ -37,7 +40,9 @@ from agentcache.lint.python.vocabulary import (
     SEQUENCERS,
     SET_ALGEBRA,
     SET_OPERATORS,
-    SYSTEM_ROLES,
+    TEXT_METHODS,
+    VOCABULARY,
+    Vocabulary,
     source_kind,
 )
 
@@ -47,10 +52,37 @@ ExpressionHandler = Callable[["Interpreter", Any, Scope], Value]
 class Interpreter(Statements):
     """One module's analysis: ``Interpreter(tree).run()``, then read ``sinks.results()``."""
 
-    def __init__(self, tree: ast.Module) -> None:
-        super().__init__(tree)
-        self.imports = imports(self.nodes)
+    def __init__(
+        self,
+        tree: ast.Module,
+        words: Vocabulary = VOCABULARY,
+        package: str = "",
+        learned: Mapping[str, str] | None = None,
+        scope: Scope | None = None,
+    ) -> None:
+        """``package`` resolves relative imports; ``learned`` holds what other modules export
+        (:class:`~agentcache.lint.python.project.Project`): ``mod.f()`` for a helper, ``mod.NAME`` for a constant.
+        ``scope``: the module-level names an earlier part of the same module bound."""
+        super().__init__(tree, words)
+        if scope is not None:
+            self.globals = scope
+        self.imports = imports(self.nodes, package)
         self.functions, self.methods = definitions(self.nodes)
+        self.learned = learned or {}
+
+    def exports(self) -> dict[str, frozenset[Origin]]:
+        """After :meth:`run`: the origins of what each top-level function that takes no arguments returns
+        (``name()``) and of each module-level name, for the modules that import them."""
+        found = {name: value.origins for name, value in self.globals.vars.items() if "." not in name}
+        for node in self.tree.body:
+            if (
+                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and self.functions.get(node.name) is node
+                and len(node.args.defaults) == len(node.args.posonlyargs) + len(node.args.args)
+                and None not in node.args.kw_defaults
+            ):  # callable without arguments, as get_today_str()
+                found[f"{node.name}()"] = self.invoke(node, {}).origins
+        return found
 
     def expr(self, node: ast.expr | None, scope: Scope) -> Value:
         """What ``node`` evaluates to in ``scope``; an expression it does not model (a lambda) is CLEAN."""
@@ -63,7 +95,11 @@ class Interpreter(Statements):
         return Value(text=node.value) if isinstance(node.value, str) else CLEAN
 
     def variable(self, node: ast.Name, scope: Scope) -> Value:
-        return scope.lookup(node.id) or CLEAN
+        known = scope.lookup(node.id)
+        if known is not None:
+            return known
+        kind = self.learned.get(self.imports.get(node.id, ""))
+        return Value(frozenset({Origin.at(node, kind)})) if kind else CLEAN
 
     def attribute(self, node: ast.Attribute, scope: Scope) -> Value:
         key = dotted(node)
@@ -112,7 +148,7 @@ class Interpreter(Statements):
                 items.append(ordered(self.expr(item.value, scope), item.value))
             else:
                 items.append(self.expr(item, scope))
-        if isinstance(node, ast.Tuple) and len(node.elts) == 2 and constant(node.elts[0]) in SYSTEM_ROLES:
+        if isinstance(node, ast.Tuple) and len(node.elts) == 2 and constant(node.elts[0]) in self.words.system_roles:
             self.sinks.system_sink(node.elts[1], items[1])  # LangChain's ("system", text) message tuples
         return combine(*items)
 
@@ -128,7 +164,7 @@ class Interpreter(Statements):
         fields = {constant(key): index for index, key in enumerate(node.keys) if key is not None}
         role = fields.get("role")
         content = fields.get("content")
-        if role is not None and content is not None and constant(node.values[role]) in SYSTEM_ROLES:
+        if role is not None and content is not None and self.sinks.is_system_role(node.values[role]):
             self.sinks.system_sink(node.values[content], values[content])
         return combine(*keys, *values)
 
@@ -171,11 +207,15 @@ class Interpreter(Statements):
         receiver = self.expr(func.value, scope) if isinstance(func, ast.Attribute) else CLEAN
         name = self.qualname(func, scope)
         self.sinks.call_sinks(node, args, kwargs)
-        if name in ("json.dumps", "json.dump", "orjson.dumps"):
-            self.sinks.check_dump(node, name)
-        kind = source_kind(name, len(node.args) + len(node.keywords)) if name is not None else None
+        kind = (
+            source_kind(name, len(node.args) + len(node.keywords), self.words) or self.learned.get(f"{name}()")
+            if name is not None
+            else None
+        )
         if kind is not None:
             return Value(frozenset({Origin.at(node, kind)}))
+        if name in DUMPS:
+            return dump(node, name, args)
         if name == "random.shuffle" and node.args:
             key = dotted(node.args[0])
             if key:
@@ -183,7 +223,20 @@ class Interpreter(Statements):
             return CLEAN
         if name in LAYOUT_KEEPING and len(args) == 1:
             return args[0]
-        everything = combine(receiver, *args, *kwargs.values(), *spread)
+        callee = last_name(func) or ""
+        # What an unknown call returns depends on its receiver and positional arguments. Keyword arguments count
+        # where they fill a text (``template.format(date=...)``) or a constructor's fields, but for the ids and
+        # times a record keeps (``run_id=``, ``timestamp=``): an id passed to a method configures the call.
+        made = callee if callee[:1].isupper() else _class_of(func)  # Tool(...), Tool.from_function(...)
+        if made and self.words.is_record(made):
+            return CLEAN  # a record's ids and times are its bookkeeping (see Vocabulary.record_words)
+        if callee in TEXT_METHODS or callee in ("dict", "partial"):
+            filled = list(kwargs.values())
+        elif made:
+            filled = [value for key, value in kwargs.items() if not self.words.is_bookkeeping(key)]
+        else:
+            filled = []
+        everything = combine(receiver, *args, *filled, *spread)
         if isinstance(func, ast.Name) and scope.lookup(func.id) is None and func.id not in self.imports:
             result = builtin(func.id, node, args)
             if result is not None:
@@ -238,7 +291,8 @@ class Interpreter(Statements):
     def mutate(self, key: str, value: Value, node: ast.expr, scope: Scope) -> None:
         """An in-place change (``append``, ``shuffle``) to the object bound to ``key``: a rebinding, for sinks too."""
         scope.update(key, value)
-        self.sinks.named_sink(key.rsplit(".", 1)[-1], node, value)
+        owner, _, name = key.rpartition(".")
+        self.sinks.named_sink(name, node, value, owner.rpartition(".")[2] or None)
 
     def inline(
         self, function: Function, node: ast.Call, args: list[Value], kwargs: dict[str, Value], skip_self: bool
@@ -300,6 +354,24 @@ def builtin(name: str, node: ast.Call, args: list[Value]) -> Value | None:
             return args[0]
         return combine(*items)
     return None
+
+
+def _class_of(func: ast.expr) -> str | None:
+    """The class a call makes an object of through a factory method (``StructuredTool.from_function``)."""
+    if isinstance(func, ast.Attribute):
+        owner = last_name(func.value)
+        if owner is not None and owner[:1].isupper() and not owner.isupper():
+            return owner
+    return None
+
+
+def dump(node: ast.Call, name: str, args: list[Value]) -> Value:
+    """``json.dumps(data)``: the text of ``data``. When a set ordered some of it and the keys are not sorted, its
+    order becomes a key-order origin (AC104: ``sort_keys=True`` is the fix)."""
+    dumped = combine(*(ordered(arg, node) for arg in args))
+    if orders(dumped) and not sorts_keys(node, name):
+        return Value(volatile(dumped.origins) | {Origin.at(node, KEY_ORDER)})
+    return dumped
 
 
 def format_call(template: str, node: ast.Call, args: list[Value], kwargs: dict[str, Value]) -> Value | None:

@@ -6,7 +6,6 @@ import ast
 from dataclasses import dataclass, field
 
 from agentcache.lint.core import Rule
-from agentcache.lint.python.syntax import code
 from agentcache.lint.python.values import CLOCK, FRESH_ID, RANDOM, Origin
 
 VOLATILE_SYSTEM_PROMPT = Rule(
@@ -30,8 +29,8 @@ SET_ORDER = Rule(
 UNSORTED_SCHEMA_DUMP = Rule(
     "AC104",
     "unsorted-schema-dump",
-    "json.dumps of tool schemas without sort_keys=True",
-    "pass sort_keys=True (or serialize with agentcache.canonical_json)",
+    "json.dumps without sort_keys=True writes data ordered by a set into a system prompt or a tool list",
+    "pass sort_keys=True and sorted() the sets (or serialize with agentcache.canonical_json)",
 )
 VOLATILE_BEFORE_STABLE = Rule(
     "AC105",
@@ -68,6 +67,12 @@ def message(report: Report) -> str:
             f"{report.sink} takes its order from iterating a set at {sites}: string hashes are salted per "
             "process, so the bytes differ from run to run and the cache built by one run misses in the next"
         )
+    if report.rule is UNSORTED_SCHEMA_DUMP:
+        sites = _and([f"`{origin.label}` (line {origin.line})" for origin in sorted(report.origins)])
+        return (
+            f"{report.sink} includes {sites}, which serializes data built by iterating a set without "
+            "sort_keys=True: its keys come in hash order, which differs from process to process"
+        )
     if report.rule is VOLATILE_BEFORE_STABLE:
         return (
             f"{_describe(report.first)} comes before {report.stable_after} characters of stable text in "
@@ -81,14 +86,6 @@ def message(report: Report) -> str:
     return (
         f"{report.sink} includes {_describe(frozenset(report.origins))}: it differs between calls, so no request "
         "reuses the cached prefix from this point on"
-    )
-
-
-def dump_message(node: ast.Call) -> str:
-    """The AC104 message for the call ``node``."""
-    return (
-        f"`{code(node)}` serializes tool schemas without sort_keys=True: their bytes then depend on the "
-        "order each dict was built in, and another process or library builds it differently"
     )
 
 

@@ -10,10 +10,10 @@ from collections.abc import Callable, Sequence
 from functools import reduce
 from typing import Any, ClassVar
 
-from agentcache.lint.python.sinks import Sinks, tool_names
-from agentcache.lint.python.syntax import Function, dotted, unpacked
+from agentcache.lint.python.sinks import Sinks
+from agentcache.lint.python.syntax import Function, dotted, last_name, statements, unpacked
 from agentcache.lint.python.values import CLEAN, Scope, Value, combine, concat, element, join
-from agentcache.lint.python.vocabulary import SET_OPERATORS
+from agentcache.lint.python.vocabulary import SET_OPERATORS, Vocabulary
 
 #: Calls into the module's own functions are followed this deep.
 MAX_CALL_DEPTH = 4
@@ -29,13 +29,16 @@ StatementHandler = Callable[["Statements", Any, Scope, list[Value]], None]
 class Statements(ABC):
     """One module: run the module body, then every function on its own; the sinks collect what reaches them."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, words: Vocabulary) -> None:
         self.tree = tree
-        self.nodes = list(ast.walk(tree))
-        self.sinks = Sinks(tool_names(self.nodes))
+        self.words = words
+        self.nodes = statements(tree)
+        self.sinks = Sinks(words)
         self.globals = Scope()
         self.stack: list[Function] = []
         self.memo: dict[tuple[int, tuple[tuple[str, Value], ...]], Value] = {}
+        self.fields: dict[int, dict[str, Value]] = {}
+        """Method (by id) -> the ``self.x`` values its class's ``__init__`` set that may differ between calls."""
         self.loops = 0
 
     @abstractmethod
@@ -43,7 +46,20 @@ class Statements(ABC):
         """What ``node`` evaluates to in ``scope`` (CLEAN for no node)."""
 
     def run(self) -> None:
+        """The module body, then each class's ``__init__`` (the ``self.x`` it sets are known in the class's other
+        methods), then every function on its own."""
         self.block(self.tree.body, self.globals, [])
+        for node in self.nodes:
+            if isinstance(node, ast.ClassDef):
+                init = next(
+                    (item for item in node.body if isinstance(item, ast.FunctionDef) and item.name == "__init__"), None
+                )
+                fields: dict[str, Value] = {}
+                if init is not None:
+                    self.invoke(init, {}, fields)
+                for item in node.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item is not init:
+                        self.fields[id(item)] = fields
         for node in self.nodes:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.invoke(node, {})
@@ -183,7 +199,7 @@ class Statements(ABC):
             key = dotted(target)
             if key:
                 scope.vars[key] = value
-            self.sinks.named_sink(target.attr, source, value)
+            self.sinks.named_sink(target.attr, source, value, last_name(target.value))
         elif isinstance(target, ast.Subscript):
             key = dotted(target.value)
             if key:
@@ -199,8 +215,9 @@ class Statements(ABC):
         elif isinstance(target, ast.Starred):
             self.assign(target.value, combine(value), scope, None)
 
-    def invoke(self, function: Function, bindings: dict[str, Value]) -> Value:
-        """The return value of ``function`` run with its parameters bound to ``bindings`` (others CLEAN)."""
+    def invoke(self, function: Function, bindings: dict[str, Value], fields: dict[str, Value] | None = None) -> Value:
+        """The return value of ``function`` run with its parameters bound to ``bindings`` (others CLEAN); a method
+        starts with the ``self.x`` its class's ``__init__`` set, and ``fields`` collects those an ``__init__`` sets."""
         key = (id(function), tuple(sorted(bindings.items(), key=lambda item: item[0])))
         known = self.memo.get(key)
         if known is not None:
@@ -209,12 +226,17 @@ class Statements(ABC):
             return combine(*bindings.values())
         self.stack.append(function)
         scope = Scope(self.globals)
+        scope.vars.update(self.fields.get(id(function), {}))
         spec = function.args
         for arg in (*spec.posonlyargs, *spec.args, *spec.kwonlyargs, spec.vararg, spec.kwarg):
             if arg is not None:
                 scope.vars[arg.arg] = bindings.get(arg.arg, CLEAN)
         returns: list[Value] = []
         self.block(function.body, scope, returns)
+        if fields is not None:
+            fields.update(
+                (key, value) for key, value in scope.vars.items() if key.startswith("self.") and value.origins
+            )
         self.stack.pop()
         result = reduce(join, returns) if returns else CLEAN
         self.memo[key] = result

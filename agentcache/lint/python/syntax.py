@@ -51,8 +51,28 @@ def unpacked(target: ast.Tuple | ast.List, source: ast.expr | None) -> list[tupl
     return [(element, None) for element in target.elts]
 
 
-def imports(nodes: list[ast.AST]) -> dict[str, str]:
-    """Local name -> imported dotted name, for every import in the module (absolute imports only)."""
+def statements(tree: ast.Module) -> list[ast.stmt]:
+    """Every statement of the module, nested ones too, without descending into expressions: imports and
+    definitions are statements, and a walk of every node costs a third of the analysis."""
+    found: list[ast.stmt] = []
+    pending: list[list[ast.stmt]] = [tree.body]
+    while pending:
+        for statement in pending.pop():
+            found.append(statement)
+            for name in ("body", "orelse", "finalbody"):
+                block = getattr(statement, name, None)
+                if isinstance(block, list):
+                    pending.append(block)
+            for handler in getattr(statement, "handlers", ()):
+                pending.append(handler.body)
+            for case in getattr(statement, "cases", ()):
+                pending.append(case.body)
+    return found
+
+
+def imports(nodes: list[ast.stmt], package: str = "") -> dict[str, str]:
+    """Local name -> imported dotted name, for every import in the module; relative imports are resolved against
+    ``package`` (the importing module's package), and left out when it is not known."""
     names: dict[str, str] = {}
     for node in nodes:
         if isinstance(node, ast.Import):
@@ -62,13 +82,15 @@ def imports(nodes: list[ast.AST]) -> dict[str, str]:
                 else:
                     top = alias.name.split(".")[0]
                     names[top] = top
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            for alias in node.names:
-                names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(node.module or "", node.level, package)
+            if base:
+                for alias in node.names:
+                    names[alias.asname or alias.name] = f"{base}.{alias.name}"
     return names
 
 
-def definitions(nodes: list[ast.AST]) -> tuple[dict[str, Function], dict[str, Function]]:
+def definitions(nodes: list[ast.stmt]) -> tuple[dict[str, Function], dict[str, Function]]:
     """Functions and methods defined once in the module, by name (a name defined twice is not followed)."""
     functions: dict[str, list[Function]] = {}
     methods: dict[str, list[Function]] = {}
@@ -80,3 +102,14 @@ def definitions(nodes: list[ast.AST]) -> tuple[dict[str, Function], dict[str, Fu
         {name: defs[0] for name, defs in functions.items() if len(defs) == 1},
         {name: defs[0] for name, defs in methods.items() if len(defs) == 1},
     )
+
+
+def _absolute(module: str, level: int, package: str) -> str | None:
+    """The absolute name of ``from <level dots><module> import``, seen from ``package``."""
+    if not level:
+        return module or None
+    parts = package.split(".") if package else []
+    if not parts or level - 1 > len(parts):
+        return None
+    base = parts[: len(parts) - (level - 1)]
+    return ".".join([*base, module] if module else base) or None

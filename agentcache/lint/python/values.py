@@ -9,8 +9,10 @@ from dataclasses import dataclass
 
 from agentcache.lint.python.syntax import code
 
-#: Kinds of :class:`Origin`: the first three differ between calls; ORDER differs between processes.
-CLOCK, RANDOM, FRESH_ID, ORDER = "clock", "random", "id", "order"
+#: Kinds of :class:`Origin`: the first three differ between calls; ORDER (a set's iteration order) and KEY_ORDER
+#: (``json.dumps`` without ``sort_keys`` of data ordered by a set) differ between processes.
+CLOCK, RANDOM, FRESH_ID, ORDER, KEY_ORDER = "clock", "random", "id", "order", "key-order"
+_ORDERS = frozenset({ORDER, KEY_ORDER})
 
 
 @dataclass(frozen=True, order=True)
@@ -89,13 +91,13 @@ def concat(values: Sequence[Value]) -> Value:
 
 def volatile(origins: frozenset[Origin]) -> frozenset[Origin]:
     """The origins that differ from call to call (hash order differs only between processes)."""
-    return frozenset(origin for origin in origins if origin.kind != ORDER)
+    return frozenset(origin for origin in origins if origin.kind not in _ORDERS)
 
 
-def orders(value: Value) -> frozenset[Origin]:
-    """Where ``value`` took, or would take when iterated, the hash order of a set."""
-    found = frozenset(origin for origin in value.origins if origin.kind == ORDER)
-    return found | {value.unordered} if value.unordered else found
+def orders(value: Value, taken: bool = False) -> frozenset[Origin]:
+    """Where ``value`` took, or (unless ``taken``) would take when iterated, the hash order of a set."""
+    found = frozenset(origin for origin in value.origins if origin.kind in _ORDERS)
+    return found | {value.unordered} if value.unordered and not taken else found
 
 
 def stable_tail(value: Value) -> tuple[frozenset[Origin], int, int] | None:

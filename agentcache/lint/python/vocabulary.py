@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass, fields, replace
 
 from agentcache.lint.python.values import CLOCK, FRESH_ID, RANDOM
 
@@ -28,10 +29,64 @@ ID_CALLS = frozenset({"uuid.uuid1", "uuid.uuid4"})
 #: Module functions that draw nothing: seeding, state, in-place shuffles (handled as a mutation).
 NOT_DRAWS = frozenset({"random.seed", "random.getstate", "random.setstate", "random.shuffle", "secrets.compare_digest"})
 
-SYSTEM_KEYWORDS = frozenset({"system", "system_prompt", "system_message", "instructions"})
-AGENT_FACTORIES = frozenset({"create_agent", "create_react_agent"})
-TOOLS_KEYWORDS = frozenset({"tools", "functions"})
-SYSTEM_ROLES = frozenset({"system", "developer"})
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """The names that make a sink, per framework. Users extend it in ``pyproject.toml`` under
+    ``[tool.agentcache.lint]`` (:func:`agentcache.lint.config.load`), each key adding to the set of its name."""
+
+    system_keywords: frozenset[str] = frozenset(
+        {"system", "system_prompt", "system_message", "instructions"}  # OpenAI/Anthropic, LangChain, autogen, agents
+        | {"system_template", "backstory", "custom_instructions"}  # CrewAI, open-interpreter
+    )
+    """Keyword arguments that take a system prompt (``Agent(instructions=...)``)."""
+    tools_keywords: frozenset[str] = frozenset({"tools", "functions"})
+    """Keyword arguments that take a tool list."""
+    system_messages: frozenset[str] = frozenset(
+        {"SystemMessage", "SystemMessagePromptTemplate", "SystemPromptPart", "ChatMessage.system"}
+    )
+    """Calls whose first argument (or ``content=``/``template=``) is a system prompt."""
+    tool_binders: frozenset[str] = frozenset({"bind_tools", "bind_functions"})
+    """Methods whose first argument is a tool list."""
+    agent_factories: frozenset[str] = frozenset({"create_agent", "create_react_agent"})
+    """Calls taking ``(model, tools, prompt=...)``."""
+    system_names: tuple[str, ...] = ("system_prompt", "system_message", "custom_instructions")
+    """A variable or attribute whose name ends so holds a system prompt."""
+    system_roles: frozenset[str] = frozenset({"system", "developer"})
+    """Message roles that make the system prompt."""
+    record_words: frozenset[str] = frozenset(
+        {"call", "calls", "result", "results", "output", "execution", "run", "event", "record", "response"}
+        | {"metric", "metrics", "log", "trace", "span", "usage", "step"}
+    )
+    """Words that name a record of what happened (``RunOutput``, ``ToolExecution``, ``run.tools``): its ids and
+    times are bookkeeping, and its ``tools=`` are the tool calls made, not tool definitions sent."""
+    clock_calls: frozenset[str] = CLOCK_CALLS
+    """Dotted names of calls that read the clock (add your project's ``myapp.utils.now``)."""
+    id_calls: frozenset[str] = ID_CALLS
+    """Dotted names of calls that make a fresh id."""
+
+    def is_bookkeeping(self, keyword: str) -> bool:
+        """Whether a constructor's keyword argument is a record's id or time (``id=``, ``run_id=``,
+        ``timestamp=``, ``created_at=``): the object carries it, but what it renders does not."""
+        return keyword in ("id", "uuid", "timestamp", "time", "date") or keyword.endswith(("_id", "_at", "_time"))
+
+    def is_record(self, name: str) -> bool:
+        """Whether an identifier names a record (``RunOutput``, ``tool_call``), by its words."""
+        return any(word.lower() in self.record_words for word in _WORD.findall(name))
+
+    def extend(self, extra: dict[str, list[str]]) -> Vocabulary:
+        """This vocabulary with more names; ``extra`` maps a field (``-`` or ``_`` between words) to names."""
+        changes: dict[str, frozenset[str] | tuple[str, ...]] = {}
+        for key, names in extra.items():
+            field = key.replace("-", "_")
+            current = getattr(self, field)
+            changes[field] = (*current, *names) if isinstance(current, tuple) else current | set(names)
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+VOCABULARY = Vocabulary()
+FIELDS = frozenset(field.name for field in fields(Vocabulary))
 
 #: Builtins whose result does not depend on the order of their iterable, or carries none of it.
 ORDER_FREE = frozenset({"sorted", "min", "max", "sum", "any", "all"})
@@ -43,34 +98,24 @@ SEQUENCERS = frozenset(
 #: Text transformations that keep the layout AC105 reads (prompts are often dedented triple-quoted strings).
 LAYOUT_KEEPING = frozenset({"textwrap.dedent", "inspect.cleandoc"})
 LAYOUT_KEEPING_METHODS = frozenset({"strip", "lstrip", "rstrip"})
+#: Methods that fill a text with their arguments, keyword ones too (templates of str, string.Template, LangChain).
+TEXT_METHODS = frozenset(
+    {"format", "format_map", "substitute", "safe_substitute", "format_messages", "format_prompt", "partial"}
+    | {"replace", "join", "from_template", "from_messages"}
+)
+DUMPS = frozenset({"json.dumps", "json.dump", "orjson.dumps"})
 MUTATORS = frozenset({"append", "extend", "insert", "add", "update", "appendleft", "extendleft", "setdefault"})
 SET_ALGEBRA = frozenset({"union", "intersection", "difference", "symmetric_difference", "copy"})
 #: Operators that make a set of two sets (``a | b``); on anything else they combine like any operator.
 SET_OPERATORS = (ast.BitOr, ast.BitAnd, ast.Sub, ast.BitXor)
 
-#: AC104: a dumped expression names tool schemas when one of its words is here and none is in _RESULT_WORDS
-#: (``json.dumps(function_response)`` is a tool's result, sent once, not a schema re-sent every turn).
-_SCHEMA_WORDS = frozenset({"tool", "tools", "schema", "schemas", "function", "functions", "parameters"})
-_RESULT_WORDS = frozenset(
-    {"result", "results", "output", "outputs", "response", "responses", "call", "calls", "args", "arguments"}
-    | {"message", "messages", "return", "returns", "value", "values"}
-)
-SCHEMA_FIELDS = frozenset({"parameters", "input_schema"})
-_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 
-
-def is_schema_name(name: str) -> bool:
-    """Whether an identifier or key says tool schemas (``tool_specs``), not a tool's result (``tool_output``)."""
-    words = {word.lower() for word in _WORD.findall(name)}
-    return bool(words & _SCHEMA_WORDS) and not words & _RESULT_WORDS
-
-
-def source_kind(name: str, given: int) -> str | None:
+def source_kind(name: str, given: int, words: Vocabulary = VOCABULARY) -> str | None:
     """The origin kind of a call to the imported ``name`` with ``given`` arguments: a clock read, a random draw or
     a fresh id; None for any other call."""
-    if name in CLOCK_CALLS or (name in CLOCK_UNLESS_GIVEN and given < CLOCK_UNLESS_GIVEN[name]):
+    if name in words.clock_calls or (name in CLOCK_UNLESS_GIVEN and given < CLOCK_UNLESS_GIVEN[name]):
         return CLOCK
-    if name in ID_CALLS:
+    if name in words.id_calls:
         return FRESH_ID
     if name == "os.urandom" or (name.startswith(("random.", "secrets.")) and name not in NOT_DRAWS):
         return None if name == "random.Random" and given else RANDOM  # seeded: the same draws on every run

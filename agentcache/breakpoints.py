@@ -1,0 +1,188 @@
+"""Where to put cache breakpoints in a request: Anthropic ``cache_control`` markers, OpenAI (GPT-5.6+)
+``prompt_cache_breakpoint`` blocks, placed for the shape of an agent session.
+
+An agent session resends one stable prefix (tools, system prompt) and a conversation that grows every turn. So
+:func:`place` marks, in order of value:
+
+1. the end of the stable prefix, which every later turn (and every other session) reads;
+2. the end of the conversation, which the next turn extends (unless the provider already puts a breakpoint there:
+   Anthropic's automatic mode, OpenAI's implicit one);
+3. given the session's previous request, its end, when this turn added so many blocks that Anthropic's 20-block
+   lookback would not reach it from the new end.
+
+It never places more than the API allows (4, counting the caller's markers and the automatic or implicit one),
+never one whose prefix is under the model's minimum (it would write nothing), and says what it placed and why, and
+what it did not. Token counts are agentcache's rendering (o200k_base unless told), an estimate of the provider's.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentcache.cache.rules import LOOKBACK_BLOCKS, MAX_BREAKPOINTS, CacheRule, Provider, rule_for
+from agentcache.predict.prompt import MARKERS, PromptTokenizer, Renderer, Segment
+from agentcache.tokens import Tokenizer, get_tokenizer
+
+MARKER: dict[Provider, tuple[str, dict[str, str]]] = {
+    "anthropic": ("cache_control", {"type": "ephemeral"}),
+    "openai": ("prompt_cache_breakpoint", {"mode": "explicit"}),
+}
+"""The key and value each provider reads as a breakpoint on a content block."""
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One breakpoint placed: the JSON path of the marked value, its prefix length in tokens, and why."""
+
+    path: str
+    tokens: int
+    reason: str
+
+
+@dataclass
+class PlacementPlan:
+    """The request with its breakpoints, and the account of them."""
+
+    request: dict[str, Any]
+    placed: list[Placement] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    """(JSON path, why not) of each place considered and left."""
+    existing: int = 0
+    """Breakpoints the request already had, the automatic or implicit one included."""
+
+    @property
+    def total(self) -> int:
+        return self.existing + len(self.placed)
+
+
+def place(
+    request: dict[str, Any],
+    provider: Provider,
+    model: str | None = None,
+    *,
+    previous: dict[str, Any] | None = None,
+    tokenizer: str | Tokenizer = "o200k_base",
+) -> PlacementPlan:
+    """Breakpoints for ``request`` of a ``provider``'s ``model`` (default: the request's ``model``); ``previous`` is
+    the session's previous request. The request is not changed: the plan holds a marked copy."""
+    rule = rule_for(provider, model or str(request.get("model", "")))
+    plan = PlacementPlan(copy.deepcopy(request), existing=_existing(request, rule))
+    if rule.provider == "openai" and rule.implicit != "latest_message":
+        plan.skipped.append(("$", f"{rule.model}: caching is automatic, there are no breakpoints to place"))
+        return plan
+    encoder = get_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
+    segments = Renderer().render(request)
+    tokens, starts = PromptTokenizer(encoder).prompt(segments)
+    ends = [*starts[1:], len(tokens)]
+    for index, reason in _candidates(request, segments, rule, previous):
+        segment = segments[index]
+        why_not = _refusal(segment, ends[index], rule, plan)
+        if why_not is not None:
+            plan.skipped.append((segment.path, why_not))
+            continue
+        _mark(plan.request, segment, rule.provider)
+        plan.placed.append(Placement(segment.path, ends[index], reason))
+    return plan
+
+
+def markers(value: Any) -> int:
+    """The breakpoint markers written anywhere in a request (or part of one), Anthropic's top-level automatic
+    ``cache_control`` included."""
+    if isinstance(value, list):
+        return sum(markers(item) for item in value)
+    if isinstance(value, dict):
+        return sum(key in value for key in MARKERS) + sum(markers(item) for item in value.values())
+    return 0
+
+
+def _existing(request: dict[str, Any], rule: CacheRule) -> int:
+    """Breakpoints already in the request: the markers, plus OpenAI's implicit one."""
+    implicit = rule.provider == "openai" and rule.implicit == "latest_message" and not _explicit_mode(request)
+    return markers(request) + implicit
+
+
+def _explicit_mode(request: dict[str, Any]) -> bool:
+    options = request.get("prompt_cache_options")
+    return isinstance(options, dict) and options.get("mode") == "explicit"
+
+
+def _candidates(
+    request: dict[str, Any], segments: list[Segment], rule: CacheRule, previous: dict[str, Any] | None
+) -> list[tuple[int, str]]:
+    """(segment index, reason) of each place worth a breakpoint, most valuable first."""
+    found: list[tuple[int, str]] = []
+    stable = [i for i, s in enumerate(segments) if s.part in ("tools", "params", "system")]
+    if rule.provider == "openai":  # breakpoints sit on content blocks: not on tool definitions or schemas
+        stable = [i for i in stable if segments[i].part == "system"]
+    if stable:
+        found.append((stable[-1], "ends the tools and system prompt, resent unchanged every turn"))
+    if rule.provider == "anthropic":
+        covered = isinstance(request.get("cache_control"), dict)  # automatic mode marks the last block
+    else:
+        covered = not _explicit_mode(request)  # the implicit breakpoint ends the latest message
+    if segments and segments[-1].part == "messages" and not covered:
+        found.append((len(segments) - 1, "ends the conversation so far, which the next turn extends"))
+    boundary = _previous_end(segments, previous) if rule.provider == "anthropic" else None
+    if boundary is not None:
+        found.append((boundary, f"the previous turn's entry is over {LOOKBACK_BLOCKS} blocks back: mark it to read it"))
+    unique: dict[int, str] = {}
+    for index, why in found:
+        unique.setdefault(index, why)  # each place once, with its most valuable reason
+    return list(unique.items())
+
+
+def _previous_end(segments: list[Segment], previous: dict[str, Any] | None) -> int | None:
+    """The segment ending the previous request's messages, when this request added more blocks after it than
+    Anthropic's lookback covers; None otherwise."""
+    if previous is None or not isinstance(previous.get("messages"), list) or not previous["messages"]:
+        return None
+    last = len(previous["messages"]) - 1
+    index = next((i for i, s in enumerate(segments) if s.part == "messages" and s.index == last), None)
+    if index is None:
+        return None
+    added = sum(_blocks(s.value) for s in segments[index + 1 :])
+    return index if added >= LOOKBACK_BLOCKS else None
+
+
+def _blocks(message: Any) -> int:
+    content = message.get("content") if isinstance(message, dict) else None
+    return len(content) if isinstance(content, list) and content else 1
+
+
+def _refusal(segment: Segment, end: int, rule: CacheRule, plan: PlacementPlan) -> str | None:
+    if segment.breakpoint:
+        return "already marked by the caller"
+    if end < rule.min_tokens:
+        return (
+            f"its prefix is {end:,} tokens, under {rule.model}'s minimum of {rule.min_tokens:,}: it would cache nothing"
+        )
+    if plan.total >= MAX_BREAKPOINTS:
+        return f"no breakpoint left: the API allows {MAX_BREAKPOINTS} and {plan.total} are set"
+    return None
+
+
+def _mark(request: dict[str, Any], segment: Segment, provider: Provider) -> None:
+    """Put the provider's marker on the last content block of the segment's value in ``request``."""
+    key, value = MARKER[provider]
+    if segment.path == "$.system":  # Anthropic's string system prompt becomes one text block
+        request["system"] = [{"type": "text", "text": request["system"], key: dict(value)}]
+        return
+    container, index = _locate(request, segment)
+    target = container[index]
+    if segment.part == "tools" or not isinstance(target, dict):
+        target[key] = dict(value)
+        return
+    content = target.get("content")
+    if isinstance(content, str):
+        target["content"] = [{"type": "text", "text": content, key: dict(value)}]
+    elif isinstance(content, list) and content and isinstance(content[-1], dict):
+        content[-1][key] = dict(value)
+    else:
+        target[key] = dict(value)
+
+
+def _locate(request: dict[str, Any], segment: Segment) -> tuple[list[Any], int]:
+    field = segment.path[2:].split("[", 1)[0]
+    return request[field], segment.index
