@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 
 import orjson
 
-from agentcache.canon.memo import proven_nulls
+from agentcache.canon.memo import Built, built, proven_nulls, serialized
 from agentcache.errors import CycleError, InvalidValueError, NestingTooDeepError
 
 _DUMP_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
@@ -63,11 +63,17 @@ def canonical_json(obj: Any) -> bytes:
     Equal JSON values give equal bytes, in any process (no hash seeds involved). Raises a
     :class:`~agentcache.errors.RequestError` subclass naming the JSON path of the first value that is not JSON.
 
-    orjson writes NaN and Infinity as null, so a null in the output must be shown to be a None. When as many Nones
-    are found as the output has null tokens, none is left for a NaN; :func:`~agentcache.canon.memo.proven_nulls`
-    finds them without walking what canonicalization built (a tool-call message's ``"content": null`` is in
-    every history). Otherwise the whole value is walked, to name the NaN.
+    orjson writes NaN and Infinity as null, so a null in the output must be shown to be a None. A request that
+    :func:`~agentcache.canonicalize` returned and nobody edited since (:func:`~agentcache.canon.memo.built`)
+    holds none: canonicalization refused them; its tools' JSON is kept from the last time. Elsewhere, when as
+    many Nones are found as the output has null tokens, none is left for a NaN;
+    :func:`~agentcache.canon.memo.proven_nulls` finds them without walking what canonicalization built (a
+    tool-call message's ``"content": null`` is in every history). Otherwise the whole value is walked, to name
+    the NaN.
     """
+    known = built(obj)
+    if known is not None:
+        return b"{%s}" % b",".join(orjson.dumps(key) + b":" + _field(known, key, obj[key]) for key in sorted(obj))
     try:
         out = orjson.dumps(obj, option=SORTED_OPTIONS)
     except TypeError as exc:
@@ -77,6 +83,22 @@ def canonical_json(obj: Any) -> bytes:
         if null_tokens(out, proven) != proven:
             locate(obj, "$", 250)
     return out
+
+
+def _field(known: Built, key: str, value: Any) -> bytes:
+    """One field of a request canonicalization built: its tools' JSON as kept with their memo entry, its messages
+    serialized without the null count (:func:`~agentcache.canon.memo.built` checked their nulls), any other field
+    by :func:`canonical_json`."""
+    source = known.sources.get(key)
+    if source is None:
+        return canonical_json(value)
+    if key in known.memoized:
+        return serialized(source, _sorted)
+    return _sorted(value)
+
+
+def _sorted(value: Any) -> bytes:
+    return orjson.dumps(value, option=SORTED_OPTIONS)
 
 
 def raise_located(value: Any, root: str, max_depth: int, cause: BaseException | None = None) -> NoReturn:

@@ -3,6 +3,8 @@ lookup instead of a walk, and what an entry keeps so that it is reused only wher
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, NamedTuple, TypeVar
 
@@ -66,6 +68,74 @@ def remember(entry: Entry, size: int) -> Entry:
     return entry
 
 
+def _shape(request: dict[str, Any]) -> tuple[object, ...]:
+    """The identity of a request's top level: each value, and each item of its arrays (messages, tools) with the
+    item's size, so a field replaced, a message added, replaced or given a key shows."""
+    return tuple(
+        (
+            id(value),
+            [(id(item), len(item) if type(item) is dict else 0) for item in value] if type(value) is list else (),
+        )
+        for value in request.values()
+    )
+
+
+class Built(NamedTuple):
+    """A request canonicalization returned, its :func:`_shape` then, and the entries its arrays copy."""
+
+    request: dict[str, Any]
+    shape: tuple[object, ...]
+    sources: dict[str, Entry]
+    """field -> an entry whose list the field holds, item for item: the tools' memo entry, the message history."""
+    memoized: frozenset[str]
+    """The fields whose entry is a memo's, kept across requests: their JSON is kept with the entry."""
+
+
+#: id of a request canonicalization returned -> what :func:`built` checks. Canonicalization refused any NaN or
+#: Infinity in it, so it holds none while it is as built: its top level and its arrays' items are checked, and so
+#: is each null of those items; deeper objects are the memos' own, read-only by contract.
+BUILT: Memo[int, Built] = Memo(256, 1 << 20)
+#: id of a memo entry -> the entry (so the id is not reused while it is here) and its value's canonical JSON.
+SERIALIZED: Memo[int, tuple[Entry, bytes]] = Memo(256, 256 << 20)
+
+
+def record_built(request: dict[str, Any], sources: dict[str, Entry], memoized: frozenset[str]) -> dict[str, Any]:
+    """Record ``request`` as what canonicalization just returned, for :func:`built`. A source is kept only where
+    its field still holds the entry's items (relocating volatile lines may have replaced a message)."""
+    kept = {
+        key: entry
+        for key, entry in sources.items()
+        if type(value := request.get(key)) is list
+        and len(value) == len(entry.value)
+        and all(map(operator.is_, value, entry.value))
+    }
+    BUILT.put(id(request), Built(request, _shape(request), kept, memoized), 1)
+    return request
+
+
+def built(value: Any) -> Built | None:
+    """What :func:`record_built` recorded for ``value``, if it is still as built: same fields, same array items of
+    the same sizes, and a None at each null of its sources."""
+    if type(value) is not dict:
+        return None
+    known = BUILT.get(id(value))
+    if known is None or known.request is not value or known.shape != _shape(value):
+        return None
+    if not all(entry.fits(value[key]) for key, entry in known.sources.items()):
+        return None
+    return known
+
+
+def serialized(entry: Entry, dump: Callable[[Any], bytes]) -> bytes:
+    """``dump(entry.value)``, computed once per memo entry: tools re-sent every turn are serialized once."""
+    known = SERIALIZED.get(id(entry))
+    if known is None or known[0] is not entry:
+        raw = dump(entry.value)
+        known = (entry, raw)
+        SERIALIZED.put(id(entry), known, len(raw))
+    return known[1]
+
+
 def proven_nulls(value: Any) -> int:
     """How many Nones ``value`` is shown to hold, each at its own place, without walking what canonicalization built.
 
@@ -113,6 +183,10 @@ class History(NamedTuple):
     values: list[Any]
     nulls: list[tuple[int, tuple[str | int, ...]]]
     """(message index, path) of each null, in message order: where an equal-bytes list may hold NaN/Infinity."""
+
+    def output(self, count: int) -> Entry:
+        """The first ``count`` canonical messages as an entry, with the nulls their inputs had."""
+        return Entry(self.values[:count], [(index, *path) for index, path in self.nulls if index < count])
 
     def reusable(self, messages: list[Any], raw: bytes) -> int:
         """How many leading messages of ``messages``, whose list's compact JSON is ``raw``, can be reused."""

@@ -25,7 +25,7 @@ from agentcache.canon.jsonvalue import (
     plain,
     raise_located,
 )
-from agentcache.canon.memo import Entry, History, Memo, remember
+from agentcache.canon.memo import Entry, History, Memo, record_built, remember
 from agentcache.canon.policy import CanonicalPolicy
 from agentcache.canon.rules import (
     TOOL_FIELDS,
@@ -38,6 +38,8 @@ from agentcache.canon.rules import (
 from agentcache.canon.schema import SchemaCanonicalizer
 from agentcache.errors import BodyTooLargeError, NotAMappingError, RequestShapeError
 
+#: The tool fields, whose lists are memo entries kept across requests.
+TOOL_SET = frozenset(TOOL_FIELDS)
 #: Fields holding arrays that the walk needs as lists.
 ARRAY_FIELDS = ("messages", *TOOL_FIELDS)
 
@@ -72,13 +74,16 @@ class Canonicalizer:
         room = policy.max_depth - 1
         tools_raw, messages_raw = self._serialize(request)
         out: dict[str, Any] = {}
+        sources: dict[str, Entry] = {}
         try:
             for key in sorted(request):
                 value = request[key]
                 if key == "messages":
                     out[key] = self.messages(value, messages_raw)
+                    sources[key] = self.history.output(len(out[key]))
                 elif key in TOOL_FIELDS:
                     out[key] = self.tool_list(value, key, tools_raw[key])
+                    sources[key] = self.last_tools[1]
                 elif key == "system":
                     out[key] = canonical_system(self.fresh(value, room).value, policy)
                 elif key == "response_format" and isinstance(value, dict):
@@ -92,7 +97,7 @@ class Canonicalizer:
             raise_located(request, "$", policy.max_depth)
         if policy.relocate_volatile:
             relocate_volatile(out, policy)
-        return out
+        return record_built(out, sources, TOOL_SET)
 
     def _serialize(self, request: dict[str, Any]) -> tuple[dict[str, bytes], bytes]:
         """Serialize in C, validating key types, surrogates and unknown types, and enforce the size limit.

@@ -12,6 +12,7 @@ import unicodedata
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -152,6 +153,17 @@ def meaning(request: dict[str, Any]) -> Any:
 def test_fixed_point(request: dict[str, Any]) -> None:
     once = canonicalize(request)
     assert canonical_json(canonicalize(once)) == canonical_json(once)
+
+
+@CASES
+@given(requests)
+def test_canonical_json_of_a_built_request_is_its_sorted_json(request: dict[str, Any]) -> None:
+    """The fast path for what canonicalize returned (tools' JSON kept, no null count) writes the same bytes as
+    the general path, whose output is orjson's sorted dump; a second call reuses the kept tools."""
+    out = canonicalize(request)
+    expected = orjson.dumps(out, option=orjson.OPT_SORT_KEYS)
+    assert canonical_json(out) == expected
+    assert canonical_json(canonicalize(request)) == expected
 
 
 @CASES

@@ -488,10 +488,13 @@ def test_canonical_json_of_a_canonical_body_does_not_walk_it(monkeypatch: pytest
             "$.tools[0].function.parameters.default",
         ),
         (lambda out: out.__setitem__("messages", [*out["messages"], {"n": [None, float("nan")]}]), "$.messages[3]"),
+        (lambda out: out["messages"].append({"n": [None, float("nan")]}), "$.messages[3]"),
+        (lambda out: out.__setitem__("temperature", float("nan")), "$.temperature"),
     ],
 )
 def test_canonical_json_still_names_a_nan_put_into_a_canonical_body(edit: Any, path: str) -> None:
-    """The recorded nulls are a hint: a NaN edited into the memo's own objects, or next to them, is still found."""
+    """The recorded nulls are a hint: a NaN edited into the memo's own objects where a null was, into a message as
+    a new key, or next to them, is still found."""
     out = Canonicalizer(CanonicalPolicy()).canonicalize(_tool_call_history())  # objects no other test shares
     edit(out)
     with pytest.raises(InvalidValueError, match=re.escape(path)):
