@@ -1,12 +1,16 @@
 """What agentcache's transport adds to each request's latency, against a plain httpx client in the same run.
 
-Run: ``python bench/transport.py [--sessions 64] [--turns 8] [--rounds 4] [--delay 0.05] [--url URL]``.
+Run: ``python bench/transport.py [--sessions 64] [--turns 8] [--rounds 4] [--delay 0.05] [--url URL]
+[--predict-in process|thread]``.
 
 Each round runs ``--sessions`` concurrent agent sessions on one asyncio event loop, every session sending
 ``--turns`` requests in sequence, its history growing by a tool call and its result each turn (20 tools with rich
 schemas, about 2,000 to 4,000 prompt tokens). Rounds alternate between a plain ``httpx.AsyncClient`` and one on
 :class:`~agentcache.httpx.AsyncCacheAwareTransport` (canonicalization, prediction, the ledger), so load on the
 machine hits both alike. Latency is from sending a request to having its body parsed, as the caller sees it.
+CPU per request is that of the client's process over its rounds (every thread, the turns' recording included),
+and apart from it that of agentcache's prediction process (``--predict-in process``, the default): the load of
+other processes on a shared machine moves latency far more than CPU time.
 
 Without ``--url`` the server is a local OpenAI-compatible stub in its own process that answers after ``--delay``
 seconds: a fixed, known server time, so the difference between the two clients is agentcache's own cost.
@@ -35,7 +39,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 import workload
 
 from agentcache.httpx import AsyncCacheAwareTransport
-from agentcache.transport import CacheMiddleware
+from agentcache.transport import CacheMiddleware, settle
+from agentcache.transport.process import process_cpu
 
 
 def _answer(prompt_bytes: int) -> bytes:
@@ -121,8 +126,29 @@ def percentile(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
 
-async def measure(url: str, args: argparse.Namespace) -> tuple[list[float], list[float], int, int]:
-    """Latencies of the plain and the agentcache clients over alternating rounds, and turns recorded / sent.
+class Side:
+    """One client's measurements: the latency of every request, and the CPU seconds its rounds took in this
+    process (``time.process_time``, every thread) and in agentcache's prediction process, which the load of
+    other processes on the machine moves far less than latency."""
+
+    def __init__(self) -> None:
+        self.latencies: list[float] = []
+        self.cpu = 0.0
+        self.cpu_elsewhere = 0.0
+
+    async def round(
+        self, clients: list[httpx.AsyncClient], url: str, sessions: list[list[dict[str, Any]]], name: str
+    ) -> None:
+        """One round; its CPU includes recording the round's turns (``settle``), wherever it ran."""
+        start, start_elsewhere = time.process_time(), process_cpu()
+        self.latencies += await run_round(clients, url, sessions, name)
+        await asyncio.to_thread(settle)
+        self.cpu += time.process_time() - start
+        self.cpu_elsewhere += process_cpu() - start_elsewhere
+
+
+async def measure(url: str, args: argparse.Namespace) -> tuple[Side, Side, int, int]:
+    """The plain and the agentcache clients over alternating rounds, and turns recorded / sent.
 
     Each session has a client of its own, as agents built on one SDK client each do: httpx's connection pool
     looks at every connection for every request, so one client shared by 64 sessions spends more CPU in its
@@ -130,7 +156,7 @@ async def measure(url: str, args: argparse.Namespace) -> tuple[list[float], list
     one model of the server's cache), as ``middleware=`` is meant for."""
     sessions = [session_requests(i, args.turns) for i in range(args.sessions)]
     timeout = httpx.Timeout(120.0)
-    middleware = CacheMiddleware(server="sglang", telemetry=False)
+    middleware = CacheMiddleware(server="sglang", telemetry=False, predict_in=args.predict_in)
     plain = [httpx.AsyncClient(timeout=timeout) for _ in sessions]
     wrapped = [
         httpx.AsyncClient(transport=AsyncCacheAwareTransport(middleware=middleware), timeout=timeout) for _ in sessions
@@ -138,11 +164,10 @@ async def measure(url: str, args: argparse.Namespace) -> tuple[list[float], list
     await run_round(plain, url, sessions, "warm")  # warm both: connections, tokenizer, canonical memo
     await run_round(wrapped, url, sessions, "warm")
     warm = len(middleware.ledger.turns())
-    base: list[float] = []
-    ours: list[float] = []
+    base, ours = Side(), Side()
     for round_ in range(args.rounds):
-        base += await run_round(plain, url, sessions, f"r{round_}")
-        ours += await run_round(wrapped, url, sessions, f"r{round_}")
+        await base.round(plain, url, sessions, f"r{round_}")
+        await ours.round(wrapped, url, sessions, f"r{round_}")
     for client in plain + wrapped:
         await client.aclose()  # an agentcache client's close waits for its turns to be recorded
     return base, ours, len(middleware.ledger.turns()) - warm, args.rounds * args.sessions * args.turns
@@ -155,6 +180,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--delay", type=float, default=0.05, help="the stub server's answer time, in seconds")
     parser.add_argument("--url", help="a real engine's base URL instead of the stub")
+    parser.add_argument(
+        "--predict-in", choices=["process", "thread"], default="process", help="where agentcache predicts turns"
+    )
     parser.add_argument("--serve-stub", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_stub:
@@ -175,11 +203,12 @@ def main() -> int:
             stub.kill()
     server = f"stub answering in {args.delay * 1000:.0f} ms" if args.url is None else args.url
     print(f"{args.sessions} concurrent sessions x {args.turns} turns x {args.rounds} rounds, {server}")
-    print(f"{'':<22}{'p50 ms':>10}{'p90 ms':>10}{'p99 ms':>10}")
-    rows = {"plain httpx": base, "agentcache transport": ours}
-    for name, values in rows.items():
-        print(f"{name:<22}" + "".join(f"{percentile(values, q) * 1000:>10.1f}" for q in (50, 90, 99)))
-    added = {q: (percentile(ours, q) - percentile(base, q)) * 1000 for q in (50, 90, 99)}
+    print(f"{'':<22}{'p50 ms':>10}{'p90 ms':>10}{'p99 ms':>10}{'CPU ms/req':>12}{'+ predictor':>13}")
+    for name, side in {"plain httpx": base, f"agentcache ({args.predict_in})": ours}.items():
+        cells = [f"{percentile(side.latencies, q) * 1000:>10.1f}" for q in (50, 90, 99)]
+        cpu = [side.cpu / len(side.latencies) * 1000, side.cpu_elsewhere / len(side.latencies) * 1000]
+        print(f"{name:<22}{''.join(cells)}{cpu[0]:>12.2f}{cpu[1]:>13.2f}")
+    added = {q: (percentile(ours.latencies, q) - percentile(base.latencies, q)) * 1000 for q in (50, 90, 99)}
     print(f"{'added':<22}" + "".join(f"{added[q]:>+10.1f}" for q in (50, 90, 99)))
     print(f"turns recorded: {recorded:,} of {sent:,} requests")
     missed = [

@@ -16,7 +16,10 @@ import os
 import subprocess
 import sys
 import threading
+import time
+from collections.abc import Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,9 +31,12 @@ ENGINES_PY = ROOT / "scripts" / "engines" / "engines.py"
 sys.path.insert(0, str(ENGINES_PY.parent))
 import engines as engine_script  # noqa: E402  # the one place that knows the engines' folders
 
-FIXTURES = {"llama_server": "llama-server", "sglang": "sglang", "vllm": "vllm"}
+FIXTURES = {"llama_server": "llama-server", "sglang": "sglang", "vllm": "vllm", "cluster": "cluster"}
 """Fixture name (and marker) to engine name."""
 SERVED_MODEL = engine_script.SERVED_NAME
+CLUSTER_START = ("--workers", "2", "--policy", "consistent_hashing")
+"""The shared cluster: two SGLang workers behind SMG hashing agentcache's routing keys (tests that need another
+policy put a gateway of their own in front of the same workers: :func:`gateway`)."""
 
 
 @dataclass(frozen=True)
@@ -40,11 +46,13 @@ class EngineInfo:
     model: str
     model_dir: Path
     started_here: bool
+    workers: tuple[str, ...] = ()
+    """The cluster's SGLang workers behind its gateway (``url``); empty for a single engine."""
 
     @property
     def profile(self) -> str:
-        """The agentcache server profile of this engine."""
-        return "llama.cpp" if self.name == "llama-server" else self.name
+        """The agentcache server profile of this engine (a cluster's workers are SGLang)."""
+        return {"llama-server": "llama.cpp", "cluster": "sglang"}.get(self.name, self.name)
 
     @property
     def python(self) -> Path:
@@ -53,7 +61,11 @@ class EngineInfo:
 
     def empty_cache(self) -> None:
         """Drop every cached prefix, so a test starts from the state a fresh client-side model assumes."""
+        for worker in self.workers:  # each worker of a cluster, straight, not through the gateway
+            _flush(worker)
         with httpx.Client(base_url=self.url, timeout=60) as http:
+            if self.name == "cluster":
+                return
             if self.name == "sglang":
                 http.post("/flush_cache").raise_for_status()
             elif self.name == "vllm":  # dev-mode endpoint (engines.py starts vLLM with VLLM_SERVER_DEV_MODE=1)
@@ -61,6 +73,16 @@ class EngineInfo:
             else:  # erasing needs --slot-save-path, which engines.py passes
                 for slot in http.get("/slots").json():
                     http.post(f"/slots/{slot['id']}", params={"action": "erase"}).raise_for_status()
+
+
+def _flush(worker: str, attempts: int = 60) -> None:
+    """Flush an SGLang worker's cache; it refuses (400) while a request runs, such as the gateway's probe."""
+    for _ in range(attempts):
+        response = httpx.post(f"{worker}/flush_cache", timeout=60)
+        if response.status_code != 400:
+            break
+        time.sleep(0.5)
+    response.raise_for_status()
 
 
 _started: dict[str, Future[EngineInfo]] = {}
@@ -87,8 +109,10 @@ def _bring_up(engine: str) -> EngineInfo:
         _engines_py("install", "model")
         _engines_py("install", engine)
     was_running = engine_script.run_file(engine).is_file() and "running" in _engines_py("status", engine)
-    url = _engines_py("start", engine).splitlines()[-1]
-    return EngineInfo(engine, url, SERVED_MODEL, engine_script.MODEL_DIR, not was_running)
+    url = _engines_py("start", engine, *CLUSTER_START if engine == "cluster" else ()).splitlines()[-1]
+    record = engine_script.running(engine) or {}
+    workers = tuple(map(str, record.get("workers", ())))  # type: ignore[call-overload]
+    return EngineInfo(engine, url, SERVED_MODEL, engine_script.MODEL_DIR, not was_running, workers)
 
 
 
@@ -155,6 +179,25 @@ def sglang() -> EngineInfo:
 @pytest.fixture(scope="session")
 def vllm() -> EngineInfo:
     return _engine("vllm")
+
+
+@pytest.fixture(scope="session")
+def cluster() -> EngineInfo:
+    return _engine("cluster")
+
+
+@contextmanager
+def gateway(cluster: EngineInfo, policy: str) -> Iterator[str]:
+    """One more SMG gateway, routing by ``policy`` to the shared cluster's workers; yields its URL, then stops it.
+    It starts in about a second: a Rust binary, with the workers already up."""
+    name, port = f"gateway-{policy}", engine_script.free_port()
+    cmd = engine_script.launch_gateway(port, cluster.workers, policy)
+    _, process, url = engine_script.spawn(name, cmd, {}, port)
+    try:
+        engine_script.wait_gateway(name, process, url, len(cluster.workers))
+        yield url
+    finally:
+        engine_script.stop(name)
 
 
 @pytest.fixture(scope="session")

@@ -26,6 +26,8 @@ class Previous:
     served: Served
     relocated: str | None = None
     """JSON path of the message canonicalization appended to hold volatile lines, if it did."""
+    worker: str | None = None
+    """The worker of a cluster that served it (None: a single server)."""
     rendered_at: datetime | None = None
     """The time the server's template rendered the turn at (its date, for a template that renders one)."""
 
@@ -51,14 +53,21 @@ def diagnose(
     reported_cached: int | None = None,
     reported_prompt_tokens: int | None = None,
     minimum: int = 0,
+    worker: str | None = None,
+    lost: frozenset[str] = frozenset(),
 ) -> Diagnosis:
-    """The diagnosis of ``request``, just served as ``served``, against the previous turn of its session."""
+    """The diagnosis of ``request``, just served as ``served`` on ``worker``, against the previous turn of its
+    session; ``lost`` are the workers known to have gone away."""
     cause, detail, divergence, wasted = _drift(previous, request, served)
     relocated = None if previous is None else previous.relocated
     if relocated and divergence is not None and divergence.path.startswith(relocated):
         cause = causes.VOLATILE_VALUE
         detail = "volatile lines changed; relocated to the last message, so only the tail is prefilled again"
     token = _divergence_token(previous, served, cause, divergence)
+    if cause == causes.NONE and previous is not None and previous.worker != worker:
+        moved = _moved(previous, served, worker, lost)
+        if moved is not None:
+            cause, detail = moved
     if cause in (causes.NONE, causes.NEW_SESSION):
         if 0 < served.prompt_tokens < minimum:
             cause, detail = causes.BELOW_MINIMUM, f"{served.prompt_tokens} tokens, under the minimum of {minimum}"
@@ -73,6 +82,22 @@ def diagnose(
                 f"server reported {reported_cached} cached, the model predicted {served.cached}: evicted or expired"
             )
     return Diagnosis(cause, detail, divergence, token, wasted)
+
+
+def _moved(previous: Previous, served: Served, worker: str | None, lost: frozenset[str]) -> tuple[str, str] | None:
+    """``worker_changed`` (or ``worker_lost``) when a turn that extends its predecessor landed on a worker that holds
+    less of it than the predecessor's worker would have (all but the last token: servers recompute that one)."""
+    before, now = previous.served, served
+    old, new = (
+        (before.exact, now.exact) if now.exact is not None and before.exact is not None else (before.tokens, now.tokens)
+    )
+    reusable = min(common_prefix(old, new), max(0, len(new) - 1))
+    if served.cached >= reusable:
+        return None
+    held = f"{worker} held {served.cached} of the {reusable} tokens the previous turn left on {previous.worker}"
+    if previous.worker in lost:
+        return causes.WORKER_LOST, f"{previous.worker} went away; {held}"
+    return causes.WORKER_CHANGED, f"routed to another worker: {held}"
 
 
 def _drift(

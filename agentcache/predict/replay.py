@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from agentcache.cache.base import PrefixCacheModel
 from agentcache.cache.blockhash import token_array
 from agentcache.cache.hosted import AnthropicPromptCache, HostedPromptCache, OpenAIPromptCache
 from agentcache.cache.options import CacheOptions
@@ -92,7 +93,9 @@ class Replay:
     """A cache model plus the tokenizer that turns requests into its tokens.
 
     The server's own prompt (``server_prompt``, or loaded from ``options.model_dir`` for the engines) makes the
-    predictions count its tokens exactly; without it they count agentcache's rendering."""
+    predictions count its tokens exactly; without it they count agentcache's rendering. Behind a gateway, each
+    worker has a model of its own (``worker=`` names it), while a session's drift is still diagnosed against its
+    previous turn wherever that ran."""
 
     def __init__(
         self,
@@ -104,6 +107,10 @@ class Replay:
     ) -> None:
         self.options = options
         self.model = options.build()
+        self.workers: dict[str, PrefixCacheModel] = {}
+        """The model of each worker of a cluster, by the worker's name (the single server's is ``model``)."""
+        self.lost: set[str] = set()
+        """Workers that went away: a session's next turn elsewhere is ``worker_lost``."""
         if server_prompt is None and options.model_dir is not None and options.renders_template:
             server_prompt = ServerPrompt.from_pretrained(options.model_dir, options.kind)
         self.server_prompt = server_prompt
@@ -124,18 +131,19 @@ class Replay:
         reported_prompt_tokens: int | None = None,
         reported_cached: int | None = None,
         relocated: str | None = None,
+        worker: str | None = None,
     ) -> Prediction:
         """Serve one turn and diagnose it against the session's previous turn and the server's report.
 
         ``relocated`` is the JSON path of a message canonicalization appended to this request to hold its
         volatile lines: a change there on the next turn is a volatile value, not an edit."""
         previous = self.last.get(session)
-        served = self.serve(request, ts, session, output)
+        served = self.serve(request, ts, session, output, worker)
         if relocated is not None:
             self.last[session] = replace(self.last[session], relocated=relocated)
-        diagnosis = diagnose(
-            previous, request, served, reported_cached, reported_prompt_tokens, self.model.minimum_tokens()
-        )
+        minimum = self.model.minimum_tokens()
+        lost = frozenset(self.lost)
+        diagnosis = diagnose(previous, request, served, reported_cached, reported_prompt_tokens, minimum, worker, lost)
         if diagnosis.cause == causes.NONE and previous is not None:
             diagnosis = self._template_made(previous, request, served, self.last[session].rendered_at) or diagnosis
         return Prediction(
@@ -174,8 +182,10 @@ class Replay:
         ts: float | None = None,
         session: str | None = None,
         output: Sequence[int] = (),
+        worker: str | None = None,
     ) -> Served:
-        """Serve one request of ``session``. Without a timestamp, requests are taken to come one second apart.
+        """Serve one request of ``session`` (on ``worker`` of a cluster). Without a timestamp, requests are taken to
+        come one second apart.
 
         ``output``, the token ids the server generated for the request, is cached after the prompt as the server
         caches it; it counts only with the server's own prompt, whose tokens are the server's."""
@@ -185,31 +195,50 @@ class Replay:
         segments, tokens, starts = self.prompt(request, session)
         self.clock = max(self.clock + 1.0 if ts is None else ts, self.clock)
         namespace = cache_namespace(request)
+        model = self.model_of(worker)
         rendered_at = None if ts is None else datetime.fromtimestamp(ts)
         if self.server_prompt is not None:  # the server's own prompt: its chat template and tokenizer
             with fixed_clock(rendered_at):
                 exact = token_array(self.server_prompt.tokens(request))
-            cached = self.model.serve(exact, output, namespace, now=self.clock) if exact else 0
+            cached = model.serve(exact, output, namespace, now=self.clock) if exact else 0
             served = Served(segments, tokens, starts, cached, len(exact), exact)
         elif not tokens:  # an empty prompt is never served: servers reject it
             served = Served(segments, tokens, starts, 0)
         else:
             ends = [*starts[1:], len(tokens)]  # each segment ends where the next starts
-            marks = breakpoints(request, segments, ends, self.model)
+            marks = breakpoints(request, segments, ends, model)
             blocks = ends if marks else None  # no breakpoint: nothing is read or written
-            if isinstance(self.model, (AnthropicPromptCache, OpenAIPromptCache)):
+            if isinstance(model, (AnthropicPromptCache, OpenAIPromptCache)):
                 usage = (
-                    self.model.serve_usage(tokens, (), namespace, now=self.clock, breakpoints=marks, blocks=blocks)
-                    if isinstance(self.model, AnthropicPromptCache)
-                    else self.model.serve_usage(tokens, namespace, now=self.clock, breakpoints=marks)
+                    model.serve_usage(tokens, (), namespace, now=self.clock, breakpoints=marks, blocks=blocks)
+                    if isinstance(model, AnthropicPromptCache)
+                    else model.serve_usage(tokens, namespace, now=self.clock, breakpoints=marks)
                 )
-                cost = self.model.rule.turn_cost(len(tokens), usage.cached, usage.written)
+                cost = model.rule.turn_cost(len(tokens), usage.cached, usage.written)
                 served = Served(segments, tokens, starts, usage.cached, written=usage.written, cost=cost)
             else:
-                cached = self.model.serve(tokens, (), namespace, now=self.clock, breakpoints=marks, blocks=blocks)
+                cached = model.serve(tokens, (), namespace, now=self.clock, breakpoints=marks, blocks=blocks)
                 served = Served(segments, tokens, starts, cached)
-        self.last[session] = Previous(request, served, rendered_at=rendered_at)
+        self.last[session] = Previous(request, served, worker=worker, rendered_at=rendered_at)
         return served
+
+    def model_of(self, worker: str | None) -> PrefixCacheModel:
+        """The model of ``worker`` (a new, empty one on first sight), or of the single server for None."""
+        if worker is None:
+            return self.model
+        if worker not in self.workers:
+            self.workers[worker] = self.options.build()
+        return self.workers[worker]
+
+    def previous_worker(self, session: str | None) -> str | None:
+        """The worker that served the session's last turn (None: none yet, or a single server)."""
+        last = self.last.get(session)
+        return None if last is None else last.worker
+
+    def worker_lost(self, worker: str) -> None:
+        """``worker`` went away: its cache with it. Should it come back, it starts from an empty model."""
+        self.lost.add(worker)
+        self.workers.pop(worker, None)
 
     def prompt(
         self, request: dict[str, Any], session: str | None = None

@@ -42,6 +42,8 @@ CAUSE_COLORS = {
     causes.MODEL_CHANGED: "#3d3d3d",
     causes.BELOW_MINIMUM: "#8d99a6",
     causes.EVICTED: "#661100",
+    causes.WORKER_CHANGED: "#117733",
+    causes.WORKER_LOST: "#332288",
 }
 OTHER_CAUSE = "#b03060"
 Mark = Literal["bar", "line", "dashed"]

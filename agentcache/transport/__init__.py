@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from agentcache.transport.background import settle
 from agentcache.transport.call import Call, TurnListener
+from agentcache.transport.cluster import Cluster
 from agentcache.transport.ledger import Ledger, SessionSummary, Turn
 from agentcache.transport.middleware import CacheMiddleware, CacheSettings
 from agentcache.transport.recorder import TraceRecorder
@@ -21,6 +22,7 @@ __all__ = [
     "CacheMiddleware",
     "CacheSettings",
     "Call",
+    "Cluster",
     "Ledger",
     "Scope",
     "SessionSummary",

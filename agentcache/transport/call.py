@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import httpx
+import orjson
 
 from agentcache.transport.session import Scope
 
@@ -15,7 +17,13 @@ if TYPE_CHECKING:
 
 @dataclass
 class Call:
-    """One handled request on its way: what the middleware knows of it before its turn is recorded."""
+    """One handled request on its way: what the middleware knows of it before its turn is recorded.
+
+    While the call is in flight it holds the bodies as bytes only, and parses them when :attr:`original` or
+    :attr:`sent` is first read (after the call, by a listener or the prediction). A parsed 60 kB body is a few
+    thousand objects; kept for the second a call takes, 64 concurrent calls pushed them into the garbage
+    collector's oldest generation, and its full collections cost the caller more CPU than agentcache's own work.
+    """
 
     request: httpx.Request
     """The request to send: the canonical body, or the original request when it was passed through."""
@@ -23,15 +31,24 @@ class Call:
     source: str
     """Where the session id came from (see :mod:`agentcache.transport.session`)."""
     turn: int
-    original: dict[str, Any] | None
-    """The body as the agent sent it (None when it is not a JSON object)."""
-    sent: dict[str, Any] | None
-    """The body as sent (canonical, or the original)."""
+    received: bytes | None
+    """The body as the agent sent it, when it is a chat request (a JSON object with a messages array)."""
     passthrough: str | None
     """Why the body was sent as it came, or None."""
     started: float
+    model: str | None = None
+    """The request's ``model``, when it names one."""
+    stream: bool = False
+    relocated: str | None = None
+    """JSON path of the message that holds the volatile lines canonicalization moved, or None."""
     scope: Scope | None = None
     """The :func:`~agentcache.transport.session.session_scope` that collects the call's turn, if any."""
+    routing_key: str | None = None
+    """The routing key sent to a cluster's gateway (see :mod:`agentcache.transport.cluster`), or None."""
+    worker: str | None = None
+    """The cluster's worker that served the call, as far as the client can tell; None for a single server."""
+    worker_source: str | None = None
+    """How the worker is known: ``header``, ``routing_key`` or ``unknown`` (None for a single server)."""
     status: int | None = None
     usage: dict[str, Any] | None = None
     """The ``usage`` object the server returned, as it was (set when the turn is recorded)."""
@@ -40,14 +57,19 @@ class Call:
     context: dict[str, Any] = field(default_factory=dict)
     """Room for listeners to keep their own state of the call (the OpenTelemetry span)."""
 
-    @property
-    def model(self) -> str | None:
-        value = None if self.original is None else self.original.get("model")
-        return value if isinstance(value, str) else None
+    @cached_property
+    def original(self) -> dict[str, Any] | None:
+        """The body as the agent sent it, parsed (None when it is not a chat request)."""
+        return None if self.received is None else orjson.loads(self.received)
 
-    @property
-    def stream(self) -> bool:
-        return bool(self.original and self.original.get("stream"))
+    @cached_property
+    def sent(self) -> dict[str, Any] | None:
+        """The body as sent, parsed: the canonical body, or the original (None when it is not a chat request).
+        Parsed from the bytes on the wire, so it is what the server parses."""
+        if self.received is None or self.request.content is self.received:
+            return self.original
+        sent: dict[str, Any] = orjson.loads(self.request.content)
+        return sent
 
 
 class TurnListener:

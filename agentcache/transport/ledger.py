@@ -59,6 +59,13 @@ class Turn:
     seconds: float
     prediction_error: str | None = None
     """Why a turn the server answered has no prediction (the client could not render the request), or None."""
+    worker: str | None = None
+    """The worker of a cluster that served the turn (see :mod:`agentcache.transport.cluster`); None for one server."""
+    worker_source: str | None = None
+    """How the worker is known: ``header`` (the gateway named it), ``routing_key`` (pinned, not told) or
+    ``unknown``; None for a single server."""
+    routing_key: str | None = None
+    """The routing key the request carried to the gateway, or None."""
     provider_verdict: str | None = None
     """The provider's own diagnosis of the turn (:mod:`agentcache.predict.provider`), when the response had one."""
     provider_missed_tokens: int | None = None

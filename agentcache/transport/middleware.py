@@ -17,8 +17,9 @@ The hook API, which the httpx transports and the CrewAI interceptor use and noth
   OpenTelemetry spans are listeners).
 
 A turn is predicted and recorded after its response has reached the caller, on agentcache's background thread
-(:mod:`agentcache.transport.background`): reading the ledger or a scope's turns waits for the turns still being
-recorded, and :func:`~agentcache.transport.background.settle` waits for all.
+(:mod:`agentcache.transport.background`), the prediction itself in agentcache's prediction process unless
+``predict_in="thread"`` (:mod:`agentcache.transport.process`): reading the ledger or a scope's turns waits for the
+turns still being recorded, and :func:`~agentcache.transport.background.settle` waits for all.
 
 Predictions run on the client-side model of the server (:class:`~agentcache.servers.ServerProfile`): with the
 model folder the server loads (``model_dir``), the prompt is rendered with the server's own template and
@@ -43,21 +44,25 @@ from agentcache.cache.options import CacheOptions
 from agentcache.canon import CanonicalPolicy, canonicalize
 from agentcache.canon.lossless import check_parse
 from agentcache.errors import AgentCacheError, InputError, RequestError
-from agentcache.predict.prompt import PromptTokenizer
 from agentcache.predict.provider import ANTHROPIC_BETA
-from agentcache.predict.replay import Prediction, Replay
+from agentcache.predict.replay import Prediction
 from agentcache.redact import CREDENTIAL, names_credential
 from agentcache.servers import ServerProfile, ServerPrompt, get_profile
 from agentcache.tokens import Tokenizer, get_tokenizer
 from agentcache.transport.background import defer
 from agentcache.transport.call import Call, TurnListener
+from agentcache.transport.cluster import Cluster
 from agentcache.transport.ledger import Ledger, Turn
 from agentcache.transport.otel import SpanListener
 from agentcache.transport.placement import accepted_placement, relocated_path
+from agentcache.transport.predictor import PredictJob, Predictor, PredictorSpec, prompt_source
+from agentcache.transport.process import PredictIn, Predictions
 from agentcache.transport.recorder import TraceRecorder
 from agentcache.transport.session import SESSION_HEADER, current_scope, session_of
 from agentcache.transport.tap import AsyncTappedStream, ResponseTap, TappedStream, TapResult
 
+GATEWAY_LOST_WORKER = (502, 503, 504)
+"""Statuses a gateway answers when the worker it picked did not: that worker, and its cache, went away."""
 CHAT_PATHS = ("/chat/completions", "/v1/messages")
 """Path endings of OpenAI chat completions and Anthropic Messages (not ``/threads/{id}/messages``)."""
 
@@ -80,6 +85,8 @@ class CacheSettings(TypedDict, total=False):
     tokenizer: str | Tokenizer
     telemetry: bool
     tracer_provider: Any
+    cluster: Cluster | None
+    predict_in: PredictIn
     diagnostics: bool
 
 
@@ -93,7 +100,12 @@ class CacheMiddleware:
     caches exactly what the server caches; the response then carries that extra field. ``recorder`` (a
     :class:`~agentcache.transport.recorder.TraceRecorder`) and ``listeners`` hear every turn. With OpenTelemetry
     installed, each call is a span (``telemetry=False`` turns them off; ``tracer_provider`` overrides the global
-    provider): see :mod:`agentcache.transport.otel`.
+    provider): see :mod:`agentcache.transport.otel`. ``predict_in`` says where turns are predicted: in agentcache's
+    prediction process (``"process"``, the default: the caller's process keeps its core) or on the background
+    thread of this one (``"thread"``); see :mod:`agentcache.transport.process` for when a process is not used.
+    ``cluster`` (a :class:`~agentcache.transport.cluster.Cluster`) says the server is a gateway in front of
+    several workers: each worker gets a model of its own, and each request a routing key header (see
+    :mod:`agentcache.transport.cluster`).
 
     ``diagnostics=True`` asks the provider for its own cache-miss diagnosis: each canonicalized Anthropic Messages
     request gets ``diagnostics.previous_message_id`` (the session's previous response id, null on its first turn)
@@ -118,13 +130,20 @@ class CacheMiddleware:
         tokenizer: str | Tokenizer = "o200k_base",
         telemetry: bool = True,
         tracer_provider: Any = None,
+        predict_in: PredictIn = "process",
         diagnostics: bool = False,
+        cluster: Cluster | None = None,
     ) -> None:
         self.profile = get_profile(server)
-        self.cache_options = cache or self.profile.cache
-        if prompt is None and model_dir is not None:
-            prompt = ServerPrompt.from_pretrained(model_dir, self.profile)
-        if prompt is not None and self.cache_options.kind == "anthropic":
+        self.cluster = cluster
+        self.cache_options = options = cache or self.profile.cache
+        source = None if prompt is not None else prompt_source(model_dir, self.profile, options)
+        spec = None
+        if isinstance(tokenizer, str) and prompt is None:
+            spec = PredictorSpec(options, tokenizer, *(source or (None, self.profile)))
+        if source is not None:
+            prompt = ServerPrompt.from_pretrained(*source)
+        if prompt is not None and options.kind == "anthropic":
             raise InputError("an Anthropic server has no local chat template: leave model_dir and prompt unset for it")
         self.canonicalize = canonicalize
         self.policy = policy or CanonicalPolicy()
@@ -137,13 +156,20 @@ class CacheMiddleware:
         if telemetry:
             self.listeners.append(SpanListener(tracer_provider, self.profile.name))
         encoder = get_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
-        self._replay = Replay(self.cache_options, PromptTokenizer(encoder), server_prompt=prompt)
-        self.prompt = self._replay.server_prompt
+        self.prompt = prompt
         """The server's own prompt, given or from ``model_dir`` (here or in ``cache``): predictions are exact."""
-        self._lock = threading.Lock()
+        self.predictions = Predictions(spec, lambda: Predictor(options, encoder, self.prompt), predict_in)
+        """Where the turns are predicted (:attr:`~Predictions.where`), and why not in a process when asked to."""
         self.diagnostics = diagnostics
         self._previous_ids: dict[str, str] = {}
         """The last response id of each session, which its next diagnostics request names."""
+        self._lock = threading.Lock()
+        self._workers: dict[str, str] = {}
+        """The cluster's worker each session's last predicted turn landed on."""
+        self._lost: set[str] = set()
+        """The cluster's workers known to have gone away."""
+        self._newly_lost: list[str] = []
+        """Workers found gone since the last prediction job, which the next one carries to the predictor."""
 
     def add_listener(self, listener: TurnListener) -> None:
         self.listeners.append(listener)
@@ -153,22 +179,23 @@ class CacheMiddleware:
 
     def begin(self, request: httpx.Request) -> Call:
         """Start a handled call: the body (read already) is canonicalized when it can be, and the call's
-        ``request`` is what to send (a new request only when the body changed)."""
+        ``request`` is what to send (a new request only when the body changed). Only bytes outlive this method
+        (see :class:`Call`): every dict it parses is garbage when it returns."""
         body = request.content
         started = time.time()
         try:
             parsed = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
-            return self._call(request, request, None, None, f"body is not JSON ({exc})", started)
+            return self._call(request, request, None, f"body is not JSON ({exc})", started)
         if not isinstance(parsed, dict) or not isinstance(parsed.get("messages"), list):
-            return self._call(request, request, None, None, "not a chat request (no messages array)", started)
+            return self._call(request, request, None, "not a chat request (no messages array)", started)
         if not self.canonicalize:
-            return self._call(request, request, parsed, parsed, "canonicalization switched off", started)
+            return self._call(request, request, parsed, "canonicalization switched off", started)
         try:
             check_parse(body, parsed)  # a key the parse dropped, or a number it changed, is never sent so
             sent, refused = accepted_placement(self.prompt, canonicalize(parsed, self.policy), parsed)
             if refused is not None:
-                return self._call(request, request, parsed, parsed, f"not canonicalized: {refused}", started)
+                return self._call(request, request, parsed, f"not canonicalized: {refused}", started)
             if self.ask_output_ids and not sent.get("stream"):
                 sent = {**sent, **self.profile.output_ids_request}
             headers: dict[str, str] = {}
@@ -178,8 +205,9 @@ class CacheMiddleware:
             # check walks the whole body in Python whenever it holds a null (a tool call's "content": null).
             content = orjson.dumps(sent, option=orjson.OPT_SORT_KEYS)
         except AgentCacheError as exc:
-            return self._call(request, request, parsed, parsed, f"not canonicalized: {_refusal(exc)}", started)
-        return self._call(request, _with_body(request, content, headers), parsed, sent, None, started)
+            return self._call(request, request, parsed, f"not canonicalized: {_refusal(exc)}", started)
+        relocated = relocated_path(sent, parsed)
+        return self._call(request, _with_body(request, content, headers), parsed, None, started, relocated)
 
     def _ask_diagnosis(
         self, request: httpx.Request, parsed: dict[str, Any], sent: dict[str, Any]
@@ -202,13 +230,30 @@ class CacheMiddleware:
         received: httpx.Request,
         outgoing: httpx.Request,
         original: dict[str, Any] | None,
-        sent: dict[str, Any] | None,
         passthrough: str | None,
         started: float,
+        relocated: str | None = None,
     ) -> Call:
         session, source = session_of(received.headers, original or {}, self.session_header)
         turn = self.ledger.next_turn(session)
-        call = Call(outgoing, session, source, turn, original, sent, passthrough, started, current_scope())
+        key = None if self.cluster is None else self.cluster.routing_key(received, session)
+        if key is not None and self.cluster is not None and self.cluster.routing_key_header not in outgoing.headers:
+            outgoing = _with_header(outgoing, str(self.cluster.routing_key_header), key)
+        model = None if original is None else original.get("model")
+        call = Call(
+            outgoing,
+            session,
+            source,
+            turn,
+            None if original is None else received.content,
+            passthrough,
+            started,
+            model if isinstance(model, str) else None,
+            bool(original and original.get("stream")),
+            relocated,
+            current_scope(),
+            key,
+        )
         self._notify(lambda listener: listener.on_begin(call))
         return call
 
@@ -231,6 +276,8 @@ class CacheMiddleware:
 
     def _tap(self, call: Call, response: httpx.Response) -> ResponseTap | None:
         call.status = response.status_code
+        if self.cluster is not None:
+            call.worker, call.worker_source = self.cluster.worker(response.headers, call.routing_key)
         tap = ResponseTap(response, lambda result: self._finish_later(call, result))
         if not response.is_closed:
             return tap
@@ -245,25 +292,39 @@ class CacheMiddleware:
         self._finish_later(call, TapResult(error=message))
 
     def _finish_later(self, call: Call, result: TapResult) -> None:
-        """The call ended now: record its turn on the background thread, so the caller does not wait for it."""
+        """The call ended now: predict and record its turn on the background thread, so the caller does not wait
+        for it. The server cached the prompt if it answered 2xx, or with an error it gives only after evaluating
+        the prompt: only then is there a prediction to make."""
         ended = time.time()
         if result.response_id is not None:
             with self._lock:
                 self._previous_ids[call.session] = result.response_id
+        job = None
+        if self.profile.cached(call.status, result.server_error) and call.received is not None:
+            usage = result.usage
+            job = PredictJob(
+                call.request.content,
+                call.started,
+                call.session,
+                result.output_ids,
+                result.text,
+                None if usage is None else usage.prompt_tokens,
+                None if usage is None else usage.cached_tokens,
+                call.relocated,
+            )
         waiters = [self.ledger.pending] if call.scope is None else [self.ledger.pending, call.scope.pending]
-        defer(lambda: self._finish(call, result, ended), *waiters)
+        defer(lambda: self._finish(call, result, job, ended), *waiters)
 
-    def _finish(self, call: Call, result: TapResult, ended: float) -> Turn:
-        """Predict the turn (the server cached the prompt if it answered 2xx, or with an error it gives only after
-        evaluating the prompt), record it, tell listeners."""
+    def _finish(self, call: Call, result: TapResult, job: PredictJob | None, ended: float) -> Turn:
+        """Predict the turn (wherever :attr:`predictions` runs), record it, tell listeners."""
         call.usage = result.raw_usage
         call.diagnosis = result.raw_diagnosis
-        prediction = None
-        if self.profile.cached(call.status, result.server_error) and call.sent is not None:
-            try:
-                prediction = self._predict(call, result)
-            except AgentCacheError as exc:
-                result.notes.append(f"no prediction: {exc}")
+        if call.worker is not None:
+            job = self._cluster_job(call, job)
+        prediction = None if job is None else self.predictions.predict(job)
+        if isinstance(prediction, str):
+            result.notes.append(prediction)
+            prediction = None
         turn = _turn(call, result, prediction, self.prompt is not None, ended)
         self.ledger.record(turn)
         if call.scope is not None:
@@ -271,24 +332,32 @@ class CacheMiddleware:
         self._notify(lambda listener: listener.on_turn(call, turn))
         return turn
 
-    def _predict(self, call: Call, result: TapResult) -> Prediction:
-        assert call.sent is not None
-        output: Sequence[int] = ()  # what the server generated, in its tokens, is cached after the prompt
-        if result.output_ids is not None:
-            output = result.output_ids
-        elif self.prompt is not None and result.text:
-            output = self.prompt.tokenizer.encode(result.text)
-        usage = result.usage
+    def _cluster_job(self, call: Call, job: PredictJob | None) -> PredictJob | None:
+        """``job`` with the cluster's worker that served it and the workers lost since the last job; a lost worker
+        is noted even from a call with nothing to predict (a gateway error)."""
+        assert call.worker is not None
+        lost = self._lost_worker(call)
         with self._lock:
-            return self._replay.diagnose_turn(
-                call.sent,
-                call.started,
-                call.session,
-                output,
-                reported_prompt_tokens=None if usage is None else usage.prompt_tokens,
-                reported_cached=None if usage is None else usage.cached_tokens,
-                relocated=relocated_path(call.sent, call.original),
-            )
+            if lost is not None:
+                self._lost.add(lost)
+                self._newly_lost.append(lost)
+            if job is None:
+                return None
+            self._workers[call.session] = call.worker
+            newly, self._newly_lost = tuple(self._newly_lost), []
+        return job._replace(worker=call.worker, lost=newly)
+
+    def _lost_worker(self, call: Call) -> str | None:
+        """The worker a gateway error names, or the one the call's session moved off, when the gateway says it is
+        unhealthy or gone (asked only on such a move)."""
+        assert self.cluster is not None
+        if call.status in GATEWAY_LOST_WORKER:
+            return call.worker
+        with self._lock:
+            previous = self._workers.get(call.session)
+            if previous is None or previous == call.worker or previous in self._lost:
+                return None
+        return previous if self.cluster.gone(call.request.url, previous) else None
 
     def _notify(self, hear: Callable[[TurnListener], object]) -> None:
         for listener in self.listeners:
@@ -327,6 +396,9 @@ def _turn(call: Call, result: TapResult, prediction: Prediction | None, exact: b
         started=call.started,
         seconds=ended - call.started,
         prediction_error=next((n for n in result.notes if n.startswith("no prediction")), None),
+        worker=call.worker,
+        worker_source=call.worker_source,
+        routing_key=call.routing_key,
         provider_verdict=None if diagnosis is None else diagnosis.verdict,
         provider_missed_tokens=None if diagnosis is None else diagnosis.missed_tokens,
         provider_agrees=None
@@ -346,6 +418,18 @@ def _refusal(exc: AgentCacheError) -> str:
         if any(map(names_credential, keys)):
             return f"{exc.path}: {CREDENTIAL}; {exc.hint}"
     return str(exc)
+
+
+def _with_header(request: httpx.Request, name: str, value: str) -> httpx.Request:
+    """``request`` with one header added (the body and every other header as they were)."""
+    rebuilt = httpx.Request(
+        request.method,
+        request.url,
+        headers=[*request.headers.raw, (name.encode(), value.encode())],
+        content=request.content,
+    )
+    rebuilt.extensions = request.extensions
+    return rebuilt
 
 
 def _with_body(request: httpx.Request, content: bytes, extra: dict[str, str] | None = None) -> httpx.Request:

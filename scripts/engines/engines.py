@@ -4,8 +4,9 @@ Plain standard library, so any venv (the test venv included) can drive it; each 
 venv or build under the cache folder, which a second run reuses. The pins each one installs are in
 ``requirements/*.txt`` beside this file:
 
-    python scripts/engines/engines.py install model|llama-server|sglang|vllm [--force]
+    python scripts/engines/engines.py install model|llama-server|sglang|vllm|cluster [--force]
     python scripts/engines/engines.py start ENGINE [--port P]   # prints the base URL when healthy
+    python scripts/engines/engines.py start cluster [--workers N] [--policy P]   # SMG in front of N SGLang workers
     python scripts/engines/engines.py stop ENGINE
     python scripts/engines/engines.py status [ENGINE]
     python scripts/engines/engines.py check ENGINE              # cached tokens + tokenizer agreement
@@ -201,10 +202,10 @@ def source_files(folder: Path) -> dict[Path, bytes]:
     return {f.relative_to(folder): f.read_bytes() for f in files}
 
 
-def launch_sglang(port: int) -> tuple[list[str], dict[str, str]]:
+def launch_sglang(port: int, kv_pool: int = CONTEXT) -> tuple[list[str], dict[str, str]]:
     cmd = [str(VENVS / "sglang" / "bin" / "python"), "-m", "sglang.launch_server", "--model-path", str(MODEL_DIR)]
     cmd += ["--served-model-name", SERVED_NAME, "--device", "cpu", "--host", "127.0.0.1", "--port", str(port)]
-    cmd += ["--attention-backend", "torch_native", "--max-total-tokens", str(CONTEXT), "--enable-cache-report"]
+    cmd += ["--attention-backend", "torch_native", "--max-total-tokens", str(kv_pool), "--enable-cache-report"]
     # The model is stored in float32; `auto` would run it in float16, where the KV a decode step writes differs from
     # the KV a prefill of the same tokens writes by up to 2e-3 in logprob, enough to flip a near-tied greedy token.
     cmd += ["--dtype", "float32"]
@@ -244,6 +245,114 @@ def launch_vllm(port: int) -> tuple[list[str], dict[str, str]]:
     return cmd, {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_SERVER_DEV_MODE": "1"}
 
 
+# --- SMG, the Shepherd Model Gateway, in front of N SGLang workers --------------------------------------
+
+(SMG,) = requirements("smg")
+POLICIES = ("round_robin", "cache_aware", "prefix_hash", "consistent_hashing", "manual", "random")
+ROUTING_KEY_HEADER = "x-smg-routing-key"
+"""The header SMG reads a routing key from (``--routing-key-headers``): agentcache sends its session keys there."""
+# Routing that only the policy decides: no worker is dropped for load or after one error, no request is retried
+# on another worker behind the client's back; health is probed every second, so a killed worker leaves the
+# rotation within about a second. The probe is SGLang's /ping, a flag check: its /health runs a one-token
+# generation (and waits a second for it), which every second on each worker would load the cores and put a
+# request in the way of /flush_cache.
+GATEWAY_FLAGS = (
+    "--disable-worker-overload-protection",
+    "--disable-retries",
+    "--disable-circuit-breaker",
+    "--health-check-interval-secs",
+    "1",
+    "--health-failure-threshold",
+    "1",
+    "--health-check-endpoint",
+    "/ping",
+)
+
+
+def install_smg(force: bool) -> None:
+    Venv("smg").create([SMG], lambda v: v.pip("install", SMG), force)
+
+
+def install_cluster(force: bool) -> None:
+    install_sglang(force)
+    install_smg(force)
+
+
+def launch_gateway(port: int, worker_urls: Sequence[str], policy: str) -> list[str]:
+    """SMG on ``port`` routing to ``worker_urls`` by ``policy``; each answer names its worker in
+    ``x-smg-routed-worker-id``."""
+    cmd = [str(VENVS / "smg" / "bin" / "python"), "-m", "smg", "launch", "--host", "127.0.0.1", "--port", str(port)]
+    cmd += ["--worker-urls", *worker_urls, "--policy", policy, "--routing-key-headers", ROUTING_KEY_HEADER]
+    # Its metrics listener binds 0.0.0.0:29000 unless told otherwise: a second gateway would clash on it.
+    cmd += ["--prometheus-host", "127.0.0.1", "--prometheus-port", str(free_port())]
+    return [*cmd, *GATEWAY_FLAGS, "--log-level", "warn"]
+
+
+def worker_name(index: int) -> str:
+    return f"cluster-worker-{index}"
+
+
+def spawn_worker(index: int, port: int, kv_pool: int = CONTEXT) -> tuple[str, subprocess.Popen[bytes], str]:
+    """Launch the cluster's worker ``index`` on ``port`` (also how a test brings back a worker it killed)."""
+    cmd, env = launch_sglang(port, kv_pool)
+    # On CPU, SGLang sizes its pools from the host memory free at start-up, and fails when other processes took
+    # some while it loaded ("Loaded weights leave no GPU memory for the KV cache"), which workers starting side by
+    # side on a shared machine do. The pool is capped by --max-total-tokens anyway: let it claim what it needs.
+    cmd += ["--mem-fraction-static", "0.95"]
+    return spawn(worker_name(index), cmd, env, port)
+
+
+def start_cluster(workers: int, policy: str, port: int | None, kv_pool: int) -> None:
+    """Start ``workers`` SGLang workers side by side, then SMG in front of them; print the gateway's URL.
+
+    Each worker has a run record of its own (``cluster-worker-I``), so one can be stopped alone (a fault test);
+    the gateway's record (``cluster``) lists them, and ``stop cluster`` stops them all."""
+    if (info := running("cluster")) is not None:
+        print(info["url"])
+        return
+    if not (ENGINES["sglang"].installed() and Venv("smg").stamp.is_file()):
+        sys.exit("cluster is not installed: run engines.py install cluster")
+    began = time.monotonic()
+    try:
+        spawned = [spawn_worker(index, free_port(), kv_pool) for index in range(workers)]
+        # Workers start side by side, sharing the cores: give them the time one takes, times their number.
+        for name, process, url in spawned:
+            wait_healthy(name, process, url + "/health_generate", workers * ENGINES["sglang"].start_timeout, began)
+        port = port or free_port()
+        urls = [url for _, _, url in spawned]
+        gateway = spawn(
+            "cluster", launch_gateway(port, urls, policy), {}, port, workers=urls, policy=policy, kv_pool=kv_pool
+        )
+        wait_gateway(*gateway, workers)
+    except SystemExit:
+        stop_cluster()  # no worker is left behind by a failed start
+        raise
+    log(f"cluster of {workers} workers ({policy}) ready after {time.monotonic() - began:.1f} s")
+    print(gateway[2])
+
+
+def wait_gateway(name: str, process: subprocess.Popen[bytes], url: str, workers: int) -> None:
+    """Wait until the gateway counts ``workers`` healthy workers: its /readiness answers 200 with the first."""
+
+    def all_ready() -> bool:
+        try:
+            with urllib.request.urlopen(url + "/readiness", timeout=5) as response:
+                return int(json.load(response).get("healthy_workers", 0)) >= workers
+        except (urllib.error.URLError, OSError, ValueError):
+            return False
+
+    wait_healthy(name, process, url + "/readiness", 60.0, time.monotonic(), all_ready)
+
+
+def stop_cluster() -> None:
+    info = running("cluster")
+    if info is not None:
+        stop("cluster")
+    for index in range(64):
+        if run_file(worker_name(index)).is_file():
+            stop(worker_name(index))
+
+
 # --- the command line ---------------------------------------------------------------------------------
 
 
@@ -266,8 +375,11 @@ ENGINES = {
         Engine("llama-server", install_llama_server, LLAMA_SERVER.is_file, launch_llama_server, "/health", 60.0),
         Engine("sglang", install_sglang, Venv("sglang").stamp.is_file, launch_sglang, "/health_generate", 300.0),
         Engine("vllm", install_vllm, Venv("vllm").stamp.is_file, launch_vllm, "/health", 300.0),
+        Engine("cluster", install_cluster, Venv("smg").stamp.is_file),
     )
 }
+SERVERS = (*(name for name, engine in ENGINES.items() if engine.launch), "cluster")
+"""What ``start`` and ``stop`` take: the engines that serve, and the cluster (SMG in front of SGLang workers)."""
 
 
 def free_port() -> int:
@@ -321,10 +433,19 @@ def start(engine: Engine, port: int | None) -> None:
         sys.exit(f"{engine.name} is not installed: run engines.py install {engine.name}")
     port = port or free_port()
     cmd, extra_env = engine.launch(port)
-    logfile = LOGS / f"{engine.name}-{port}.log"
+    began = time.monotonic()
+    name, process, url = spawn(engine.name, cmd, extra_env, port)
+    wait_healthy(name, process, url + engine.health_path, engine.start_timeout, began)
+    print(url)
+
+
+def spawn(
+    name: str, cmd: Sequence[str], extra_env: dict[str, str], port: int, **record: object
+) -> tuple[str, subprocess.Popen[bytes], str]:
+    """Launch ``cmd`` in a session of its own and write its run record (with ``record`` added)."""
+    logfile = LOGS / f"{name}-{port}.log"
     logfile.parent.mkdir(parents=True, exist_ok=True)
     RUN.mkdir(parents=True, exist_ok=True)
-    began = time.monotonic()
     with logfile.open("w") as out:
         out.write(f"$ {' '.join(cmd)}\n")
         out.flush()
@@ -338,18 +459,32 @@ def start(engine: Engine, port: int | None) -> None:
             start_new_session=True,
         )
     url = f"http://127.0.0.1:{port}"
-    info = {"engine": engine.name, "pid": process.pid, "program": cmd[0], "port": port, "url": url, "log": str(logfile)}
-    run_file(engine.name).write_text(json.dumps(info))
-    deadline = began + engine.start_timeout
-    while not healthy(url + engine.health_path):
+    info = {"engine": name, "pid": process.pid, "program": cmd[0], "port": port, "url": url, "log": str(logfile)}
+    run_file(name).write_text(json.dumps({**info, **record}))
+    return name, process, url
+
+
+def wait_healthy(
+    name: str,
+    process: subprocess.Popen[bytes],
+    health: str,
+    timeout: float,
+    began: float,
+    ready: Callable[[], bool] | None = None,
+) -> None:
+    """Wait until ``health`` answers 200 (or ``ready()`` holds); if the process exits first or time runs out, stop
+    it and fail."""
+    deadline = began + timeout
+    while not (ready() if ready else healthy(health)):
         if process.poll() is not None or time.monotonic() > deadline:
-            reason = "exited" if process.poll() is not None else f"not healthy after {engine.start_timeout:.0f} s"
-            stop(engine.name)
-            tail = "\n".join(logfile.read_text(errors="replace").splitlines()[-25:])
-            sys.exit(f"{tail}\n{engine.name} {reason}; full log: {logfile}")
+            reason = "exited" if process.poll() is not None else f"not healthy after {timeout:.0f} s"
+            info = running(name)
+            stop(name)
+            logfile = Path(str(info["log"])) if info else LOGS
+            tail = "\n".join(logfile.read_text(errors="replace").splitlines()[-25:]) if logfile.is_file() else ""
+            sys.exit(f"{tail}\n{name} {reason}; full log: {logfile}")
         time.sleep(0.5)
-    log(f"{engine.name} healthy after {time.monotonic() - began:.1f} s (pid {process.pid}, log {logfile})")
-    print(url)
+    log(f"{name} healthy after {time.monotonic() - began:.1f} s (pid {process.pid})")
 
 
 def stop(name: str, grace: float = 30.0) -> None:
@@ -387,7 +522,7 @@ def status(names: Sequence[str]) -> None:
     for name in names:
         engine = ENGINES[name]
         info = running(name)
-        state = f", running at {info['url']} (pid {info['pid']})" if info else ", stopped" if engine.launch else ""
+        state = f", running at {info['url']} (pid {info['pid']})" if info else ", stopped" if name in SERVERS else ""
         print(f"{name}: {'installed' if engine.installed() else 'not installed'}{state}")
 
 
@@ -407,16 +542,23 @@ def main() -> None:
     install_p.add_argument("engine", choices=ENGINES)
     install_p.add_argument("--force", action="store_true", help="rebuild even if the cache looks current")
     start_p = sub.add_parser("start")
-    start_p.add_argument("engine", choices=[n for n, e in ENGINES.items() if e.launch])
+    start_p.add_argument("engine", choices=SERVERS)
     start_p.add_argument("--port", type=int, default=None)
-    for action in ("stop", "check"):
-        sub.add_parser(action).add_argument("engine", choices=[n for n, e in ENGINES.items() if e.launch])
+    start_p.add_argument("--workers", type=int, default=2, help="cluster: how many SGLang workers")
+    start_p.add_argument("--policy", choices=POLICIES, default="cache_aware", help="cluster: SMG's routing policy")
+    start_p.add_argument("--kv-pool", type=int, default=CONTEXT, help="cluster: KV pool of each worker, in tokens")
+    sub.add_parser("stop").add_argument("engine", choices=SERVERS)
+    sub.add_parser("check").add_argument("engine", choices=[n for n, e in ENGINES.items() if e.launch])
     sub.add_parser("status").add_argument("engine", nargs="?", choices=ENGINES)
     args = parser.parse_args()
     if args.action == "install":
         ENGINES[args.engine].install(args.force)
+    elif args.action == "start" and args.engine == "cluster":
+        start_cluster(args.workers, args.policy, args.port, args.kv_pool)
     elif args.action == "start":
         start(ENGINES[args.engine], args.port)
+    elif args.action == "stop" and args.engine == "cluster":
+        stop_cluster()
     elif args.action == "stop":
         stop(args.engine)
     elif args.action == "status":

@@ -14,7 +14,9 @@ import pytest
 
 from agentcache.drift import read_trace
 from agentcache.httpx import AsyncCacheAwareTransport, CacheAwareTransport, settle
-from agentcache.transport import Call, Turn, TurnListener
+from agentcache.tokens import get_tokenizer
+from agentcache.transport import Call, Turn, TurnListener, process
+from agentcache.transport.process import PredictIn
 from tests.conftest import EngineInfo
 
 
@@ -107,3 +109,79 @@ def test_a_script_that_ends_right_after_its_call_loses_no_turn(
     assert done.returncode == 0, done.stderr
     (record,) = read_trace(trace).records
     assert record.usage is not None and record.usage["prompt_tokens"] > 0
+
+
+def conversation(engine: EngineInfo, turns: int) -> list[dict[str, object]]:
+    """One session's requests, each extending the last, and a last one whose tool list changed (a divergence
+    to diagnose and send back)."""
+    function: dict[str, object] = {"name": "look", "parameters": {"type": "object", "properties": {}}}
+    tool = {"type": "function", "function": function}
+    history: list[dict[str, str]] = []
+    requests: list[dict[str, object]] = []
+    for n in range(turns):
+        history = [*history, {"role": "user", "content": f"Step {n}."}]
+        requests.append({"model": engine.model, "messages": history, "tools": [tool], "max_tokens": 1})
+        history = [*history, {"role": "assistant", "content": "ok"}]
+    renamed = {"type": "function", "function": {**function, "name": "glance"}}
+    requests.append({**requests[-1], "tools": [renamed]})
+    return requests
+
+
+def test_the_prediction_process_predicts_what_this_process_would(llama_server: EngineInfo) -> None:
+    ledgers = {}
+    wheres: tuple[PredictIn, ...] = ("process", "thread")
+    for where in wheres:
+        transport = CacheAwareTransport(
+            server="llama.cpp", model_dir=llama_server.model_dir, predict_in=where, telemetry=False
+        )
+        with httpx.Client(transport=transport, base_url=llama_server.url, timeout=120) as http:
+            for request in conversation(llama_server, 3):
+                http.post("/v1/chat/completions", json=request, headers={"x-agentcache-session": "s"})
+        assert transport.middleware.predictions.where == where and transport.middleware.predictions.reason is None
+        ledgers[where] = [
+            (t.predicted_prompt_tokens, t.predicted_cached, t.cause, t.divergence) for t in transport.ledger.turns()
+        ]
+        assert all(t.predicted_prompt_tokens == t.reported_prompt_tokens for t in transport.ledger.turns())
+    assert ledgers["process"] == ledgers["thread"]
+    assert ledgers["process"][-1][3] is not None  # the renamed tool's divergence came back from the process
+
+
+def test_a_tokenizer_given_as_an_object_is_predicted_in_this_process(llama_server: EngineInfo) -> None:
+    transport = CacheAwareTransport(server="llama.cpp", tokenizer=get_tokenizer("o200k_base"), telemetry=False)
+    assert transport.middleware.predictions.where == "thread"
+    assert "tokenizer" in (transport.middleware.predictions.reason or "")
+    with httpx.Client(transport=transport, base_url=llama_server.url, timeout=120) as http:
+        http.post("/v1/chat/completions", json=body(llama_server, "Say hi."))
+    (turn,) = transport.ledger.turns()
+    assert turn.predicted_prompt_tokens is not None and turn.prediction_error is None
+
+
+def test_a_prediction_process_that_dies_loses_no_turn(llama_server: EngineInfo) -> None:
+    """Fault injection: the process is killed between two turns. The turn it would have predicted is recorded
+    with why it has no prediction; the next ones are predicted in this process; a new middleware gets a new
+    process."""
+    transport = CacheAwareTransport(server="llama.cpp", model_dir=llama_server.model_dir, telemetry=False)
+    requests = conversation(llama_server, 3)
+    with httpx.Client(transport=transport, base_url=llama_server.url, timeout=120) as http:
+        http.post("/v1/chat/completions", json=requests[0])
+        assert settle(timeout=300)
+        running = process._CHANNEL._process
+        assert running is not None
+        running.kill()
+        running.wait()
+        with pytest.warns(UserWarning, match="prediction process ended"):
+            http.post("/v1/chat/completions", json=requests[1])
+            assert settle(timeout=300)
+        http.post("/v1/chat/completions", json=requests[2])
+    first, lost, after = transport.ledger.turns()
+    assert first.predicted_cached is not None and first.prediction_error is None
+    assert lost.predicted_cached is None and "prediction process ended" in (lost.prediction_error or "")
+    assert after.predicted_prompt_tokens == after.reported_prompt_tokens and after.prediction_error is None
+    assert transport.middleware.predictions.where == "thread"
+    assert "prediction process ended" in (transport.middleware.predictions.reason or "")
+    fresh = CacheAwareTransport(server="llama.cpp", model_dir=llama_server.model_dir, telemetry=False)
+    with httpx.Client(transport=fresh, base_url=llama_server.url, timeout=120) as http:
+        http.post("/v1/chat/completions", json=requests[0])
+    (turn,) = fresh.ledger.turns()
+    assert fresh.middleware.predictions.where == "process" and process._CHANNEL._process not in (None, running)
+    assert turn.predicted_prompt_tokens == turn.reported_prompt_tokens

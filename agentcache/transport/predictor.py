@@ -1,0 +1,128 @@
+"""The prediction of a turn, as data in and data out, so that it can run in another process.
+
+A :class:`Predictor` is one middleware's model of the server's cache (a
+:class:`~agentcache.predict.replay.Replay`), built from a :class:`PredictorSpec`; a :class:`PredictJob` is what
+one turn needs from the caller: the canonical body as the bytes sent, the session, the server's usage and output.
+The background worker runs the jobs in this process, or sends them to the prediction process
+(:mod:`agentcache.transport.background`), which builds its own predictor from the same spec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import orjson
+
+from agentcache.cache.options import CacheOptions
+from agentcache.errors import AgentCacheError
+from agentcache.predict.prompt import PromptTokenizer
+from agentcache.predict.replay import Prediction, Replay
+from agentcache.servers import ServerProfile, ServerPrompt
+from agentcache.tokens import Tokenizer, get_tokenizer
+
+#: Distinct tool lists a predictor shares between bodies before it starts over (agents send a handful).
+MAX_TOOL_LISTS = 64
+
+
+class PredictJob(NamedTuple):
+    """One turn to predict: bytes and numbers, cheap to send to another process (a parsed body is not)."""
+
+    sent: bytes
+    """The body as sent: the canonical bytes ``begin`` built, or the agent's own."""
+    started: float
+    session: str
+    output_ids: list[int] | None
+    """The token ids the server generated, when it returned them."""
+    text: str
+    """The output text, tokenized with the server's tokenizer when the ids are not known."""
+    reported_prompt_tokens: int | None
+    reported_cached: int | None
+    relocated: str | None
+    worker: str | None = None
+    """The cluster's worker that served the turn (None: a single server)."""
+    lost: tuple[str, ...] = ()
+    """The cluster's workers found gone since the last job: their caches are dropped before the turn is served."""
+
+
+@dataclass(frozen=True)
+class PredictorSpec:
+    """What the prediction process builds a middleware's predictor from: names and paths, never objects.
+
+    A tokenizer or server prompt given as an object has no spec (it stays in the caller's process): sending it
+    would mean pickling it, and unpickling imports the module that defined it, which may be the agent's own."""
+
+    options: CacheOptions
+    tokenizer: str
+    prompt_dir: str | None
+    """The model folder the server's chat template and tokenizer are loaded from, when they are known."""
+    prompt_server: ServerProfile | str
+
+    def build(self, prompts: dict[tuple[str, str], ServerPrompt]) -> Predictor:
+        """The predictor; a server prompt already loaded from the same folder for the same server is reused
+        from ``prompts`` (loading one takes a second of CPU, and a prompt holds no state)."""
+        prompt = None
+        if self.prompt_dir is not None:
+            key = (self.prompt_dir, repr(self.prompt_server))
+            prompt = prompts.get(key)
+            if prompt is None:
+                prompt = prompts[key] = ServerPrompt.from_pretrained(self.prompt_dir, self.prompt_server)
+        return Predictor(self.options, get_tokenizer(self.tokenizer), prompt)
+
+
+def prompt_source(
+    model_dir: str | Path | None, profile: ServerProfile, options: CacheOptions
+) -> tuple[str, ServerProfile | str] | None:
+    """Where the server's prompt is loaded from, and for which server: ``model_dir``, else the cache options'
+    own folder when that server renders a chat template; None when neither is known."""
+    if model_dir is not None:
+        return str(model_dir), profile
+    if options.model_dir is not None and options.renders_template:
+        return options.model_dir, options.kind
+    return None
+
+
+class Predictor:
+    """One middleware's model of the server's cache, fed one turn at a time in the order the server saw them."""
+
+    def __init__(self, options: CacheOptions, encoder: Tokenizer, prompt: ServerPrompt | None) -> None:
+        self.prompt = prompt
+        self.replay = Replay(options, PromptTokenizer(encoder), server_prompt=prompt)
+        self._tools: dict[bytes, Any] = {}
+
+    def _parse(self, sent: bytes) -> dict[str, Any]:
+        """The body, its tool list shared with every earlier body that sent the same one. The replay keeps each
+        session's last request; 64 sessions' own copies of the same 20 rich tools were most of the objects the
+        garbage collector walks."""
+        request: dict[str, Any] = orjson.loads(sent)
+        tools = request.get("tools")
+        if isinstance(tools, list):
+            if len(self._tools) >= MAX_TOOL_LISTS:
+                self._tools.clear()
+            request["tools"] = self._tools.setdefault(orjson.dumps(tools), tools)
+        return request
+
+    def predict(self, job: PredictJob) -> Prediction | str:
+        """The prediction, or why there is none (the client could not render the request)."""
+        output: Sequence[int] = ()  # what the server generated, in its tokens, is cached after the prompt
+        try:
+            if job.output_ids is not None:
+                output = job.output_ids
+            elif self.prompt is not None and job.text:
+                output = self.prompt.tokenizer.encode(job.text)
+            for worker in job.lost:
+                self.replay.worker_lost(worker)
+            return self.replay.diagnose_turn(
+                self._parse(job.sent),
+                job.started,
+                job.session,
+                output,
+                reported_prompt_tokens=job.reported_prompt_tokens,
+                reported_cached=job.reported_cached,
+                relocated=job.relocated,
+                worker=job.worker,
+            )
+        except AgentCacheError as exc:
+            return f"no prediction: {exc}"

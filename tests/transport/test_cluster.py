@@ -1,0 +1,293 @@
+"""The transport in front of a cluster: SMG (the Shepherd Model Gateway) and two real SGLang workers.
+
+The shared cluster's gateway hashes agentcache's routing keys (``consistent_hashing``), so each session stays on
+one worker; a second gateway over the same workers routes ``round_robin``, so turns move, and the ledger must say
+``worker_changed`` for each one that lost its prefix that way. On every turn, whatever the routing, the prediction
+on the serving worker's own model must equal what that worker reports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from agentcache.backends import AsyncOpenAICompatClient
+from agentcache.cache.options import CacheOptions
+from agentcache.fork import fork_chat
+from agentcache.httpx import SESSION_HEADER, AsyncCacheAwareTransport, CacheAwareTransport, Cluster, Turn
+from agentcache.predict import causes
+from agentcache.predict.prompt import PromptTokenizer
+from agentcache.predict.replay import Replay
+from agentcache.tokens import get_tokenizer
+from agentcache.transport.cluster import MAX_ROUTING_KEY_BYTES, SMG_ROUTING_KEY_HEADER, session_key
+from tests.conftest import EngineInfo, engine_script, gateway
+
+TURNS = 4
+SYSTEM = "You are a coding agent working in a repository. Use the tools; answer briefly."
+
+
+# --- without an engine --------------------------------------------------------------------------------
+
+
+def test_session_key_is_the_session_when_a_header_can_carry_it_else_a_stable_digest() -> None:
+    assert session_key("agent-7") == "agent-7"
+    for awkward in ("séance", "a\nb", "x" * (MAX_ROUTING_KEY_BYTES + 1)):
+        key = session_key(awkward)
+        assert key == session_key(awkward) and key.isascii() and len(key) <= MAX_ROUTING_KEY_BYTES
+    assert session_key("séance") != session_key("seance")
+
+
+def test_the_worker_is_the_one_the_gateway_names_else_the_routing_key_pins_it_else_unknown() -> None:
+    cluster = Cluster()
+    told = httpx.Headers({"x-smg-routed-worker-id": "http://w1"})
+    assert cluster.worker(told, "k") == ("http://w1", "header")
+    assert cluster.worker(httpx.Headers(), "k") == ("routing-key:k", "routing_key")
+    assert Cluster(routing_key_header=None).worker(httpx.Headers(), None) == (None, "unknown")
+
+
+def test_routing_key_header_is_added_unless_the_request_brings_its_own() -> None:
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json={"choices": []}, headers={"x-smg-routed-worker-id": "http://w1"})
+
+    transport = CacheAwareTransport(httpx.MockTransport(answer), server="sglang", cluster=Cluster(), telemetry=False)
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    with httpx.Client(transport=transport, base_url="http://gateway") as http:
+        http.post("/v1/chat/completions", json=body, headers={"x-agentcache-session": "s1"})
+        http.post(
+            "/v1/chat/completions", json=body, headers={"x-agentcache-session": "s2", SMG_ROUTING_KEY_HEADER: "family"}
+        )
+    assert [r.headers[SMG_ROUTING_KEY_HEADER] for r in seen] == ["s1", "family"]
+    assert [(t.routing_key, t.worker, t.worker_source) for t in transport.ledger.turns()] == [
+        ("s1", "http://w1", "header"),
+        ("family", "http://w1", "header"),
+    ]
+
+
+def test_a_gateway_error_naming_a_worker_marks_it_lost_and_the_session_s_next_turn_elsewhere_is_worker_lost() -> None:
+    answers = iter([(200, "http://a"), (502, "http://a"), (200, "http://b")])
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        status, worker = next(answers)
+        usage = {"prompt_tokens": 1, "completion_tokens": 1}
+        return httpx.Response(status, json={"choices": [], "usage": usage}, headers={"x-smg-routed-worker-id": worker})
+
+    cluster = Cluster(workers_path=None)  # only the error tells: the gateway's list is not asked
+    transport = CacheAwareTransport(httpx.MockTransport(answer), server="sglang", cluster=cluster, telemetry=False)
+    with httpx.Client(transport=transport, base_url="http://gateway") as http:
+        for body in [*_turns(2)[:1], *_turns(2)[1:], *_turns(2)[1:]]:
+            http.post("/v1/chat/completions", json=body, headers={SESSION_HEADER: "s"})
+    _, failed, retried = transport.ledger.turns()
+    assert (failed.status, failed.worker, failed.cause) == (502, "http://a", None)
+    assert retried.worker == "http://b" and retried.cause == causes.WORKER_LOST, retried
+
+
+def _replay() -> Replay:
+    return Replay(CacheOptions("sglang"), PromptTokenizer(get_tokenizer("o200k_base")))
+
+
+def _turns(n: int) -> list[dict[str, Any]]:
+    history: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}]
+    bodies = []
+    for i in range(n):
+        history = [*history, {"role": "user", "content": f"step {i}: read module {i}"}]
+        bodies.append({"model": "m", "messages": history})
+        history = [*history, {"role": "assistant", "content": f"module {i} is fine"}]
+    return bodies
+
+
+def test_a_turn_moved_to_a_worker_without_its_prefix_is_worker_changed_and_worker_lost_once_it_went_away() -> None:
+    replay = _replay()
+    first, second, third, fourth = _turns(4)
+    assert replay.diagnose_turn(first, session="s", worker="a").cause == causes.NEW_SESSION
+    same = replay.diagnose_turn(second, session="s", worker="a")
+    assert same.cause == causes.NONE and same.predicted_cached > 0
+    moved = replay.diagnose_turn(third, session="s", worker="b")
+    assert moved.cause == causes.WORKER_CHANGED and moved.predicted_cached == 0
+    assert "b held 0 of the" in moved.detail and "left on a" in moved.detail
+    replay.worker_lost("b")
+    lost = replay.diagnose_turn(fourth, session="s", worker="a")
+    assert lost.cause == causes.WORKER_LOST and "b went away" in lost.detail
+    assert replay.model_of("a") is not replay.model_of("b") is not replay.model
+
+
+def test_a_move_to_a_worker_that_holds_the_prefix_is_no_miss() -> None:
+    replay = _replay()
+    first, second = _turns(2)
+    replay.diagnose_turn(first, session="warm-b", worker="b")  # another session left this prefix on b
+    replay.diagnose_turn(first, session="s", worker="a")
+    assert replay.diagnose_turn(second, session="s", worker="b").cause == causes.NONE
+
+
+# --- through the real gateway and workers -------------------------------------------------------------
+
+
+@dataclass
+class _Agent:
+    """One agent session: each turn extends the last, with a fixed answer re-sent (not the random model's text)."""
+
+    session: str
+    model: str
+    history: list[dict[str, Any]] = field(default_factory=lambda: [{"role": "system", "content": SYSTEM}])
+
+    def step(self, http: httpx.Client, **params: Any) -> None:
+        step = len(self.history) // 2
+        self.history.append({"role": "user", "content": f"Step {step} of {self.session}: look at module {step}."})
+        body = {"model": self.model, "messages": self.history, "max_tokens": 3, "temperature": 0, **params}
+        response = http.post("/v1/chat/completions", json=body, headers={SESSION_HEADER: self.session})
+        assert response.status_code == 200, response.text
+        self.history.append({"role": "assistant", "content": f"Module {step} looks fine; moving on."})
+
+
+def _rounds(url: str, transport: CacheAwareTransport, agents: list[_Agent], rounds: int = TURNS) -> None:
+    """Each agent takes a step per round, one request at a time: two requests that share a prefix and run at once
+    are prefilled side by side, and which of them finds the other's prefix is the server's timing, not its cache."""
+    with httpx.Client(base_url=url, timeout=300, transport=_shared(transport)) as http:
+        for _ in range(rounds):
+            for agent in agents:
+                agent.step(http)
+
+
+class _shared(httpx.BaseTransport):
+    """Lends one cache-aware transport to several clients without closing it with each."""
+
+    def __init__(self, inner: CacheAwareTransport) -> None:
+        self.inner = inner
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        return self.inner.handle_request(request)
+
+
+def _cluster_transport(cluster: EngineInfo) -> CacheAwareTransport:
+    return CacheAwareTransport(
+        server="sglang", model_dir=cluster.model_dir, cluster=Cluster(), ask_output_ids=True, telemetry=False
+    )
+
+
+def _assert_exact(turns: list[Turn], workers: tuple[str, ...]) -> None:
+    """Every answered turn ran on a worker the gateway named, and was predicted exactly on that worker's model."""
+    for turn in turns:
+        assert turn.status == 200 and turn.exact and turn.output_ids_known, turn
+        assert turn.worker in workers and turn.worker_source == "header", turn
+        assert turn.predicted_prompt_tokens == turn.reported_prompt_tokens, turn
+        assert turn.predicted_cached == turn.reported_cached, turn
+
+
+def test_routing_keys_keep_each_session_on_one_worker_and_predictions_equal_reports(cluster: EngineInfo) -> None:
+    cluster.empty_cache()
+    transport = _cluster_transport(cluster)
+    sessions = [f"agent-{i}" for i in range(4)]
+    _rounds(cluster.url, transport, [_Agent(session, cluster.model) for session in sessions])
+    turns = transport.ledger.turns()
+    assert len(turns) == len(sessions) * TURNS
+    _assert_exact(turns, cluster.workers)
+    for session in sessions:
+        mine = transport.ledger.turns(session)
+        assert len({t.worker for t in mine}) == 1, mine  # the routing key pinned it
+        assert {t.routing_key for t in mine} == {session}
+        assert [t.cause for t in mine] == [causes.NEW_SESSION] + [causes.NONE] * (TURNS - 1)
+        assert all(t.reported_cached for t in mine[1:])  # each later turn reused its session's prefix
+
+
+def test_round_robin_moves_turns_and_every_miss_it_causes_is_worker_changed(cluster: EngineInfo) -> None:
+    cluster.empty_cache()
+    transport = _cluster_transport(cluster)
+    with gateway(cluster, "round_robin") as url:
+        for session in ("rr-0", "rr-1"):  # one after the other: consecutive turns alternate between the workers
+            _rounds(url, transport, [_Agent(session, cluster.model)])
+    turns = transport.ledger.turns()
+    _assert_exact(turns, cluster.workers)
+    moved = 0
+    for session in ("rr-0", "rr-1"):
+        mine = transport.ledger.turns(session)
+        assert mine[0].cause == causes.NEW_SESSION
+        for before, turn in itertools.pairwise(mine):
+            if turn.worker == before.worker:
+                assert turn.cause == causes.NONE, turn
+            else:
+                moved += 1
+                assert turn.cause == causes.WORKER_CHANGED and turn.worker in (turn.detail or ""), turn
+    assert moved > 0, "round_robin alternates workers, so some turn must have moved"
+
+
+def test_a_fork_family_shares_one_routing_key_so_every_sibling_lands_on_the_parent_s_worker(
+    cluster: EngineInfo,
+) -> None:
+    cluster.empty_cache()
+    transport = AsyncCacheAwareTransport(
+        server="sglang", model_dir=cluster.model_dir, cluster=Cluster(), ask_output_ids=True, telemetry=False
+    )
+    families = ("family-a", "family-b")
+
+    async def run(family: str) -> None:
+        headers = {SMG_ROUTING_KEY_HEADER: family, SESSION_HEADER: family}
+        client = AsyncOpenAICompatClient(cluster.url, model=cluster.model, transport=transport, headers=headers)
+        messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": f"Plan {family}: 3 options."}]
+        body = {"messages": messages, "max_tokens": 3, "temperature": 0.7}
+        await fork_chat(client, body, 3, seeds=[1, 2, 3], concurrency=1)  # one at a time: see _rounds
+
+    async def both() -> None:
+        for family in families:
+            await run(family)
+        await transport.aclose()
+
+    asyncio.run(both())
+    turns = transport.ledger.turns()
+    _assert_exact(turns, cluster.workers)
+    for family in families:
+        prime, *siblings = transport.ledger.turns(family)
+        assert len(siblings) == 2 and {t.routing_key for t in (prime, *siblings)} == {family}
+        assert {t.worker for t in siblings} == {prime.worker}  # where the parent is cached
+        assert all(t.reported_cached == t.reported_prompt_tokens - 1 for t in siblings if t.reported_prompt_tokens)
+
+
+def test_a_killed_worker_loses_no_turn_and_the_ledger_names_the_turns_its_loss_cost(cluster: EngineInfo) -> None:
+    """Runs last: it kills one of the shared workers, and starts it again (empty) on its port before it ends."""
+    cluster.empty_cache()
+    transport = _cluster_transport(cluster)
+    agents = [_Agent(f"fault-{i}", cluster.model) for i in range(4)]
+    _rounds(cluster.url, transport, agents, rounds=2)
+    placed = {agent.session: transport.ledger.turns(agent.session)[-1].worker for agent in agents}
+    victim = placed[agents[0].session]
+    assert victim is not None
+    index = cluster.workers.index(victim)
+    engine_script.stop(engine_script.worker_name(index), grace=0.0)  # SIGKILL to its process group
+    try:
+        _wait_unhealthy(cluster.url, victim)
+        killed = time.time()
+        _rounds(cluster.url, transport, agents, rounds=2)
+    finally:  # back on its port, empty; not waited for: the gateway re-admits it once its health check passes
+        record = engine_script.running("cluster") or {}
+        pool = int(str(record.get("kv_pool", engine_script.CONTEXT)))
+        engine_script.spawn_worker(index, int(victim.rsplit(":", 1)[1]), pool)
+
+    turns = transport.ledger.turns()
+    _assert_exact(turns, cluster.workers)
+    assert len(turns) == len(agents) * 4  # no turn lost, none sent twice
+    for agent in agents:
+        mine = transport.ledger.turns(agent.session)
+        after = [t for t in mine if t.started > killed]
+        assert len(after) == 2 and all(t.worker != victim for t in after), after
+        if placed[agent.session] == victim:  # its first answer elsewhere missed because the worker went away
+            assert after[0].cause == causes.WORKER_LOST and victim in (after[0].detail or ""), after[0]
+            assert after[1].cause == causes.NONE, after[1]
+        else:
+            assert all(t.cause == causes.NONE for t in mine[1:]), mine
+
+
+def _wait_unhealthy(url: str, worker: str, timeout: float = 60.0) -> None:
+    """Wait until the gateway's health check (every second) has taken ``worker`` out of the rotation."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        listing = httpx.get(f"{url}/workers", timeout=10).json()["workers"]
+        if not any(w["url"] == worker and w["is_healthy"] for w in listing):
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"the gateway still routes to {worker} {timeout:.0f} s after it was killed")
