@@ -121,8 +121,7 @@ def place(
         if why_not is not None:
             plan.skipped.append((segment.path, why_not))
             continue
-        _mark(plan.request, segment, rule.provider)
-        plan.placed.append(Placement(segment.path, ends[index], reason))
+        plan.placed.append(Placement(_mark(plan.request, segment, rule.provider), ends[index], reason))
     return plan
 
 
@@ -238,17 +237,18 @@ def _refusal(segment: Segment, end: int, rule: CacheRule, plan: PlacementPlan) -
     return None
 
 
-def _mark(request: dict[str, Any], segment: Segment, provider: Provider) -> None:
-    """Put the provider's marker on the last content block of the segment's value in ``request``."""
+def _mark(request: dict[str, Any], segment: Segment, provider: Provider) -> str:
+    """Put the provider's marker on the last content block of the segment's value in ``request``; returns the JSON
+    path of the marked segment in the marked request."""
     key, value = MARKER[provider]
     if segment.path == "$.system":  # Anthropic's string system prompt becomes one text block
         request["system"] = [{"type": "text", "text": request["system"], key: dict(value)}]
-        return
+        return "$.system[0]"
     container, index = _locate(request, segment)
     target = container[index]
     if segment.part == "tools" or not isinstance(target, dict):
         target[key] = dict(value)
-        return
+        return segment.path
     content = target.get("content")
     if isinstance(content, str):
         target["content"] = [{"type": "text", "text": content, key: dict(value)}]
@@ -256,6 +256,7 @@ def _mark(request: dict[str, Any], segment: Segment, provider: Provider) -> None
         content[-1][key] = dict(value)
     else:
         target[key] = dict(value)
+    return segment.path
 
 
 def _locate(request: dict[str, Any], segment: Segment) -> tuple[list[Any], int]:
