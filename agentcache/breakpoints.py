@@ -6,16 +6,18 @@ An agent session resends one stable prefix (tools, system prompt) and a conversa
 
 1. the end of the stable prefix, which every later turn (and every other session) reads: given the session's
    previous request, the end of the part of the tools and system prompt that did not change since (a system prompt
-   whose last block changes every turn is marked before that block, not at its end);
+   or state message that changes every turn is marked before, not at its end);
 2. the end of the conversation, which the next turn extends (unless the provider already puts a breakpoint there:
-   Anthropic's automatic mode, OpenAI's implicit one; and not when the tools or system prompt changed on this turn
-   and the one before, since an entry after a part that changes every turn is written and never read);
+   Anthropic's automatic mode, OpenAI's implicit one; and not when this turn and the one before both changed what
+   the turn before had sent, since an entry after a part that changes every turn is written and never read);
 3. given the session's previous request, its end, when this turn added so many blocks that Anthropic's 20-block
-   lookback would not reach it from the new end.
+   lookback would not reach it from the new end;
+4. with a breakpoint to spare, the end of the tool definitions, which outlive a change of the system prompt (a
+   write is billed by the tokens written, not by breakpoint, so the extra entry costs nothing).
 
-The previous request is passed as the :class:`Shape` the previous plan returned (``plan.shape``): a few numbers,
-cheap to keep per session, which also carry how many turns in a row changed the prefix. A request dict is
-accepted too (its shape is taken, with no history).
+The previous request is passed as the :class:`Shape` the previous plan returned (``plan.shape``): one number per
+segment, cheap to keep per session, which also carries how many turns in a row did not extend the one before. A
+request dict is accepted too (its shape is taken, with no history).
 
 It never places more than the API allows (4, counting the caller's markers and the automatic or implicit one),
 never one whose prefix is under the model's minimum (it would write nothing), and says what it placed and why, and
@@ -51,13 +53,13 @@ class Placement:
 @dataclass(frozen=True)
 class Shape:
     """What placement needs to know of a session's previous request: how many messages it had, a digest of each
-    segment of its stable prefix (tools, schema, system prompt; markers ignored), and how many requests in a row
-    changed that prefix. Never the request itself, so a transport can keep one per session for nothing."""
+    segment's rendered text (markers ignored), and how many requests in a row changed what the one before had sent.
+    Never the request itself, so a transport can keep one per session for next to nothing."""
 
     messages: int
-    prefix: tuple[int, ...]
+    digests: tuple[int, ...]
     changes: int = 0
-    """Consecutive requests, this one included, whose prefix differed from the one before."""
+    """Consecutive requests, this one included, that did not extend the one before (a segment of it changed)."""
 
 
 @dataclass
@@ -152,9 +154,10 @@ PREFIX_PARTS = ("tools", "params", "system")
 
 def _shape(segments: list[Segment], request: dict[str, Any], previous: Shape | None) -> Shape:
     messages = request.get("messages")
-    prefix = tuple(hash(s.text) for s in segments if s.part in PREFIX_PARTS)
-    changes = 0 if previous is None or prefix == previous.prefix else previous.changes + 1
-    return Shape(len(messages) if isinstance(messages, list) else 0, prefix, changes)
+    digests = tuple(hash(s.text) for s in segments)
+    extends = previous is None or _common(digests, previous.digests) == len(previous.digests)
+    changes = 0 if extends or previous is None else previous.changes + 1
+    return Shape(len(messages) if isinstance(messages, list) else 0, digests, changes)
 
 
 def _candidates(
@@ -165,15 +168,15 @@ def _candidates(
     found: list[tuple[int, str]] = []
     passed: list[tuple[str, str]] = []
     stable = [i for i, s in enumerate(segments) if s.part in PREFIX_PARTS]
-    kept = len(stable) if previous is None else _common(shape.prefix, previous.prefix)
-    if kept < len(stable):
-        passed.append((segments[stable[kept]].path, "changed since the previous turn: an entry after it is not read"))
-    stable = stable[:kept]
+    kept = len(segments) if previous is None else _common(shape.digests, previous.digests)
+    if kept < min(len(segments), len(previous.digests) if previous else 0):
+        passed.append((segments[kept].path, "changed since the previous turn: an entry after it is not read"))
+    cut = [i for i in stable if i < kept]
+    why = "resent unchanged every turn" if len(cut) == len(stable) else "unchanged since the previous turn"
     if rule.provider == "openai":  # breakpoints sit on content blocks: not on tool definitions or schemas
-        stable = [i for i in stable if segments[i].part == "system"]
-    if stable:
-        why = "resent unchanged every turn" if kept == len(shape.prefix) else "unchanged since the previous turn"
-        found.append((stable[-1], f"ends the tools and system prompt {why}"))
+        cut = [i for i in cut if segments[i].part == "system"]
+    if cut:
+        found.append((cut[-1], f"ends the tools and system prompt {why}"))
     if rule.provider == "anthropic":
         covered = isinstance(request.get("cache_control"), dict)  # automatic mode marks the last block
     else:
@@ -183,15 +186,19 @@ def _candidates(
             passed.append(
                 (
                     segments[-1].path,
-                    f"the tools or system prompt changed on each of the last {shape.changes} turns: an entry after "
-                    "them would be written and not read",
+                    f"each of the last {shape.changes} turns changed what the one before had sent: an entry here "
+                    "would be written and not read",
                 )
             )
         else:
             found.append((len(segments) - 1, "ends the conversation so far, which the next turn extends"))
-    boundary = _previous_end(segments, previous) if rule.provider == "anthropic" else None
+    extends = previous is not None and shape.changes == 0
+    boundary = _previous_end(segments, previous) if rule.provider == "anthropic" and extends else None
     if boundary is not None:
         found.append((boundary, f"the previous turn's entry is over {LOOKBACK_BLOCKS} blocks back: mark it to read it"))
+    tools = [i for i in cut if segments[i].part == "tools"]
+    if tools and rule.provider == "anthropic":  # a write is billed by tokens, not by breakpoint: this one is free
+        found.append((tools[-1], "ends the tool definitions, which outlive a change of the system prompt after them"))
     unique: dict[int, str] = {}
     for index, why in found:
         unique.setdefault(index, why)  # each place once, with its most valuable reason
@@ -199,7 +206,7 @@ def _candidates(
 
 
 def _common(now: tuple[int, ...], before: tuple[int, ...]) -> int:
-    """How many leading prefix segments are the same in both."""
+    """How many leading segments are the same in both."""
     return next((i for i, (a, b) in enumerate(zip(now, before, strict=False)) if a != b), min(len(now), len(before)))
 
 
@@ -228,12 +235,12 @@ def _blocks(message: Any) -> int:
 def _refusal(segment: Segment, end: int, rule: CacheRule, plan: PlacementPlan) -> str | None:
     if segment.breakpoint:
         return "already marked by the caller"
+    if plan.total >= MAX_BREAKPOINTS:
+        return f"no breakpoint left: the API allows {MAX_BREAKPOINTS} and {plan.total} are set"
     if end < rule.min_tokens:
         return (
             f"its prefix is {end:,} tokens, under {rule.model}'s minimum of {rule.min_tokens:,}: it would cache nothing"
         )
-    if plan.total >= MAX_BREAKPOINTS:
-        return f"no breakpoint left: the API allows {MAX_BREAKPOINTS} and {plan.total} are set"
     return None
 
 
