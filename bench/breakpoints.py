@@ -4,7 +4,8 @@ AnthropicPromptCachingMiddleware and LiteLLM's cache_control_injection_points, e
 Run: ``python bench/breakpoints.py``. Every session is replayed through the client-side model of Anthropic's cache
 (``AnthropicPromptCache``, claude-opus-4-8's rule, requests 20 s apart) once per placement, and the table prints,
 side by side, the share of prompt tokens read from cache and the prompt's cost in input-token equivalents (reads
-0.1x, 5-minute writes 1.25x), with the saving against no breakpoint at all. Exits 1 when agentcache's placement
+0.1x, 5-minute writes 1.25x), with the saving against no breakpoint at all, then the totals over all sessions.
+Exits 1 when agentcache's placement
 costs more than either peer's on some session, or any placement is over the 4-breakpoint budget.
 
 The peers run from pinned releases: LiteLLM from the environment (its version is printed), LangChain's middleware
@@ -50,9 +51,44 @@ def peer_path() -> Path:
     return root
 
 
+def fan_out(calls_per_turn: list[int]) -> list[Request]:
+    """An agent that calls tools in parallel: each turn one assistant message with that turn's calls, then their
+    results (a code agent reading a module's files at once, a search agent querying many sources)."""
+    messages = workload.messages(4)
+    for turn, count in enumerate(calls_per_turn):
+        calls = [
+            {
+                "id": f"f{turn}_{i}",
+                "type": "function",
+                "function": {"name": "read_file_0", "arguments": f'{{"n": {i}}}'},
+            }
+            for i in range(count)
+        ]
+        messages.append({"role": "assistant", "content": None, "tool_calls": calls})
+        messages += [
+            {"role": "tool", "tool_call_id": c["id"], "content": f"file {i}: ok\n" * 8} for i, c in enumerate(calls)
+        ]
+    return messages
+
+
+def with_state(requests: list[Request]) -> list[Request]:
+    """The same turns with the agent's state (step, open files, plan) appended to the system prompt each turn, as
+    agents that keep a scratchpad or a to-do list in their instructions do."""
+    out = []
+    for step, request in enumerate(requests):
+        system = request["messages"][0]
+        state = f"\n\n## State\nStep {step}. Open files: {', '.join(f'src/m{j}.py' for j in range(step % 5 + 1))}."
+        out.append(
+            {**request, "messages": [{**system, "content": system["content"] + state}, *request["messages"][1:]]}
+        )
+    return out
+
+
 def sessions() -> dict[str, list[Request]]:
-    """Three agent sessions in the Chat Completions dialect LiteLLM and agentcache's transport take: a request
-    after each user message and each tool result."""
+    """Agent sessions in the Chat Completions dialect LiteLLM and agentcache's transport take: a request after each
+    user message and each tool result. The first four are plain loops (ties are expected there); the last three are
+    shapes where where a breakpoint goes decides what is read: turns adding more blocks than Anthropic's 20-block
+    lookback (parallel tool calls, of varying fan-out), and a system prompt whose tail changes every turn."""
 
     def requests(tools: list[Request], messages: list[Request]) -> list[Request]:
         return [
@@ -81,13 +117,20 @@ def sessions() -> dict[str, list[Request]]:
         "caller marked 2 blocks": requests(workload.tools(10), marked),
         "large toolset, 50 tools": requests(workload.tools(50), workload.messages(16)),
         "bursty tool calls": requests(workload.tools(10), bursty),
+        "parallel fan-out 24/turn": requests(workload.tools(10), fan_out([24] * 6)),
+        "fan-out 1-30, mixed": requests(workload.tools(10), fan_out([3, 26, 2, 30, 1, 22, 5, 24])),
+        "state in system prompt": with_state(requests(workload.tools(10), workload.messages(30))),
     }
 
 
 def agentcache_placement(requests: list[Request]) -> list[Request]:
-    return [
-        place(r, "anthropic", MODEL, previous=requests[i - 1] if i else None).request for i, r in enumerate(requests)
-    ]
+    """Each request placed with the previous plan's shape, as the transport does per session."""
+    out, shape = [], None
+    for request in requests:
+        plan = place(request, "anthropic", MODEL, previous=shape)
+        out.append(plan.request)
+        shape = plan.shape
+    return out
 
 
 def litellm_placement(requests: list[Request]) -> list[Request]:
@@ -155,12 +198,14 @@ def main() -> int:
     header = f"{'session':<26}{'placement':<12}{'turns':>6}{'cached':>9}{'cost':>12}{'saving':>9}{'max bp':>8}"
     print(header)
     failed = False
+    totals = dict.fromkeys(strategies, 0.0)
     for name, requests in sessions().items():
         costs: dict[str, float] = {}
         for label, strategy in strategies.items():
             placed = strategy(requests)
             most = max(map(markers, placed))  # the top-level automatic marker is a "cache_control" key too
             cached, costs[label] = replay(placed)
+            totals[label] += costs[label]
             saving = 1 - costs[label] / costs["none"]
             over = "  over the limit: the API refuses these requests (HTTP 400)" if most > MAX_BREAKPOINTS else ""
             print(
@@ -170,6 +215,9 @@ def main() -> int:
                 costs[label] = float("inf")  # a refused request caches nothing and answers nothing
             failed |= label == "agentcache" and bool(over)
         failed |= costs["agentcache"] > min(costs["langchain"], costs["litellm"])
+    print(f"\n{'all sessions':<26}{'placement':<12}{'cost':>12}{'saving':>9}")
+    for label, cost in totals.items():
+        print(f"{'':<26}{label:<12}{cost:>12,.0f}{1 - cost / totals['none']:>9.1%}")
     return 1 if failed else 0
 
 

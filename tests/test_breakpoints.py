@@ -125,3 +125,44 @@ def test_openai_gets_an_explicit_breakpoint_on_the_stable_system_message() -> No
 def test_automatic_caching_before_gpt_56_needs_no_placement() -> None:
     plan = place({"model": "gpt-4o", "messages": [{"role": "user", "content": SYSTEM}]}, "openai")
     assert plan.placed == [] and "automatic" in plan.skipped[0][1]
+
+
+def placed_session(requests: list[dict[str, Any]]) -> list[Any]:
+    """The plans of a session, each placed with the previous plan's shape as the transport does."""
+    plans, shape = [], None
+    for request in requests:
+        plan = place(request, "anthropic", previous=shape)
+        plans.append(plan)
+        shape = plan.shape
+    return plans
+
+
+def test_a_system_prompt_whose_tail_changes_every_turn_is_marked_before_the_change() -> None:
+    """The agent's state is the system prompt's last block: from the second turn the marker ends the block before
+    it, and once two turns in a row changed, nothing after the change is written (it would never be read)."""
+    requests = session(5)
+    for step, request in enumerate(requests):
+        request["system"] = [{"type": "text", "text": SYSTEM}, {"type": "text", "text": f"State: step {step}."}]
+    plans = placed_session(requests)
+    end = [f"$.messages[{len(r['messages']) - 1}]" for r in requests]
+    assert {"$.system[1]", end[0]} <= {p.path for p in plans[0].placed}  # no history yet: the whole prefix
+    for step, plan in enumerate(plans[1:], start=1):
+        paths = {p.path for p in plan.placed}
+        assert "$.system[0]" in paths and "$.system[1]" not in paths
+        assert ("$.system[1]" in dict(plan.skipped)) and (end[step] in paths) == (step == 1)
+    naive = [place(r, "anthropic").request for r in requests]  # the whole prefix and the conversation, every turn
+    options = CacheOptions("anthropic", model=OPUS)
+    smart = explain([p.request for p in plans], cache=options)
+    plain = explain(naive, cache=options)
+    assert sum(r.predicted_cost or 0.0 for r in smart) < sum(r.predicted_cost or 0.0 for r in plain)
+    assert sum(r.predicted_cached for r in smart) > sum(r.predicted_cached for r in plain)
+
+
+def test_parallel_tool_calls_past_the_lookback_are_read_through_the_previous_end() -> None:
+    """Turns of 12 parallel calls (24 blocks each): one trailing marker cannot reach the previous entry, the marker
+    on the previous end reads it, so the conversation is read every turn."""
+    requests = session(4, blocks_per_turn=12)
+    plans = placed_session(requests)
+    for previous, plan in zip(requests, plans[1:], strict=False):
+        assert f"$.messages[{len(previous['messages']) - 1}]" in {p.path for p in plan.placed}
+        assert plan.total <= MAX_BREAKPOINTS

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import orjson
 
+from agentcache.breakpoints import Placements
 from agentcache.transport.session import Scope
 
 if TYPE_CHECKING:
@@ -49,6 +50,8 @@ class Call:
     """The cluster's worker that served the call, as far as the client can tell; None for a single server."""
     worker_source: str | None = None
     """How the worker is known: ``header``, ``routing_key`` or ``unknown`` (None for a single server)."""
+    placements: Placements | None = None
+    """The breakpoints placed on the body, and those not placed and why (None: placement not asked for)."""
     status: int | None = None
     usage: dict[str, Any] | None = None
     """The ``usage`` object the server returned, as it was (set when the turn is recorded)."""

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from agentcache.breakpoints import Placements
 from agentcache.predict.diff import Divergence
 from agentcache.redact import redact
 from agentcache.totals import Totals, hit_ratio, totals
@@ -66,6 +67,9 @@ class Turn:
     ``unknown``; None for a single server."""
     routing_key: str | None = None
     """The routing key the request carried to the gateway, or None."""
+    breakpoints: Placements | None = None
+    """The cache breakpoints agentcache placed on the request, those it did not and why (the caller's own counted in
+    ``existing``), or why it placed none; None when placement was not asked for (``breakpoints=False``)."""
     provider_verdict: str | None = None
     """The provider's own diagnosis of the turn (:mod:`agentcache.predict.provider`), when the response had one."""
     provider_missed_tokens: int | None = None

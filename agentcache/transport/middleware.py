@@ -40,7 +40,9 @@ from typing import Any, TypedDict
 import httpx
 import orjson
 
+from agentcache.breakpoints import Placements, Shape, place
 from agentcache.cache.options import CacheOptions
+from agentcache.cache.rules import Provider, lookup
 from agentcache.canon import CanonicalPolicy, canonicalize
 from agentcache.canon.lossless import check_parse
 from agentcache.errors import AgentCacheError, InputError, RequestError
@@ -88,6 +90,7 @@ class CacheSettings(TypedDict, total=False):
     cluster: Cluster | None
     predict_in: PredictIn
     diagnostics: bool
+    breakpoints: bool
 
 
 class CacheMiddleware:
@@ -111,6 +114,12 @@ class CacheMiddleware:
     request gets ``diagnostics.previous_message_id`` (the session's previous response id, null on its first turn)
     and the ``anthropic-beta: cache-diagnosis-2026-04-07`` header. Whatever diagnosis a response carries (asked for
     here or by the caller) is recorded on the turn beside agentcache's cause: :mod:`agentcache.predict.provider`.
+
+    ``breakpoints=True`` places cache breakpoints on each canonicalized request (:func:`agentcache.breakpoints.place`,
+    given the session's previous request): Anthropic ``cache_control`` markers on Messages requests, OpenAI
+    ``prompt_cache_breakpoint`` blocks on chat requests of a listed model that takes them (GPT-5.6+). The caller's
+    own markers count against the API's 4. What was placed, and what was not and why, is the turn's
+    ``breakpoints``; a body the placement cannot handle is sent as canonicalized, with the reason there.
     """
 
     def __init__(
@@ -133,6 +142,7 @@ class CacheMiddleware:
         predict_in: PredictIn = "process",
         diagnostics: bool = False,
         cluster: Cluster | None = None,
+        breakpoints: bool = False,
     ) -> None:
         self.profile = get_profile(server)
         self.cluster = cluster
@@ -158,11 +168,15 @@ class CacheMiddleware:
         encoder = get_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
         self.prompt = prompt
         """The server's own prompt, given or from ``model_dir`` (here or in ``cache``): predictions are exact."""
+        self.tokenizer = encoder
         self.predictions = Predictions(spec, lambda: Predictor(options, encoder, self.prompt), predict_in)
         """Where the turns are predicted (:attr:`~Predictions.where`), and why not in a process when asked to."""
         self.diagnostics = diagnostics
         self._previous_ids: dict[str, str] = {}
         """The last response id of each session, which its next diagnostics request names."""
+        self.breakpoints = breakpoints
+        self._shapes: dict[str, Shape] = {}
+        """The shape of each session's last placed request, the ``previous`` of its next placement."""
         self._lock = threading.Lock()
         self._workers: dict[str, str] = {}
         """The cluster's worker each session's last predicted turn landed on."""
@@ -196,6 +210,9 @@ class CacheMiddleware:
             sent, refused = accepted_placement(self.prompt, canonicalize(parsed, self.policy), parsed)
             if refused is not None:
                 return self._call(request, request, parsed, f"not canonicalized: {refused}", started)
+            account: Placements | None = None
+            if self.breakpoints:
+                sent, account = self._place(request, parsed, sent)
             if self.ask_output_ids and not sent.get("stream"):
                 sent = {**sent, **self.profile.output_ids_request}
             headers: dict[str, str] = {}
@@ -207,7 +224,29 @@ class CacheMiddleware:
         except AgentCacheError as exc:
             return self._call(request, request, parsed, f"not canonicalized: {_refusal(exc)}", started)
         relocated = relocated_path(sent, parsed)
-        return self._call(request, _with_body(request, content, headers), parsed, None, started, relocated)
+        return self._call(request, _with_body(request, content, headers), parsed, None, started, relocated, account)
+
+    def _place(
+        self, request: httpx.Request, parsed: dict[str, Any], sent: dict[str, Any]
+    ) -> tuple[dict[str, Any], Placements]:
+        """The canonical body with breakpoints placed for the session, and the account of them; when placement
+        cannot handle the body, the body as it was and the account says why."""
+        provider: Provider = "anthropic" if request.url.path.rstrip("/").endswith("/v1/messages") else "openai"
+        model = sent.get("model")
+        if provider == "openai" and (not isinstance(model, str) or lookup("openai", model) is None):
+            why = f"no OpenAI caching rule for model {model!r}: breakpoints are placed only for a listed model"
+            return sent, Placements(refused=why)
+        session = session_of(request.headers, parsed, self.session_header)[0]
+        with self._lock:
+            previous = self._shapes.get(session)
+        try:
+            plan = place(sent, provider, previous=previous, tokenizer=self.tokenizer)
+        except Exception as exc:  # an optimisation must never cost the request: send the canonical body
+            return sent, Placements(refused=f"placement failed ({type(exc).__name__}: {exc}); sent as canonicalized")
+        if plan.shape is not None:
+            with self._lock:
+                self._shapes[session] = plan.shape
+        return plan.request, plan.account()
 
     def _ask_diagnosis(
         self, request: httpx.Request, parsed: dict[str, Any], sent: dict[str, Any]
@@ -233,6 +272,7 @@ class CacheMiddleware:
         passthrough: str | None,
         started: float,
         relocated: str | None = None,
+        placements: Placements | None = None,
     ) -> Call:
         session, source = session_of(received.headers, original or {}, self.session_header)
         turn = self.ledger.next_turn(session)
@@ -253,6 +293,7 @@ class CacheMiddleware:
             relocated,
             current_scope(),
             key,
+            placements=placements,
         )
         self._notify(lambda listener: listener.on_begin(call))
         return call
@@ -399,6 +440,7 @@ def _turn(call: Call, result: TapResult, prediction: Prediction | None, exact: b
         worker=call.worker,
         worker_source=call.worker_source,
         routing_key=call.routing_key,
+        breakpoints=call.placements,
         provider_verdict=None if diagnosis is None else diagnosis.verdict,
         provider_missed_tokens=None if diagnosis is None else diagnosis.missed_tokens,
         provider_agrees=None

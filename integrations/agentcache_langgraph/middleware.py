@@ -34,7 +34,12 @@ Result = ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]
 
 class AgentCacheMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """Options as :func:`~agentcache_langgraph.cache_aware`. All the models it wraps share one client-side model of
-    the server's cache and one ``ledger`` (``ledger.summary(thread_id)`` for a thread's totals)."""
+    the server's cache and one ``ledger`` (``ledger.summary(thread_id)`` for a thread's totals).
+
+    ``breakpoints=True`` places cache breakpoints on each model request, per thread, with the transport's own
+    placement (:class:`~agentcache.transport.CacheMiddleware`, :func:`agentcache.breakpoints.place`), instead of a
+    fixed tagging such as LangChain's ``AnthropicPromptCachingMiddleware``: do not use both, the budget of 4 is
+    shared. What was placed is each report's ``breakpoints``."""
 
     def __init__(
         self,

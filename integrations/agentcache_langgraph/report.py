@@ -3,6 +3,7 @@ its ``usage_metadata`` (``cache_read``, set to the server's own number), and the
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any, TypedDict
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
@@ -42,6 +43,9 @@ class CacheReport(TypedDict):
     canonicalized: bool
     passthrough: str | None
     """Why the request was sent unchanged (None when it was canonicalized)."""
+    breakpoints: dict[str, Any] | None
+    """The cache breakpoints agentcache placed (``breakpoints=True``): ``placed``, ``skipped``, ``existing`` and
+    ``refused`` as on the ledger's turn; None when placement was not asked for."""
 
 
 def report_of(turn: Turn) -> CacheReport:
@@ -63,6 +67,7 @@ def report_of(turn: Turn) -> CacheReport:
             wasted_tokens=turn.wasted_tokens,
             canonicalized=turn.canonicalized,
             passthrough=turn.passthrough,
+            breakpoints=None if turn.breakpoints is None else asdict(turn.breakpoints),
         )
     )
     return report

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import asdict
 from itertools import pairwise
 from typing import Any
 
@@ -26,10 +27,12 @@ from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agentcache import CanonicalPolicy
+from agentcache.cache.rules import MAX_BREAKPOINTS
 from agentcache.errors import InputError
 from agentcache.httpx import Ledger, Turn
 from agentcache.predict import causes
 from agentcache.servers import get_profile
+from agentcache.transport.call import Call, TurnListener
 from agentcache_langgraph import AgentCacheCallbackHandler, AgentCacheMiddleware, CacheReport, cache_aware
 from tests.conftest import EngineInfo
 
@@ -363,3 +366,37 @@ def test_no_credential_reaches_the_report_the_run_metadata_or_the_handler() -> N
     shown = repr((report, run.metadata["agentcache"], handler.reports(), handler.table()))
     assert password not in shown and key not in shown
     assert report["session"] == chat.ledger.turns()[0].to_json()["session"]
+
+
+class _Bodies(TurnListener):
+    """The body of each request as it went out."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+
+    def on_begin(self, call: Call) -> None:
+        assert call.sent is not None
+        self.sent.append(call.sent)
+
+
+def test_the_middleware_places_breakpoints_with_the_transports_placement(llama_server: EngineInfo) -> None:
+    """``AgentCacheMiddleware(breakpoints=True)`` on a GPT-5.6 agent: the transport's placement puts OpenAI's explicit
+    breakpoint on the long system prompt of every model call, within the budget with the implicit one counted; the
+    engine answers each, and the report on the message carries the turn's account."""
+    llama_server.empty_cache()
+    bodies = _Bodies()
+    middleware = AgentCacheMiddleware(server="openai", breakpoints=True, listeners=[bodies])
+    system = SYSTEM + "\n" + " ".join(f"Rule {i}: read the file before editing it." for i in range(200))
+    chat = ChatOpenAI(base_url=f"{llama_server.url}/v1", api_key="sk-test", model="gpt-5.6", max_tokens=4)
+    agent = create_agent(chat, TOOLS, system_prompt=system, middleware=[middleware], checkpointer=InMemorySaver())
+    handler = AgentCacheCallbackHandler()
+    messages = [_ask(agent, turn, _config("placed", handler)) for turn in range(TURNS - 1)]
+    turns = middleware.ledger.turns("placed")
+    assert len(turns) == len(messages) == len(bodies.sent)
+    for message, turn, body in zip(messages, turns, bodies.sent, strict=True):
+        account = turn.breakpoints
+        assert turn.status == 200 and account is not None and account.refused is None
+        assert message.response_metadata["agentcache"]["breakpoints"] == asdict(account)
+        assert [p.path for p in account.placed] == ["$.messages[0]"]
+        assert account.existing == 1 and account.total <= MAX_BREAKPOINTS  # GPT-5.6's implicit one, counted
+        assert body["messages"][0]["content"][-1]["prompt_cache_breakpoint"] == {"mode": "explicit"}
