@@ -76,6 +76,12 @@ class WithBreakpoints:
     def revisit(self) -> list[Path]:
         return self.session.revisit()
 
+    def lesson(self) -> object:
+        return self.session.lesson()
+
+    def adopt(self, lesson: object) -> bool:
+        return self.session.adopt(lesson)
+
 
 def _findings(tree: ast.AST) -> Iterator[tuple[Node, Rule, str]]:
     for call in (node for node in ast.walk(tree) if isinstance(node, ast.Call)):
