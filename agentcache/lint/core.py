@@ -8,9 +8,11 @@ error never leaves half the files rewritten.
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -183,6 +185,19 @@ class LintResult:
     """``path: why`` for each file skipped or not fully checked (a dataset, syntax newer than the parser)."""
 
 
+@contextmanager
+def _fewer_collections() -> Iterator[None]:
+    """Run the cyclic garbage collector less often while linting: the syntax trees and values of the analysis are
+    millions of objects that hold no cycles, and collecting among them took a sixth of the time."""
+    before = gc.get_threshold()
+    gc.set_threshold(100_000, 50, 1_000)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
+@_fewer_collections()
 def lint_paths(
     paths: Iterable[str | os.PathLike[str]],
     fix: bool = False,
@@ -316,6 +331,7 @@ def _parallel(targets: list[Target], run: _Run, cache: CacheOptions | None, jobs
                     yield run.judge(target, cache)
 
 
+@_fewer_collections()
 def _check_chunk(targets: list[Target], settings: Mapping[str, Any], cache: CacheOptions | None) -> list[_Outcome]:
     """A worker process's task: judge consecutive files with sessions of their own."""
     run = _Run(settings)
