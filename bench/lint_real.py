@@ -7,8 +7,12 @@ code), and so are the problems the linter should find and did not (misses). Targ
 >= 80%, >= 300 files/s, peak RSS < 300 MB on a 4 MB file. Exits 1 when a target is missed or a finding is
 unlabelled.
 
-Files/s is counted on CPU time of one process (the machine is shared, so wall time measures the neighbours), and
-over the files lint checks; peak RSS is that of a child process linting one 4 MB module made of corpus code.
+Files/s is counted over the files lint checks, twice: on CPU time of one process (``jobs=1``; the machine may be
+shared, and wall time then measures the neighbours too), and on wall time with ``jobs=2`` (two worker processes, as
+``agentcache lint --jobs 2`` runs), the figure the target is checked on, since the issue sets it for a 2-core
+machine. The load average is printed with them: on a busy machine the wall figure is the neighbours' as much as
+lint's. The two runs must find the same. Peak RSS is that of a child process linting one 4 MB module made of
+corpus code.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ CORPUS = HERE / "lint_corpus.toml"
 LABELS = HERE / "lint_labels.toml"
 DEFAULT_CACHE = Path.home() / ".cache" / "agentcache" / "lint"
 PRECISION, RECALL, FILES_PER_SECOND, RSS_MB, BIG_FILE_MB = 0.90, 0.80, 300, 300, 4
+#: Worker processes of the wall-clock run: the issue's target is for a 2-core machine.
+JOBS = 2
 #: AC105 is AC101 with a better fix (the value could move to the end): a miss labelled AC101 is found by either.
 _SAME = {"AC105": "AC101"}
 
@@ -185,9 +191,14 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="where the corpus is downloaded")
     args = parser.parse_args()
     root = fetch(args.cache)
+    load = os.getloadavg()[0]
     cpu, wall = time.process_time(), time.perf_counter()
     result = lint_paths([root])
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    parallel = time.perf_counter()
+    same = lint_paths([root], jobs=JOBS) == result
+    parallel = time.perf_counter() - parallel
+    load = max(load, os.getloadavg()[0])
     scores = score(result.findings, root, labels())
     big = args.cache / "big_module.py"
     if not big.exists():
@@ -203,7 +214,11 @@ def main() -> int:
         )
     notes = Counter(note.split(":")[0] for note in result.notes)
     print(f"files checked: {result.files}; notes: {dict(sorted(notes.items()))}")
-    print(f"speed: {result.files / cpu:.0f} files/s of CPU time ({result.files / wall:.0f} files/s wall)")
+    print(
+        f"speed: {result.files / cpu:.0f} files/s of CPU time in one process ({result.files / wall:.0f} files/s "
+        f"wall); {result.files / parallel:.0f} files/s wall with --jobs {JOBS}; load average up to {load:.1f} "
+        f"on {os.cpu_count()} CPUs"
+    )
     print(f"peak RSS linting a {big.stat().st_size / 2**20:.1f} MB module: {rss:.0f} MB")
     total = scores.get("all", Score())
     for place in total.unlabelled:
@@ -216,7 +231,11 @@ def main() -> int:
             (f"precision {total.precision:.1%} < {PRECISION:.0%}", total.precision < PRECISION),
             (f"recall {total.recall:.1%} < {RECALL:.0%}", total.recall < RECALL),
             (f"{len(total.unlabelled)} unlabelled findings", bool(total.unlabelled)),
-            (f"{result.files / cpu:.0f} files/s < {FILES_PER_SECOND}", result.files / cpu < FILES_PER_SECOND),
+            (
+                f"{result.files / parallel:.0f} files/s wall with --jobs {JOBS} < {FILES_PER_SECOND}",
+                result.files / parallel < FILES_PER_SECOND,
+            ),
+            (f"--jobs {JOBS} found something else than one process", not same),
             (f"peak RSS {rss:.0f} MB >= {RSS_MB} MB", rss >= RSS_MB),
         )
         if bad

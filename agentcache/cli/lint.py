@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,21 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("--ignore", type=_codes, metavar="CODES", help="leave out these codes or prefixes")
     parser.add_argument("--statistics", action="store_true", help="count findings per rule instead of listing them")
+    parser.add_argument(
+        "--jobs",
+        type=_jobs,
+        default=os.cpu_count() or 1,
+        metavar="N",
+        help="check files in N processes (default: the number of CPUs; 1 checks in this one)",
+    )
     parser.set_defaults(run=run)
+
+
+def _jobs(text: str) -> int:
+    jobs = int(text)
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(f"{text}: give 1 or more processes")
+    return jobs
 
 
 def _codes(text: str) -> list[str]:
@@ -45,7 +60,7 @@ def _codes(text: str) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     # [tool.agentcache.lint] of the nearest pyproject.toml, as ruff finds its own; the command line adds to it.
     config = load(Path.cwd()).with_rules(args.select, args.ignore)
-    result = lint_paths(args.paths, fix=args.fix, config=config, cache=cache_options(args, args.cache))
+    result = lint_paths(args.paths, fix=args.fix, config=config, cache=cache_options(args, args.cache), jobs=args.jobs)
     return report(result, args.format, counts=args.statistics)
 
 

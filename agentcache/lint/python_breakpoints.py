@@ -45,10 +45,14 @@ _ORDER = {"tools": 0, "system": 1, "messages": 2}
 Node = ast.expr | ast.keyword
 """Where a finding points: the call, the marked dict, or a ``cache_control=`` keyword."""
 _VOLATILE = CLOCK_CALLS | ID_CALLS
+_MARKER_BYTES = tuple(marker.encode() for marker in MARKERS)
 
 
 def check(source: SourceFile, checked: Checked) -> Checked:
-    """``checked`` (the AC1xx verdict on ``source``) plus the breakpoint findings, for a file that parses."""
+    """``checked`` (the AC1xx verdict on ``source``) plus the breakpoint findings, for a file that parses. A file
+    whose text names no marker is not parsed: every finding needs one, and most modules have none."""
+    if not any(marker in source.data for marker in _MARKER_BYTES):
+        return checked
     try:
         tree = ast.parse(source.data)
     except (SyntaxError, ValueError, RecursionError):
@@ -71,6 +75,12 @@ class WithBreakpoints:
 
     def revisit(self) -> list[Path]:
         return self.session.revisit()
+
+    def lesson(self) -> object:
+        return self.session.lesson()
+
+    def adopt(self, lesson: object) -> bool:
+        return self.session.adopt(lesson)
 
 
 def _findings(tree: ast.AST) -> Iterator[tuple[Node, Rule, str]]:

@@ -73,7 +73,12 @@ def test_exit_2_with_one_error_line(
 
 
 def test_bad_arguments_are_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
-    for argv in (["lint"], ["lint", "--format", "xml", "."]):
+    for argv in (
+        ["lint"],
+        ["lint", "--format", "xml", "."],
+        ["lint", "--jobs", "0", "."],
+        ["lint", "--jobs", "x", "."],
+    ):
         with pytest.raises(SystemExit) as exited:
             cli.main(argv)
         assert exited.value.code == 2

@@ -108,3 +108,36 @@ def test_fixes_are_written_only_after_every_file_was_checked(tmp_path: Path) -> 
     with pytest.raises(InputError):
         lint_paths([tools, tmp_path / "package.json"], fix=True)
     assert tools.read_text() == original
+
+
+def test_parallel_jobs_find_what_one_process_finds() -> None:
+    """The package itself and the lint fixtures, enough files for the pool: the same result, in the same order."""
+    package = Path(core.__file__).parents[1]
+    paths = [package, Path(__file__).parent]
+    alone = lint_paths(paths, jobs=1)
+    assert alone.files >= core.PARALLEL_FILES
+    assert lint_paths(paths, jobs=2) == alone
+
+
+def test_a_helper_learned_in_another_worker_is_followed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One file per worker task: no worker sees the helpers' modules, so the parent checks the importers again
+    with what the helpers' workers taught, and a helper of a helper is found as in one process."""
+    monkeypatch.setattr(core, "PARALLEL_FILES", 1)
+    monkeypatch.setattr(core, "CHUNK_FILES", 1)
+    package = tmp_path / "agent"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a_clock.py").write_text(
+        "from datetime import datetime\n\ndef now_str():\n    return datetime.now().isoformat()\n"
+    )
+    (package / "b_dates.py").write_text("from .a_clock import now_str\n\ndef today():\n    return now_str()[:10]\n")
+    (package / "c_graph.py").write_text(
+        "from .a_clock import now_str\nfrom .b_dates import today\n\n"
+        'SYSTEM_PROMPT = f"Today is {today()}"\nsystem_prompt = f"It is {now_str()}"\n'
+    )
+    alone = lint_paths([tmp_path], jobs=1)
+    assert [(Path(f.path).name, f.line, f.code) for f in alone.findings] == [
+        ("c_graph.py", 4, "AC101"),
+        ("c_graph.py", 5, "AC101"),
+    ]
+    assert lint_paths([tmp_path], jobs=2) == alone

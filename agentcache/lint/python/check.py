@@ -17,7 +17,7 @@ from typing import Any
 from agentcache.errors import InputError
 from agentcache.lint.core import UNPARSABLE, Checked, Finding, Rule, SourceFile
 from agentcache.lint.python.interpreter import Interpreter
-from agentcache.lint.python.project import Project
+from agentcache.lint.python.project import Lesson, Project
 from agentcache.lint.python.values import Origin
 from agentcache.lint.python.vocabulary import CLOCK_UNLESS_GIVEN, FIELDS, VOCABULARY, Vocabulary
 
@@ -48,10 +48,24 @@ class PythonSession:
         self.words = words
         self.relevant = _relevant(words)
 
+        self.last: Lesson | None = None
+
     def revisit(self) -> list[Path]:
         return self.project.revisit()
 
+    def lesson(self) -> Lesson | None:
+        return self.last
+
+    def adopt(self, lesson: object) -> bool:
+        if lesson is None:
+            return True  # a module that was not analysed read nothing and taught nothing
+        if not isinstance(lesson, Lesson) or not self.project.holds(lesson):
+            return False
+        self.project.learn(lesson)
+        return True
+
     def check(self, source: SourceFile) -> Checked:
+        self.last = None
         data = source.data
         if not self.relevant.search(data):
             return Checked()  # no sink and no source named anywhere in it: nothing to find, nothing to export
@@ -74,9 +88,10 @@ class PythonSession:
         exports: dict[str, frozenset[Origin]] = {}
         imported: set[str] = set()
         scope = None
+        reading = self.project.reading()
         try:
             for part in itertools.chain([tree], trees):
-                analysis = Interpreter(part, self.words, package, self.project.exports, scope)
+                analysis = Interpreter(part, self.words, package, reading, scope)
                 analysis.run()
                 results.extend(analysis.sinks.results())
                 exports.update(analysis.exports())
@@ -87,7 +102,8 @@ class PythonSession:
             return Checked((_unparsable(source, line, max(column, 1), f"not valid Python: {exc.msg}"),))
         except RecursionError:
             return Checked((_unparsable(source, 1, 1, "not analysed: expressions or branches nested too deep"),))
-        self.project.learn(source.path, module, exports, imported)
+        self.last = self.project.lesson(source.path, module, exports, imported, reading)
+        self.project.learn(self.last)
         return _findings(source, text, results)
 
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 import ast
 import re
 import string
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from functools import reduce
 from typing import Any, ClassVar
 
+from agentcache.lint.python.project import Reading
 from agentcache.lint.python.sinks import sorts_keys
 from agentcache.lint.python.statements import Statements
 from agentcache.lint.python.syntax import Function, constant, definitions, dotted, imports, last_name
@@ -57,7 +58,7 @@ class Interpreter(Statements):
         tree: ast.Module,
         words: Vocabulary = VOCABULARY,
         package: str = "",
-        learned: Mapping[str, str] | None = None,
+        learned: Reading | None = None,
         scope: Scope | None = None,
     ) -> None:
         """``package`` resolves relative imports; ``learned`` holds what other modules export
@@ -68,7 +69,7 @@ class Interpreter(Statements):
             self.globals = scope
         self.imports = imports(self.nodes, package)
         self.functions, self.methods = definitions(self.nodes)
-        self.learned = learned or {}
+        self.learned = learned if learned is not None else Reading({})
 
     def exports(self) -> dict[str, frozenset[Origin]]:
         """After :meth:`run`: the origins of what each top-level function that takes no arguments returns

@@ -4,14 +4,46 @@ random value or a fresh id (``get_today_str()``), and module constants that hold
 Modules are checked one by one; each one's findings use what the modules checked before it exported. A module that
 imports a helper learned only later is checked again at the end (:meth:`Project.revisit`), so the order of the walk
 changes no finding.
+
+A worker process of a parallel run checks its share of the modules with a project of its own; each module's
+:class:`Lesson` records what it read there, and the parent keeps the worker's verdict only when the parent's project
+gives the same reads (:meth:`Project.holds`), so a parallel run finds exactly what one process finds.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentcache.lint.python.values import Origin, volatile
 from agentcache.lint.python.vocabulary import VOCABULARY, Vocabulary
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """What checking one module read from the project and taught it."""
+
+    path: Path
+    module: str
+    exports: dict[str, str]
+    """Its volatile names (``name`` or ``name()`` for a helper) -> the origin kind they give."""
+    imports: frozenset[str]
+    """Every dotted name it imports."""
+    reads: dict[str, str | None] = field(default_factory=dict)
+    """Each name it looked up among the project's exports -> what it found (None: nothing)."""
+
+
+class Reading:
+    """The project's exports as one module's analysis sees them: each lookup is recorded into a lesson's reads."""
+
+    def __init__(self, exports: dict[str, str]) -> None:
+        self.exports = exports
+        self.reads: dict[str, str | None] = {}
+
+    def get(self, name: str) -> str | None:
+        found = self.exports.get(name)
+        self.reads[name] = found
+        return found
 
 
 class Project:
@@ -52,14 +84,32 @@ class Project:
             self._packages[folder] = known
         return known
 
-    def learn(self, path: Path, module: str, exported: dict[str, frozenset[Origin]], imports: set[str]) -> None:
-        """Record what a checked module exports, and which of its imports could still turn out volatile."""
+    def reading(self) -> Reading:
+        """A view of :attr:`exports` for one module's analysis, that records what it reads."""
+        return Reading(self.exports)
+
+    def lesson(
+        self, path: Path, module: str, exported: dict[str, frozenset[Origin]], imports: set[str], reading: Reading
+    ) -> Lesson:
+        """What a checked module teaches: its exports that are volatile (by the first kind of their origins)."""
+        exports = {}
         for name, origins in exported.items():
             kinds = sorted(origin.kind for origin in volatile(origins))
             if kinds:
-                self.exports[f"{module}.{name}"] = kinds[0]
-                self.names.add(f"{module}.{name.removesuffix('()')}")
-        self.imported[path] = frozenset(name for name in imports if name not in self.names)
+                exports[name] = kinds[0]
+        return Lesson(path, module, exports, frozenset(imports), dict(reading.reads))
+
+    def holds(self, lesson: Lesson) -> bool:
+        """Whether the module, checked here, would read what it read where it was checked: then its verdict and
+        its lesson are the same here."""
+        return all(self.exports.get(name) == found for name, found in lesson.reads.items())
+
+    def learn(self, lesson: Lesson) -> None:
+        """Record what a checked module exports, and which of its imports could still turn out volatile."""
+        for name, kind in lesson.exports.items():
+            self.exports[f"{lesson.module}.{name}"] = kind
+            self.names.add(f"{lesson.module}.{name.removesuffix('()')}")
+        self.imported[lesson.path] = frozenset(name for name in lesson.imports if name not in self.names)
 
     def revisit(self) -> list[Path]:
         """Modules checked before an export they import was learned: their findings may change."""
