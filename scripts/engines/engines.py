@@ -211,6 +211,9 @@ def launch_sglang(port: int, kv_pool: int = CONTEXT) -> tuple[list[str], dict[st
     cmd += ["--dtype", "float32"]
     # Lets a request bring its own chat template (chat_template_kwargs), so one server runs the real-template matrix.
     cmd += ["--trust-request-chat-template"]
+    # An idle scheduler otherwise polls its sockets in a busy loop: 40% of a core per server, all run long, on a
+    # 2-core machine that also runs the cluster's workers. With it, the scheduler blocks on its sockets when idle.
+    cmd += ["--sleep-on-idle"]
     return cmd, {"SGLANG_USE_CPU_ENGINE": "1"}  # without it the scheduler imports vllm and the parent hangs
 
 
