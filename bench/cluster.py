@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import statistics
 import subprocess
@@ -64,6 +65,7 @@ from agentcache.backends import AsyncSGLangClient  # noqa: E402
 from agentcache.canon import CanonicalPolicy  # noqa: E402
 from agentcache.demo.live import SCALE  # noqa: E402
 from agentcache.demo.scenario import session  # noqa: E402
+from agentcache.errors import BackendError  # noqa: E402
 from agentcache.httpx import SESSION_HEADER, AsyncCacheAwareTransport, Cluster, Turn  # noqa: E402
 from agentcache.predict import causes  # noqa: E402
 from agentcache.search import MCTS, ForkProposer, SearchTree  # noqa: E402
@@ -231,14 +233,19 @@ async def one_policy(
     return Result(policy, transport.middleware.ledger.turns(), tree, tree_workers, seconds)
 
 
-def flush(worker: str, attempts: int = 120) -> None:
-    """Empty a worker's cache; SGLang refuses (400) while a request runs, such as the gateway's health probe."""
-    for _ in range(attempts):
-        response = httpx.post(f"{worker}/flush_cache", timeout=60)
-        if response.status_code != 400:
-            break
-        time.sleep(0.5)
-    response.raise_for_status()
+async def flush(workers: tuple[str, ...]) -> None:
+    """Empty every worker's cache, straight (not through the gateway), so each policy starts from the empty cache
+    a fresh client-side model assumes. SGLang refuses while a request runs, such as the gateway's health probe."""
+    for worker in workers:
+        async with AsyncSGLangClient(worker) as client:
+            for attempt in itertools.count():
+                try:
+                    await client.flush_cache()
+                    break
+                except BackendError as busy:
+                    if busy.status != 400 or attempt == 100:
+                        raise
+                    await asyncio.sleep(0.5)
 
 
 @dataclass(frozen=True)
@@ -348,8 +355,7 @@ def main() -> int:
     results = []
     try:
         for policy in POLICIES:
-            for worker in cluster.workers:
-                flush(worker)
+            asyncio.run(flush(cluster.workers))
             with cluster.gateway(policy.gateway) as url:
                 results.append(asyncio.run(one_policy(url, cluster.workers, policy, requests)))
     finally:
