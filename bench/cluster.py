@@ -45,6 +45,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -117,6 +118,11 @@ class Result:
     def p50(self) -> float:
         """Median seconds from sending a session's request to having its answer."""
         return statistics.median(t.seconds for t in self.turns)
+
+    @property
+    def split(self) -> str:
+        """The sessions' turns on each worker."""
+        return "/".join(str(n) for _, n in sorted(Counter(t.worker for t in self.turns if t.worker).items()))
 
     @property
     def moved(self) -> int:
@@ -292,19 +298,21 @@ def engines_py(*args: str) -> str:
 def report(results: list[Result], sessions: int, turns: int) -> int:
     first = results[0].tree.account()
     print(
-        f"{'policy':<14}{'hit ratio':>10}{'prefill':>9}{'p50 s':>8}{'mispredicted':>13}{'moved':>7}"
-        f"{'MCTS prefill':>14}{'vs bound':>10}{'MCTS workers':>14}"
+        f"{'policy':<14}{'hit ratio':>10}{'prefill':>9}{'p50 s':>7}{'run s':>7}{'mispredicted':>13}{'moved':>6}"
+        f"{'turns/worker':>13}{'MCTS prefill':>13}{'vs bound':>9}{'MCTS workers':>13}"
     )
     for r in results:
         acc = r.tree.account()
         prefill = acc.server_prefill or 0
         print(
-            f"{r.policy.name:<14}{r.hit_ratio:>10.3f}{r.prefill:>9,}{r.p50:>8.2f}{len(r.mispredicted):>13}{r.moved:>7}"
-            f"{prefill:>14,}{prefill / acc.lower_bound:>9.2f}x{len(r.tree_workers):>14}"
+            f"{r.policy.name:<14}{r.hit_ratio:>10.3f}{r.prefill:>9,}{r.p50:>7.2f}{r.seconds:>7.1f}"
+            f"{len(r.mispredicted):>13}{r.moved:>6}{r.split:>13}{prefill:>13,}{prefill / acc.lower_bound:>8.2f}x"
+            f"{len(r.tree_workers):>13}"
         )
     print(
         f"MCTS: {len(results[0].tree.nodes)} nodes, {first.requests} requests, lower bound {first.lower_bound:,} "
-        f"of {first.unique_tokens:,} unique prompt tokens"
+        f"of {first.unique_tokens:,} unique prompt tokens; the same tree under every policy: "
+        f"{all(single_server.shape(r.tree) == single_server.shape(results[0].tree) for r in results)}"
     )
     for r in results:
         for t in r.mispredicted[:3]:
