@@ -1,6 +1,6 @@
 """Real models' chat templates on real engines: exact turns, and the hit ratio as ideal, raw and canonicalized.
 
-Run: ``python bench/templates.py [--engines llama-server,sglang,vllm] [--templates GLOB] [--all]``. By default the
+Run: ``python bench/templates.py [--engines llama-server,sglang,vllm] [--templates GLOB] [--all] [--rules N]``. By default the
 ten templates of the engines' test matrix (Qwen3, Qwen2.5, DeepSeek-R1-Distill, DeepSeek-V3.1, Hermes-3,
 Granite-4.0, Llama-3.1/3.2, two Mistrals) on each engine; ``--all`` takes every template llama.cpp ships on
 llama-server (SGLang and vLLM keep the matrix). Targets (issue 13): every turn the server accepts is predicted
@@ -15,6 +15,10 @@ three ways, from an empty server cache each time:
 - raw: the same sessions with the drift agents really make: the clock moves every turn, the tools come in another
   order every turn, and every other turn with their keys in reverse order (a dict rebuilt from a set);
 - canonicalized: raw through ``CacheAwareTransport`` with ``CanonicalPolicy(relocate_volatile=True)``.
+
+``--rules N`` puts N lines of a deployment's standing instructions before the clock, as real system prompts have:
+relocating the clock costs its own tokens and the generation prompt's on every turn, whatever the prompt's size,
+so the share of the ideal kept grows with the prompt.
 
 A template "breaks the prefix" when agentcache names a template-made cause (``template_*``) on a turn of the
 ideal run; the 99% target does not apply to it. The hit ratio is the server's own: reported cached tokens over
@@ -56,20 +60,33 @@ from tests.servers.realtemplates import (
 )
 
 SHAPES = ("sequential_tools", "parallel_tools", "reasoning_field", "systems_parts_unicode", "long_history")
+RULES = [
+    "Answer in the user's language, in at most three short paragraphs.",
+    "Call a tool only when the answer depends on data you do not have; never invent a tool's result.",
+    "Quote numbers exactly as a tool returned them, with their units.",
+    "When two tools could answer, prefer the one whose result is cheaper to verify.",
+    "Say plainly when a tool failed, and what you will do instead.",
+    "Do not repeat the question back; start with the answer.",
+]
 """The matrix's shapes with tools or a system prompt, where agents drift."""
 CANONICAL = CanonicalPolicy(relocate_volatile=True)
 TARGET = 0.99
 
 
-def drifted(session: Session, frozen: bool) -> Session:
-    """``session`` with a clock line at the end of its system prompt (a system message of its own when it has
-    none): frozen for the ideal; otherwise moving every turn, with the tools rotated and every other turn with
-    their keys reversed."""
+def instructions(lines: int) -> str:
+    """A deployment's standing instructions, ``lines`` numbered rules: what real agents' system prompts hold."""
+    return "\n".join(f"{n + 1}. {RULES[n % len(RULES)]}" for n in range(lines))
+
+
+def drifted(session: Session, frozen: bool, rules: int) -> Session:
+    """``session`` with ``rules`` lines of instructions and a clock line at the end of its system prompt (a system
+    message of its own when it has none): the clock frozen for the ideal; otherwise moving every turn, with the
+    tools rotated and every other turn with their keys reversed."""
+    standing = instructions(rules)
     requests = []
     for turn, request in enumerate(session.requests):
-        clock = "Current time: " + (
-            "2026-12-01T09:00:00Z" if frozen else f"2026-12-01T09:{turn:02d}:{turn * 17 % 60:02d}Z"
-        )
+        stamp = "09:00:00" if frozen else f"09:{turn:02d}:{turn * 17 % 60:02d}"
+        clock = "\n".join(filter(None, [standing, f"Current time: 2026-12-01T{stamp}Z"]))
         messages = request["messages"]
         first = messages[0]
         if first["role"] == "system" and isinstance(first["content"], str):
@@ -94,19 +111,23 @@ def _reversed(value: Any) -> Any:
     return value
 
 
-def shapes(frozen: bool) -> Callable[[str], list[Session]]:
+def shapes(frozen: bool, rules: int) -> Callable[[str], list[Session]]:
     def pick(source: str) -> list[Session]:
-        return [drifted(session, frozen) for session in sessions(source) if session.name in SHAPES]
+        return [drifted(session, frozen, rules) for session in sessions(source) if session.name in SHAPES]
 
     return pick
 
 
-#: The three ways a session is sent: its shapes, and the transport's options.
-RUNS: dict[str, tuple[Callable[[str], list[Session]], dict[str, Any]]] = {
-    "ideal": (shapes(frozen=True), {"canonicalize": False}),
-    "raw": (shapes(frozen=False), {"canonicalize": False}),
-    "canonicalized": (shapes(frozen=False), {"policy": CANONICAL}),
-}
+def runs(rules: int) -> dict[str, tuple[Callable[[str], list[Session]], dict[str, Any]]]:
+    """The three ways a session is sent: its shapes, and the transport's options."""
+    return {
+        "ideal": (shapes(True, rules), {"canonicalize": False}),
+        "raw": (shapes(False, rules), {"canonicalize": False}),
+        "canonicalized": (shapes(False, rules), {"policy": CANONICAL}),
+    }
+
+
+RUNS = ("ideal", "raw", "canonicalized")
 
 
 @dataclass
@@ -143,11 +164,11 @@ class Row:
         return ratio(self.hit("canonicalized"), self.hit("ideal"))
 
 
-def llama_server_row(template: Path) -> Row:
+def llama_server_row(template: Path, rules: int) -> Row:
     began = time.monotonic()
     outcomes = {}
     with tempfile.TemporaryDirectory() as workdir:
-        for run, (pick, options) in RUNS.items():
+        for run, (pick, options) in runs(rules).items():
             folder = Path(workdir) / run
             folder.mkdir()
             refused, outcomes[run] = run_template(template, folder, pick, **options)
@@ -157,7 +178,7 @@ def llama_server_row(template: Path) -> Row:
     return Row("llama-server", template.stem, outcomes, time.monotonic() - began)
 
 
-def engine_rows(name: str, picked: list[Path]) -> list[Row]:
+def engine_rows(name: str, picked: list[Path], rules: int) -> list[Row]:
     """Every picked template on one server of ``name``, each request carrying its template."""
     url = sglang_engine.local_engine().start(name)
     engine = EngineInfo(name, url, engine_script.SERVED_NAME, engine_script.MODEL_DIR, False)
@@ -170,7 +191,7 @@ def engine_rows(name: str, picked: list[Path]) -> list[Row]:
         extra = carried(name, template.read_text())
         outcomes = {
             run: run_sessions(url, prompt, engine.empty_cache, extra, pick, **cache, **options)
-            for run, (pick, options) in RUNS.items()
+            for run, (pick, options) in runs(rules).items()
         }
         rows.append(Row(name, template.stem, outcomes, time.monotonic() - began))
         report(rows[-1])
@@ -193,6 +214,7 @@ def main() -> int:
     parser.add_argument("--engines", default="llama-server,sglang,vllm")
     parser.add_argument("--templates", default="*", help="a glob over the template names")
     parser.add_argument("--all", action="store_true", help="every template on llama-server, not only the matrix")
+    parser.add_argument("--rules", type=int, default=0, help="lines of standing instructions in the system prompt")
     args = parser.parse_args()
     engines = [name.strip() for name in args.engines.split(",") if name.strip()]
     for part in ("model", "llama-server"):  # the templates come with llama-server's sdist
@@ -207,10 +229,10 @@ def main() -> int:
     for name in engines:
         if name == "llama-server":
             for template in every if args.all else matrix:
-                rows.append(llama_server_row(template))
+                rows.append(llama_server_row(template, args.rules))
                 report(rows[-1])
         else:
-            rows += engine_rows(name, matrix)
+            rows += engine_rows(name, matrix, args.rules)
     turns = sum(len(row.turns()) for row in rows)
     exact = sum(row.exact() for row in rows)
     clean = [row for row in rows if row.turns() and not row.template_causes()]

@@ -203,7 +203,7 @@ def fold_relocated(request: dict[str, Any], index: int) -> dict[str, Any] | None
     target, moved = messages[index - 1], messages[index]
     if not isinstance(target, dict) or target.get("role") != "user" or not isinstance(moved, dict):
         return None
-    text = _text(moved.get("content"))
+    text = message_text(moved.get("content"))
     content = target.get("content")
     if isinstance(content, str):
         merged: Any = f"{content}\n\n{text}"
@@ -214,10 +214,12 @@ def fold_relocated(request: dict[str, Any], index: int) -> dict[str, Any] | None
     return {**request, "messages": [*messages[: index - 1], {**target, "content": merged}, *messages[index + 1 :]]}
 
 
-def _text(content: Any) -> str:
-    """The text of a message :func:`relocate_volatile` made: a string, or text blocks."""
+def message_text(content: Any) -> str:
+    """The text of a message's content: a string, or its text blocks joined (none for other content)."""
     if isinstance(content, str):
         return content
+    if not isinstance(content, list):
+        return ""
     return "\n".join(b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
 
 

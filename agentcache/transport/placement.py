@@ -5,16 +5,18 @@ templates refuse that message: Mistral's raise "roles must alternate" on a user 
 llama-server answers 400 where the agent's own request was accepted. With the model folder known, the canonical
 request is rendered with the server's own template before it is sent; a refused one gets the lines folded into
 the last user message instead, and if the template refuses that too (or refuses a canonical body for any other
-reason), the agent's request goes out as written, with the reason. Without a model folder nothing can be checked,
-so the lines are folded at once when a user message comes right before them: no message is added, so no template
-can object to the order of roles.
+reason), the agent's request goes out as written, with the reason. The lines are folded as well when the template
+takes the appended message but renders it ahead of the message before it: DeepSeek's templates gather every
+system message at the top of the prompt, where lines that change every turn break the whole prefix. Without a
+model folder nothing can be checked, so the lines are folded at once when a user message comes right before them:
+no message is added, so no template can object to the order of roles.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from agentcache.canon.rules import fold_relocated
+from agentcache.canon.rules import fold_relocated, message_text
 from agentcache.errors import AgentCacheError
 from agentcache.servers import ServerPrompt
 
@@ -30,10 +32,16 @@ def accepted_placement(
     if prompt is None:
         return folded or sent, None
     refused = _refusal(prompt, sent)
-    if refused is None:
+    if refused is None and not _hoisted(prompt, sent, appended):
         return sent, None
     if folded is not None and _refusal(prompt, folded) is None:
         return folded, None
+    if appended is not None:  # after a tool result there is no user message to fold into: a user message, in place
+        as_user = _as_user(sent, appended)
+        if _refusal(prompt, as_user) is None and not _hoisted(prompt, as_user, appended):
+            return as_user, None
+    if refused is None:
+        return sent, None  # rendered ahead of the history, but nothing else is taken
     return original, f"the chat template refuses the canonical request ({refused})"
 
 
@@ -59,6 +67,27 @@ def _appended_index(sent: dict[str, Any], original: dict[str, Any]) -> int | Non
         return None
     last = after[-1]
     return len(after) - 2 if isinstance(last, dict) and last.get("role") == "assistant" else len(after) - 1
+
+
+def _hoisted(prompt: ServerPrompt, body: dict[str, Any], index: int | None) -> bool:
+    """Whether the template renders the appended message at ``index`` ahead of the message before it."""
+    if index is None:
+        return False
+    messages = body["messages"]
+    mine, before = _content(messages[index]), _content(messages[index - 1])
+    text = prompt.text(body)
+    if not mine or not before or mine not in text or before not in text:
+        return False
+    return text.find(mine) < text.rfind(before)
+
+
+def _as_user(body: dict[str, Any], index: int) -> dict[str, Any]:
+    messages = body["messages"]
+    return {**body, "messages": [*messages[:index], {**messages[index], "role": "user"}, *messages[index + 1 :]]}
+
+
+def _content(message: Any) -> str:
+    return message_text(message.get("content")).strip() if isinstance(message, dict) else ""
 
 
 def _refusal(prompt: ServerPrompt, body: dict[str, Any]) -> str | None:

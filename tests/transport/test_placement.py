@@ -62,6 +62,36 @@ def test_when_no_placement_is_accepted_the_original_goes_out_with_the_reason() -
     assert refused is not None and "no timestamps" in refused
 
 
+HOISTS = (
+    "{% for m in messages if m.role == 'system' %}{{ m.content }}\n{% endfor %}"
+    "{% for m in messages if m.role != 'system' %}[{{ m.role }}]{{ m.content }}\n{% endfor %}"
+)
+"""DeepSeek's habit, reduced: every system message is gathered at the top of the prompt."""
+AFTER_TOOL: dict[str, Any] = {
+    "model": "m",
+    "messages": [
+        *ORIGINAL["messages"],
+        {"role": "assistant", "content": "Checking the calendar."},
+        {"role": "tool", "tool_call_id": "c1", "content": "3 meetings"},
+    ],
+}
+
+
+def test_lines_a_template_would_hoist_to_the_top_go_after_the_history() -> None:
+    """A trailing system message rendered at the top would change the prompt's start every turn: after a user
+    message the lines are folded into it; after a tool result, they become a user message in place."""
+    relocating = CanonicalPolicy(relocate_volatile=True)
+    template = prompt(HOISTS)
+    sent, refused = accepted_placement(template, canonicalize(ORIGINAL, relocating), ORIGINAL)
+    assert refused is None and [m["role"] for m in sent["messages"]] == ["system", "user"]
+    assert sent["messages"][1]["content"].endswith("\n\nNow: 2026-12-01T09:00:00Z")
+    sent, refused = accepted_placement(template, canonicalize(AFTER_TOOL, relocating), AFTER_TOOL)
+    assert refused is None and [m["role"] for m in sent["messages"]] == ["system", "user", "assistant", "tool", "user"]
+    text = template.text(sent)
+    assert text.startswith("You plan days.\nBe brief.\n") and text.index("Now:") > text.index("3 meetings")
+    assert relocated_path(sent, AFTER_TOOL) == "$.messages[4]"
+
+
 def test_without_a_model_folder_the_lines_are_folded_at_once() -> None:
     canonical = canonicalize(ORIGINAL, POLICY)
     sent, refused = accepted_placement(None, canonical, ORIGINAL)
