@@ -1,7 +1,7 @@
 """Real models' chat templates on real engines: exact turns, and the hit ratio as ideal, raw and canonicalized.
 
-Run: ``python bench/templates.py [--engines llama-server,sglang,vllm] [--templates GLOB] [--all] [--rules N]``. By default the
-ten templates of the engines' test matrix (Qwen3, Qwen2.5, DeepSeek-R1-Distill, DeepSeek-V3.1, Hermes-3,
+Run: ``python bench/templates.py [--engines llama-server,sglang,vllm] [--templates GLOB] [--all] [--rules N]``.
+By default the ten templates of the engines' test matrix (Qwen3, Qwen2.5, DeepSeek-R1-Distill, DeepSeek-V3.1, Hermes-3,
 Granite-4.0, Llama-3.1/3.2, two Mistrals) on each engine; ``--all`` takes every template llama.cpp ships on
 llama-server (SGLang and vLLM keep the matrix). Targets (issue 13): every turn the server accepts is predicted
 exactly; canonicalized keeps >= 99% of the ideal hit ratio wherever the template itself does not break the prefix.
