@@ -282,8 +282,8 @@ class RunCollector:
             run = self._runs.get(run_id)
             if run is None:
                 return
-            if not run.calls:  # a crew that never used this interceptor: nothing to keep
-                del self._runs[run_id]
+            if not run.calls and not any(call.run_id == run_id for call in self._calls.values()):
+                del self._runs[run_id]  # a crew that never used this interceptor: nothing to keep
                 return
             failed = isinstance(event, CrewKickoffFailedEvent)
             run.status = "failed" if failed else "completed"
