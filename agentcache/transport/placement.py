@@ -31,14 +31,15 @@ def accepted_placement(
     folded = None if appended is None else fold_relocated(sent, appended)
     if prompt is None:
         return folded or sent, None
-    refused = _refusal(prompt, sent)
-    if refused is None and not _hoisted(prompt, sent, appended):
+    text, refused = _render(prompt, sent)
+    if refused is None and not _hoisted(text, sent, appended):
         return sent, None
-    if folded is not None and _refusal(prompt, folded) is None:
+    if folded is not None and _render(prompt, folded)[1] is None:
         return folded, None
     if appended is not None:  # after a tool result there is no user message to fold into: a user message, in place
         as_user = _as_user(sent, appended)
-        if _refusal(prompt, as_user) is None and not _hoisted(prompt, as_user, appended):
+        text, why = _render(prompt, as_user)
+        if why is None and not _hoisted(text, as_user, appended):
             return as_user, None
     if refused is None:
         return sent, None  # rendered ahead of the history, but nothing else is taken
@@ -69,13 +70,13 @@ def _appended_index(sent: dict[str, Any], original: dict[str, Any]) -> int | Non
     return len(after) - 2 if isinstance(last, dict) and last.get("role") == "assistant" else len(after) - 1
 
 
-def _hoisted(prompt: ServerPrompt, body: dict[str, Any], index: int | None) -> bool:
-    """Whether the template renders the appended message at ``index`` ahead of the message before it."""
+def _hoisted(text: str, body: dict[str, Any], index: int | None) -> bool:
+    """Whether ``text``, the body's prompt, shows the appended message at ``index`` ahead of the message before
+    it."""
     if index is None:
         return False
     messages = body["messages"]
     mine, before = _content(messages[index]), _content(messages[index - 1])
-    text = prompt.text(body)
     if not mine or not before or mine not in text or before not in text:
         return False
     return text.find(mine) < text.rfind(before)
@@ -90,9 +91,9 @@ def _content(message: Any) -> str:
     return message_text(message.get("content")).strip() if isinstance(message, dict) else ""
 
 
-def _refusal(prompt: ServerPrompt, body: dict[str, Any]) -> str | None:
+def _render(prompt: ServerPrompt, body: dict[str, Any]) -> tuple[str, str | None]:
+    """``(the body's prompt, None)``, or ``("", why the template refuses it)``: one rendering answers both."""
     try:
-        prompt.text(body)
+        return prompt.text(body), None
     except AgentCacheError as exc:
-        return str(exc)
-    return None
+        return "", str(exc)

@@ -86,7 +86,9 @@ def test_a_gateway_error_naming_a_worker_marks_it_lost_and_the_session_s_next_tu
             http.post("/v1/chat/completions", json=body, headers={SESSION_HEADER: "s"})
     _, failed, retried = transport.ledger.turns()
     assert (failed.status, failed.worker, failed.cause) == (502, "http://a", None)
+    # What the client was told (the 502 named a, the answer named b) decides the cause; no model output is read.
     assert retried.worker == "http://b" and retried.cause == causes.WORKER_LOST, retried
+    assert retried.detail is not None and "http://a" in retried.detail
 
 
 def _replay() -> Replay:
@@ -106,9 +108,10 @@ def _turns(n: int) -> list[dict[str, Any]]:
 def test_a_turn_moved_to_a_worker_without_its_prefix_is_worker_changed_and_worker_lost_once_it_went_away() -> None:
     replay = _replay()
     first, second, third, fourth = _turns(4)
-    assert replay.diagnose_turn(first, session="s", worker="a").cause == causes.NEW_SESSION
-    same = replay.diagnose_turn(second, session="s", worker="a")
-    assert same.cause == causes.NONE and same.predicted_cached > 0
+    opened = replay.diagnose_turn(first, session="s", worker="a")
+    assert opened.cause == causes.NEW_SESSION and opened.predicted_cached == 0
+    same = replay.diagnose_turn(second, session="s", worker="a")  # extends the first turn on the worker that holds it
+    assert same.cause == causes.NONE and same.predicted_cached == opened.predicted_prompt_tokens
     moved = replay.diagnose_turn(third, session="s", worker="b")
     assert moved.cause == causes.WORKER_CHANGED and moved.predicted_cached == 0
     assert "b held 0 of the" in moved.detail and "left on a" in moved.detail
