@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from agentcache.breakpoints import Placements
 from agentcache.cache.options import CacheOptions
 from agentcache.drift.trace import DEFAULT_SESSION, Trace, TraceRecord, read_trace
 from agentcache.predict.diff import Divergence
@@ -53,6 +54,9 @@ class TurnReport:
     provider_missed_tokens: int | None = None
     provider_agrees: bool | None = None
     """Whether that verdict and ``cause`` name the same change; None when there is nothing to compare."""
+    breakpoints: Placements | None = None
+    """The cache breakpoints a live transport placed on the request and why (a ledger's turns only: a trace keeps
+    the request as sent, markers included, not the account)."""
 
     @classmethod
     def of(cls, record: TraceRecord, turn: int, predicted: Prediction, canonical_cached: int) -> TurnReport:

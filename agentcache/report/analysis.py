@@ -89,6 +89,10 @@ def ledger_report(ledger: Ledger, cache: CacheOptions, tokenizer: str, name: str
                 divergence=turn.divergence,
                 wasted_tokens=turn.wasted_tokens,
                 canonical_cached=turn.predicted_cached,  # sent as it is: the canonical form, when canonicalized
+                provider_verdict=turn.provider_verdict,
+                provider_missed_tokens=turn.provider_missed_tokens,
+                provider_agrees=turn.provider_agrees,
+                breakpoints=turn.breakpoints,
             )
         )
     return Report(name, _short(tokenizer), cache, {cache.kind: turns}, problems, live=True)

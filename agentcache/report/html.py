@@ -7,9 +7,12 @@ slipped past escaping, the browser would not run it. Everything from the trace i
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from agentcache import __version__
+from agentcache.breakpoints import Placements
 from agentcache.drift.explain import TurnReport
 from agentcache.drift.summary import Summary, summarize
 from agentcache.report.analysis import Report
@@ -67,6 +70,8 @@ th { color: var(--muted); font-weight: 600; }
 .n { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.detail { color: var(--muted); overflow-wrap: anywhere; }
 td.cause { white-space: nowrap; }
+td.disagree, .disagree { color: #b3261e; font-weight: 600; }
+td ul { list-style: none; margin: 2px 0 0; padding: 0; }
 code { font-family: ui-monospace, Menlo, Consolas, "Liberation Mono", "DejaVu Sans Mono", monospace;
   font-size: 0.92em; overflow-wrap: anywhere; }
 summary { cursor: pointer; color: var(--muted); margin-top: 12px; }
@@ -83,7 +88,12 @@ def render_html(report: Report) -> str:
     if report.turns:
         body.append(_causes(summary, kind))
         body.append(_what_if(report, summary))
-        body += [_session(index, name, turns) for index, (name, turns) in enumerate(sessions.items(), start=1)]
+        body += [part for part in (_provider(report), _placements(report)) if part]
+        columns = Columns(
+            provider=any(t.provider_verdict is not None for t in report.turns),
+            breakpoints=any(t.breakpoints is not None for t in report.turns),
+        )
+        body += [_session(index, name, turns, columns) for index, (name, turns) in enumerate(sessions.items(), start=1)]
     else:
         body.append(element("section", None, element("p", None, "The trace holds no readable request.")))
     if report.problems:
@@ -143,6 +153,11 @@ def _header(report: Report, summary: Summary, kind: str, sessions: int) -> str:
             f"{summary.canonical_hit_ratio:.1%}, {summary.saved_by_canonicalization:+,} tokens",
         ),
     ]
+    diagnosed = [t for t in report.turns if t.provider_verdict is not None]
+    if diagnosed:
+        judged = [t.provider_agrees for t in diagnosed if t.provider_agrees is not None]
+        agreement = f"agrees on {judged.count(True):,}, disagrees on {judged.count(False):,}"
+        tiles.append(("diagnosed by the provider", turns_text(len(diagnosed)), agreement))
     dl = element(
         "dl",
         {"class": "tiles"},
@@ -233,7 +248,107 @@ def _what_if(report: Report, summary: Summary) -> str:
     return element("section", {"id": "what-if"}, [heading, element("p", {"class": "note"}, escape(note)), figure])
 
 
-def _session(index: int, name: str, turns: Sequence[TurnReport]) -> str:
+def _provider(report: Report) -> str:
+    """The providers' own diagnoses, counted by verdict, and the turns where they disagree with agentcache's cause;
+    empty when no turn carried one."""
+    diagnosed = [t for t in report.turns if t.provider_verdict is not None]
+    if not diagnosed:
+        return ""
+    judged = [t for t in diagnosed if t.provider_agrees is not None]
+    disagree = [t for t in judged if t.provider_agrees is False]
+    note = (
+        f"{turns_text(len(diagnosed))} of {len(report.turns):,} carry the provider's own diagnosis of its cache "
+        "(Anthropic's cache diagnosis, OpenAI's prompt_cache_diagnostics), set beside the cause agentcache found. "
+        f"They agree on {len(judged) - len(disagree):,} and disagree on {len(disagree):,}; the rest judge nothing "
+        "(a session's first turn, the previous response not found, the diagnosis unavailable or still running). "
+        "A disagreement is worth reading: one of the two is wrong about that turn."
+    )
+    verdicts: dict[str, list[TurnReport]] = {}
+    for turn in diagnosed:
+        verdicts.setdefault(turn.provider_verdict or "", []).append(turn)
+    rows = [
+        (
+            verdict,
+            len(turns),
+            sum(t.provider_agrees is True for t in turns),
+            sum(t.provider_agrees is False for t in turns),
+            sum(t.provider_missed_tokens or 0 for t in turns),
+        )
+        for verdict, turns in sorted(verdicts.items(), key=lambda item: (-len(item[1]), item[0]))
+    ]
+    parts = [
+        element("h2", None, "The provider's own diagnosis"),
+        element("p", {"class": "note"}, escape(note)),
+        _grid(("provider's verdict", "turns", "agrees", "disagrees", "missed, by the provider"), rows),
+    ]
+    if disagree:
+        sessions = {name: index for index, name in enumerate(report.sessions(), start=1)}
+        listed = [
+            (
+                element("a", {"href": f"#session-{sessions[t.session]}"}, escape(t.session)),
+                t.turn,
+                escape(t.cause),
+                escape(t.detail),
+                escape(t.provider_verdict or ""),
+            )
+            for t in disagree
+        ]
+        parts.append(element("h3", None, "Where the two disagree"))
+        parts.append(_grid(("session", "turn", "agentcache's cause", "detail", "provider's verdict"), listed, raw=True))
+    return element("section", {"id": "provider"}, parts)
+
+
+def _placements(report: Report) -> str:
+    """What breakpoint placement did over the whole ledger: the breakpoints it placed and why, the places it left
+    and why, the requests it placed none on; empty when placement was not asked for."""
+    accounts = [t.breakpoints for t in report.turns if t.breakpoints is not None]
+    if not accounts:
+        return ""
+    refused = Counter(a.refused for a in accounts if a.refused)
+    placed = Counter(p.reason for a in accounts for p in a.placed)
+    skipped = Counter(why for a in accounts for _, why in a.skipped)
+    marked = sum(1 for a in accounts if a.placed)
+    note = (
+        f"agentcache placed {sum(placed.values()):,} cache breakpoints on {turns_text(marked)} of "
+        f"{len(accounts):,}, never more than the API allows on a request, counting the caller's own "
+        f"({sum(a.existing for a in accounts):,} over all turns, the automatic or implicit one included) and never "
+        f"one on a prefix under the model's minimum. {turns_text(sum(refused.values()))} went out without placement."
+    )
+    parts = [element("h2", None, "Cache breakpoints placed"), element("p", {"class": "note"}, escape(note))]
+    tallies: tuple[tuple[str, Counter[str]], ...] = (
+        ("Placed, by reason", placed),
+        ("Places left, by reason", skipped),
+        ("Requests without placement, by reason", refused),
+    )
+    for heading, counts in tallies:
+        if counts:
+            parts.append(element("h3", None, heading))
+            parts.append(_grid(("reason", "times"), counts.most_common()))
+    return element("section", {"id": "breakpoints"}, parts)
+
+
+def _grid(header: Sequence[str], rows: Iterable[Sequence[str | int]], raw: bool = False) -> str:
+    """A plain table; numbers right-aligned and grouped, text escaped unless ``raw`` (already markup)."""
+
+    def cell(value: str | int) -> str:
+        if isinstance(value, int):
+            return element("td", {"class": "n"}, f"{value:,}")
+        return element("td", None, value if raw else escape(value))
+
+    head = element("tr", None, [element("th", None, escape(h)) for h in header])
+    body = [element("tr", None, [cell(value) for value in row]) for row in rows]
+    return element("table", None, [element("thead", None, head), element("tbody", None, body)])
+
+
+@dataclass(frozen=True)
+class Columns:
+    """The columns a session table adds when the report has something to show in them."""
+
+    provider: bool = False
+    breakpoints: bool = False
+
+
+def _session(index: int, name: str, turns: Sequence[TurnReport], columns: Columns) -> str:
     summary = summarize(turns)
     broken = sum(1 for t in turns if t.divergence is not None)
     facts = [
@@ -252,21 +367,22 @@ def _session(index: int, name: str, turns: Sequence[TurnReport]) -> str:
         element("p", {"class": "note"}, escape(" · ".join(facts))),
         _figure(turns_chart(turns, f"Session {name}: prompt and cached tokens per turn"), "Tokens per turn"),
         _figure(cumulative_chart(turns, f"Session {name}: prefill saved so far"), "Prefill saved so far"),
-        _table(turns),
+        _table(turns, columns),
     ]
     return element("article", {"class": "session", "id": f"session-{index}", "data-session": name}, parts)
 
 
-def _table(turns: Sequence[TurnReport]) -> str:
-    header = ("turn", "prompt", "cached", "reported", "canonical", "wasted", "cause", "detail")
+def _table(turns: Sequence[TurnReport], columns: Columns) -> str:
+    header = ["turn", "prompt", "cached", "reported", "canonical", "wasted", "cause", "detail"]
+    header += ["provider's verdict"] * columns.provider + ["breakpoints"] * columns.breakpoints
     head = element("tr", None, [element("th", {"class": "n" if i < 6 else None}, h) for i, h in enumerate(header)])
-    rows = [element("tr", {"data-turn": t.turn}, _cells(t)) for t in turns]
+    rows = [element("tr", {"data-turn": t.turn}, _cells(t, columns)) for t in turns]
     table = element("table", None, [element("thead", None, head), element("tbody", None, rows)])
     summary = element("summary", None, f"All {len(turns):,} turns")
     return element("details", {"open": "" if len(turns) <= OPEN_TABLE else None}, [summary, table])
 
 
-def _cells(turn: TurnReport) -> Iterable[str]:
+def _cells(turn: TurnReport, columns: Columns) -> Iterable[str]:
     numbers = (
         turn.turn,
         turn.predicted_prompt_tokens,
@@ -280,3 +396,32 @@ def _cells(turn: TurnReport) -> Iterable[str]:
     swatch = _swatch(cause_color(turn.cause)) if is_drift(turn.cause) else ""
     yield element("td", {"class": "cause"}, [swatch, escape(turn.cause)])
     yield element("td", {"class": "detail"}, escape(turn.detail))
+    if columns.provider:
+        yield _verdict(turn)
+    if columns.breakpoints:
+        yield _breakpoints(turn.breakpoints)
+
+
+def _verdict(turn: TurnReport) -> str:
+    """The provider's verdict on a turn, the tokens it says missed, and whether it agrees with agentcache."""
+    if turn.provider_verdict is None:
+        return element("td", None, "-")
+    text = turn.provider_verdict
+    if turn.provider_missed_tokens is not None:
+        text += f" · {turn.provider_missed_tokens:,} missed"
+    if turn.provider_agrees is not None:
+        text += " · agrees" if turn.provider_agrees else " · disagrees"
+    return element("td", {"class": "disagree" if turn.provider_agrees is False else None}, escape(text))
+
+
+def _breakpoints(account: Placements | None) -> str:
+    """A turn's placement account: how many breakpoints, then each placed and each place left, with why."""
+    if account is None:
+        return element("td", None, "-")
+    if account.refused is not None:
+        return element("td", {"class": "detail"}, escape(f"none: {account.refused}"))
+    count = f"{len(account.placed):,} placed" + (f", {account.existing:,} already there" if account.existing else "")
+    lines = [f"{p.path} at {p.tokens:,} tokens: {p.reason}" for p in account.placed]
+    lines += [f"not {path}: {why}" for path, why in account.skipped]
+    items = element("ul", None, [element("li", None, escape(line)) for line in lines]) if lines else ""
+    return element("td", {"class": "detail"}, [escape(count), items])
