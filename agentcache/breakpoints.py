@@ -30,6 +30,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentcache.cache.hosted import lookback_positions
 from agentcache.cache.rules import LOOKBACK_BLOCKS, MAX_BREAKPOINTS, CacheRule, Provider, rule_for
 from agentcache.predict.prompt import MARKERS, PromptTokenizer, Renderer, Segment
 from agentcache.tokens import Tokenizer, get_tokenizer
@@ -211,25 +212,16 @@ def _common(now: tuple[int, ...], before: tuple[int, ...]) -> int:
 
 
 def _previous_end(segments: list[Segment], previous: Shape | None) -> int | None:
-    """The segment ending the previous request's messages, when this request added more blocks after it than
-    Anthropic's lookback covers; None otherwise."""
+    """The segment ending the previous request's messages, when this request added so many lookback positions
+    after it that Anthropic's lookback from the new end would not reach it; None otherwise."""
     if previous is None or not previous.messages:
         return None
     last = previous.messages - 1
     index = next((i for i, s in enumerate(segments) if s.part == "messages" and s.index == last), None)
     if index is None:
         return None
-    added = sum(_blocks(s.value) for s in segments[index + 1 :])
-    return index if added >= LOOKBACK_BLOCKS else None
-
-
-def _blocks(message: Any) -> int:
-    """Content blocks of a message as Anthropic counts them: an OpenAI-dialect tool call is a ``tool_use`` block."""
-    if not isinstance(message, dict):
-        return 1
-    content, calls = message.get("content"), message.get("tool_calls")
-    blocks = len(content) if isinstance(content, list) else int(bool(content))
-    return max(1, blocks + (len(calls) if isinstance(calls, list) else 0))
+    positions = lookback_positions([s.value for s in segments])
+    return index if positions[-1] - positions[index] >= LOOKBACK_BLOCKS else None
 
 
 def _refusal(segment: Segment, end: int, rule: CacheRule, plan: PlacementPlan) -> str | None:

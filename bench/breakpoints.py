@@ -71,6 +71,20 @@ def fan_out(calls_per_turn: list[int]) -> list[Request]:
     return messages
 
 
+def attached(files_per_turn: list[int]) -> list[Request]:
+    """A review agent whose user turns attach files, each file a text part of its own (as IDE agents send context
+    items): a turn adds one lookback position per file, past Anthropic's 20 when it attaches 20 or more."""
+    messages = workload.messages(4)
+    for turn, count in enumerate(files_per_turn):
+        files = [
+            {"type": "text", "text": f"# src/pkg{turn}/m{i}.py\n" + f"def f{i}(x):\n    return x + {i}\n" * 6}
+            for i in range(count)
+        ]
+        messages.append({"role": "user", "content": [{"type": "text", "text": "Review these files."}, *files]})
+        messages.append({"role": "assistant", "content": f"Turn {turn}: the files look consistent."})
+    return messages
+
+
 def with_state(requests: list[Request]) -> list[Request]:
     """The same turns with the agent's state (step, open files, plan) appended to the system prompt each turn, as
     agents that keep a scratchpad or a to-do list in their instructions do."""
@@ -86,9 +100,11 @@ def with_state(requests: list[Request]) -> list[Request]:
 
 def sessions() -> dict[str, list[Request]]:
     """Agent sessions in the Chat Completions dialect LiteLLM and agentcache's transport take: a request after each
-    user message and each tool result. The first four are plain loops (ties are expected there); the last three are
-    shapes where where a breakpoint goes decides what is read: turns adding more blocks than Anthropic's 20-block
-    lookback (parallel tool calls, of varying fan-out), and a system prompt whose tail changes every turn."""
+    user message and each tool result. The first four are plain loops (ties are expected there). Then parallel tool
+    calls, of fixed and of varying fan-out: a run of calls, and of results, is one of Anthropic's lookback
+    positions, so these stay within its 20 whatever the fan-out. The last two are shapes where where a breakpoint
+    goes decides what is read: turns attaching more files (one part each) than the 20-position lookback, and a
+    system prompt whose tail changes every turn."""
 
     def requests(tools: list[Request], messages: list[Request]) -> list[Request]:
         return [
@@ -100,7 +116,7 @@ def sessions() -> dict[str, list[Request]]:
         ]
 
     bursty = workload.messages(4)
-    for turn in range(6):  # each turn calls 12 tools at once: 24+ blocks per turn, past the 20-block lookback
+    for turn in range(6):  # each turn calls 12 tools at once
         calls = [
             {"id": f"c{turn}_{i}", "type": "function", "function": {"name": "read_file_0", "arguments": "{}"}}
             for i in range(12)
@@ -119,6 +135,7 @@ def sessions() -> dict[str, list[Request]]:
         "bursty tool calls": requests(workload.tools(10), bursty),
         "parallel fan-out 24/turn": requests(workload.tools(10), fan_out([24] * 6)),
         "fan-out 1-30, mixed": requests(workload.tools(10), fan_out([3, 26, 2, 30, 1, 22, 5, 24])),
+        "files attached, 8-30/turn": requests(workload.tools(10), attached([24, 8, 30, 21, 12, 26])),
         "state in system prompt": with_state(requests(workload.tools(10), workload.messages(30))),
     }
 

@@ -18,16 +18,21 @@ SYSTEM = "You are a careful agent. " + " ".join(f"Rule {i}: read item {i} before
 TOOLS = [{"name": f"tool_{i}", "description": f"does {i}", "input_schema": {"type": "object"}} for i in range(4)]
 
 
-def session(turns: int, blocks_per_turn: int = 2) -> list[dict[str, Any]]:
-    """An agent loop in Anthropic's dialect: each turn adds a tool call and its result."""
+def session(turns: int, blocks_per_turn: int = 2, remarks: bool = False) -> list[dict[str, Any]]:
+    """An agent loop in Anthropic's dialect: each turn adds tool calls and their results; with ``remarks``, each call
+    follows a text block, which breaks the run of calls (a run is one lookback position, each remark one more)."""
     messages: list[dict[str, Any]] = [{"role": "user", "content": "Fix the failing test."}]
     requests = []
     for turn in range(turns):
         tools = [dict(tool) for tool in TOOLS]
         requests.append({"model": OPUS, "max_tokens": 64, "tools": tools, "system": SYSTEM, "messages": messages})
         call = [
-            {"type": "tool_use", "id": f"t{turn}_{b}", "name": "tool_0", "input": {"n": b}}
+            block
             for b in range(blocks_per_turn)
+            for block in (
+                *([{"type": "text", "text": f"Now n={b}."}] if remarks else []),
+                {"type": "tool_use", "id": f"t{turn}_{b}", "name": "tool_0", "input": {"n": b}},
+            )
         ]
         result = [
             {"type": "tool_result", "tool_use_id": f"t{turn}_{b}", "content": f"out {turn}.{b}"}
@@ -80,10 +85,17 @@ def test_a_full_budget_places_nothing() -> None:
 
 
 def test_a_turn_adding_more_blocks_than_the_lookback_marks_the_previous_end() -> None:
-    requests = session(2, blocks_per_turn=12)  # 24 blocks between the two ends
+    requests = session(2, blocks_per_turn=12, remarks=True)  # 24 calls and remarks, one run of results: 25 positions
     plan = place(requests[1], "anthropic", previous=requests[0])
     last = len(requests[0]["messages"]) - 1
     assert f"$.messages[{last}]" in [p.path for p in plan.placed]
+
+
+def test_a_run_of_parallel_calls_is_one_lookback_position() -> None:
+    requests = session(2, blocks_per_turn=12)  # 12 calls, 12 results: two runs, two positions
+    plan = place(requests[1], "anthropic", previous=requests[0])
+    last = len(requests[0]["messages"]) - 1
+    assert f"$.messages[{last}]" not in [p.path for p in plan.placed]
 
 
 def costs(requests: list[dict[str, Any]], placed: bool) -> tuple[int, float]:
@@ -158,10 +170,10 @@ def test_a_system_prompt_whose_tail_changes_every_turn_is_marked_before_the_chan
     assert sum(r.predicted_cached for r in smart) > sum(r.predicted_cached for r in plain)
 
 
-def test_parallel_tool_calls_past_the_lookback_are_read_through_the_previous_end() -> None:
-    """Turns of 12 parallel calls (24 blocks each): one trailing marker cannot reach the previous entry, the marker
-    on the previous end reads it, so the conversation is read every turn."""
-    requests = session(4, blocks_per_turn=12)
+def test_remarked_tool_calls_past_the_lookback_are_read_through_the_previous_end() -> None:
+    """Turns of 12 calls, each after a remark (25 lookback positions each): one trailing marker cannot reach the
+    previous entry, the marker on the previous end reads it, so the conversation is read every turn."""
+    requests = session(4, blocks_per_turn=12, remarks=True)
     plans = placed_session(requests)
     for previous, plan in zip(requests, plans[1:], strict=False):
         assert f"$.messages[{len(previous['messages']) - 1}]" in {p.path for p in plan.placed}

@@ -17,7 +17,7 @@ import time
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import Literal
+from typing import Any, Literal
 
 from agentcache.cache.blockhash import root_hash, token_array
 from agentcache.cache.rules import (
@@ -336,11 +336,19 @@ class AnthropicPromptCache(HostedPromptCache):
         breakpoints: Sequence[int] | None = None,
         ttl: Ttl | Sequence[Ttl] = "5m",
         blocks: Sequence[int] | None = None,
+        positions: Sequence[int] | None = None,
         now: float | None = None,
     ) -> int:
         """One request: returns ``cache_read_input_tokens``. See :meth:`serve_usage` for the arguments."""
         return self.serve_usage(
-            prompt_tokens, output_tokens, extra_key, breakpoints=breakpoints, ttl=ttl, blocks=blocks, now=now
+            prompt_tokens,
+            output_tokens,
+            extra_key,
+            breakpoints=breakpoints,
+            ttl=ttl,
+            blocks=blocks,
+            positions=positions,
+            now=now,
         ).cached
 
     def serve_usage(
@@ -352,6 +360,7 @@ class AnthropicPromptCache(HostedPromptCache):
         breakpoints: Sequence[int] | None = None,
         ttl: Ttl | Sequence[Ttl] = "5m",
         blocks: Sequence[int] | None = None,
+        positions: Sequence[int] | None = None,
         now: float | None = None,
     ) -> CacheUsage:
         """One request: returns cache reads and writes as Anthropic reports them.
@@ -361,26 +370,34 @@ class AnthropicPromptCache(HostedPromptCache):
         ``ttl``: one value for all breakpoints or one per breakpoint; a ``"1h"`` breakpoint may not follow a
         ``"5m"`` one. ``blocks``: ascending end positions of every content block, which bounds the lookback to
         20 blocks; without it the lookback is unbounded, which overstates hits when a turn adds more than 20
-        blocks. The output is not cached (it counts once the next prompt carries it).
+        blocks. ``positions``: the lookback position of each of ``blocks`` (:func:`lookback_positions`), for blocks
+        that stand for more than one position, or for a run of tool calls or results that takes one; by default
+        each block is one position. The output is not cached (it counts once the next prompt carries it).
         """
         marks = [len(prompt_tokens)] if breakpoints is None else list(breakpoints)
         ttls = self._ttls(ttl, len(marks))
         self._check_breakpoints(marks, blocks, len(prompt_tokens))
-        window = self._lookback(marks, blocks)
+        if positions is not None and (blocks is None or len(positions) != len(blocks)):
+            raise CacheModelError("positions must give one lookback position for each of `blocks`")
+        window = self._lookback(marks, blocks, positions)
         usage = self._at_breakpoints(prompt_tokens, marks, ttls, window, extra_key, self._clock(now))
         return self._count(len(prompt_tokens), usage)
 
-    def _lookback(self, marks: Sequence[int], blocks: Sequence[int] | None) -> set[int]:
-        """Prefix lengths a request checks for a hit: the ends of the 20 blocks up to each breakpoint, or (block
-        ends unknown) every entry length up to the last breakpoint."""
+    def _lookback(
+        self, marks: Sequence[int], blocks: Sequence[int] | None, positions: Sequence[int] | None = None
+    ) -> set[int]:
+        """Prefix lengths a request checks for a hit: the ends of the blocks within 20 positions up to each
+        breakpoint, or (block ends unknown) every entry length up to the last breakpoint."""
         if not marks:
             return set()  # no cache_control: nothing is read
         if blocks is None:
             return self._entry_lengths(marks[-1])
+        at = range(len(blocks)) if positions is None else positions
         window: set[int] = set()
         for mark in marks:
-            end = blocks.index(mark) + 1
-            window.update(blocks[max(0, end - LOOKBACK_BLOCKS) : end])
+            index = blocks.index(mark)
+            first = at[index] - LOOKBACK_BLOCKS + 1
+            window.update(end for end, position in zip(blocks[: index + 1], at, strict=False) if position >= first)
         return window
 
     @staticmethod
@@ -396,3 +413,40 @@ class AnthropicPromptCache(HostedPromptCache):
                 f"ttl {names}: a '1h' breakpoint after a '5m' one is rejected by the API; put longer TTLs first"
             )
         return [TTL_SECONDS[name] for name in names]
+
+
+RUNS = frozenset({"tool_use", "tool_result"})
+"""Block types of which Anthropic's lookback counts a run of consecutive blocks as one position."""
+
+
+def lookback_positions(values: Sequence[Any]) -> list[int]:
+    """The lookback position at which each value of a prompt ends (0-based, ascending): ``values`` are its tools,
+    system blocks and messages in prefix order. Each content block is one position, except that a run of
+    ``tool_use`` blocks is one, and so is a run of ``tool_result`` blocks, across messages too: OpenAI-dialect
+    ``tool`` messages in a row are one user turn of results to Anthropic, and an OpenAI tool call is a
+    ``tool_use`` block. A value that continues a run ends at the position before it."""
+    out: list[int] = []
+    position, previous = -1, ""
+    for value in values:
+        for kind in _block_kinds(value):
+            if kind not in RUNS or kind != previous:
+                position += 1
+            previous = kind
+        out.append(position)
+    return out
+
+
+def _block_kinds(value: Any) -> list[str]:
+    """The types of a value's content blocks, in order (a tool definition or a plain string is one block)."""
+    if not isinstance(value, dict) or "role" not in value:
+        return ["block"]
+    if value.get("role") == "tool":
+        return ["tool_result"]
+    content, calls = value.get("content"), value.get("tool_calls")
+    kinds = (
+        [str(block.get("type", "text")) if isinstance(block, dict) else "text" for block in content]
+        if isinstance(content, list)
+        else ["text"] * bool(content)
+    )
+    kinds += ["tool_use"] * (len(calls) if isinstance(calls, list) else 0)
+    return kinds or ["text"]

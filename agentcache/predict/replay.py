@@ -16,7 +16,7 @@ from typing import Any
 
 from agentcache.cache.base import PrefixCacheModel
 from agentcache.cache.blockhash import token_array
-from agentcache.cache.hosted import AnthropicPromptCache, HostedPromptCache, OpenAIPromptCache
+from agentcache.cache.hosted import AnthropicPromptCache, HostedPromptCache, OpenAIPromptCache, lookback_positions
 from agentcache.cache.options import CacheOptions
 from agentcache.cache.rules import MAX_BREAKPOINTS
 from agentcache.canon import CanonicalPolicy, canonicalize
@@ -210,7 +210,15 @@ class Replay:
             blocks = ends if marks else None  # no breakpoint: nothing is read or written
             if isinstance(model, (AnthropicPromptCache, OpenAIPromptCache)):
                 usage = (
-                    model.serve_usage(tokens, (), namespace, now=self.clock, breakpoints=marks, blocks=blocks)
+                    model.serve_usage(
+                        tokens,
+                        (),
+                        namespace,
+                        now=self.clock,
+                        breakpoints=marks,
+                        blocks=blocks,
+                        positions=lookback_positions([s.value for s in segments]) if blocks else None,
+                    )
                     if isinstance(model, AnthropicPromptCache)
                     else model.serve_usage(tokens, namespace, now=self.clock, breakpoints=marks)
                 )

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentcache.cache.hosted import AnthropicPromptCache, CacheUsage, OpenAIPromptCache
+from agentcache.cache.hosted import AnthropicPromptCache, CacheUsage, OpenAIPromptCache, lookback_positions
 from agentcache.cache.rules import LOOKBACK_BLOCKS, MAX_BREAKPOINTS, RULES, TTL_SECONDS
 from agentcache.errors import CacheModelError, UnknownModelWarning
 from tests.cache.reference import common_prefix, random_tokens
@@ -146,6 +146,31 @@ def test_anthropic_lookback_reaches_20_blocks() -> None:
         cache = AnthropicPromptCache(min_cacheable_tokens=1)
         cache.serve(prompt, breakpoints=[blocks[written_at]], blocks=blocks, now=0)
         assert cache.serve(prompt, breakpoints=[blocks[written_at + offset]], blocks=blocks, now=1) == expected
+
+
+def test_anthropic_counts_a_run_of_tool_calls_or_results_as_one_lookback_position() -> None:
+    """Documented: each content block is a lookback position, but a run of tool_use blocks is one, and so is a run
+    of tool_result blocks. A fan-out of 24 calls (OpenAI dialect: 24 ``tool`` messages) keeps the previous entry
+    in reach; counted one per block it would not be."""
+    user = {"role": "user", "content": "go"}
+    calls = {"role": "assistant", "content": None, "tool_calls": [{"id": f"c{i}"} for i in range(24)]}
+    results = [{"role": "tool", "tool_call_id": f"c{i}", "content": "ok"} for i in range(24)]
+    values = [{"name": "read"}, "system", user, calls, *results, {"role": "assistant", "content": "done"}, user]
+    positions = lookback_positions(values)
+    assert positions == [0, 1, 2, 3, *[4] * 24, 5, 6]
+    blocks = blocks_of(10, len(values))
+    prompt = random_tokens(23, blocks[-1])
+    for counted, expected in ((positions, blocks[2]), (None, 0)):
+        cache = AnthropicPromptCache(min_cacheable_tokens=1)
+        cache.serve(prompt[: blocks[2]], breakpoints=[blocks[2]], blocks=blocks[:3], now=0)
+        assert cache.serve(prompt, breakpoints=[blocks[-1]], blocks=blocks, positions=counted, now=1) == expected
+    # each block of a message is a position; Anthropic-dialect runs count once too
+    text = {"type": "text", "text": "x"}
+    use, result = {"type": "tool_use", "id": "a"}, {"type": "tool_result", "tool_use_id": "a"}
+    assert lookback_positions([{"role": "user", "content": [text] * 25}]) == [24]
+    assert lookback_positions(
+        [{"role": "assistant", "content": [text, use, use]}, {"role": "user", "content": [result, result, text]}]
+    ) == [1, 3]
 
 
 def test_anthropic_an_earlier_breakpoint_is_checked_when_the_last_misses() -> None:

@@ -134,15 +134,23 @@ def test_the_sdk_request_gets_breakpoints_within_the_budget_counting_the_callers
 
 
 def test_a_turn_over_the_lookback_marks_the_previous_end_from_the_session_kept() -> None:
-    """A turn adding more blocks than Anthropic looks back over gets the previous turn's end marked, which the
-    transport knows from the session's previous request (kept as a small shape, not as the body)."""
+    """A turn adding more lookback positions than Anthropic looks back over (12 calls, each after a remark that
+    breaks the run of calls) gets the previous turn's end marked, which the transport knows from the session's
+    previous request (kept as a small shape, not as the body)."""
     sent = Sent()
     transport = CacheAwareTransport(
         httpx.MockTransport(anthropic_message), server="anthropic", breakpoints=True, listeners=[sent], telemetry=False
     )
     client = hosted_client(transport)
     first = [{"role": "user", "content": "Read every module."}]
-    calls = [{"type": "tool_use", "id": f"t{i}", "name": "tool_0", "input": {"n": i}} for i in range(12)]
+    calls = [
+        block
+        for i in range(12)
+        for block in (
+            {"type": "text", "text": f"Module {i} next."},
+            {"type": "tool_use", "id": f"t{i}", "name": "tool_0", "input": {"n": i}},
+        )
+    ]
     results = [{"type": "tool_result", "tool_use_id": f"t{i}", "content": f"module {i}: ok"} for i in range(12)]
     second = [*first, {"role": "assistant", "content": calls}, {"role": "user", "content": results}]
     for messages in (first, second):
