@@ -15,6 +15,7 @@ __all__ = [
     "CycleError",
     "DuplicateKeyError",
     "DuplicateToolError",
+    "EventsError",
     "InexactNumberError",
     "InputError",
     "InvalidValueError",
@@ -94,6 +95,11 @@ class TokenizerError(AgentCacheError, ValueError):
 
 class CacheModelError(AgentCacheError, ValueError):
     """A client-side cache model was used in a way its server never allows (e.g. unlocking an unlocked node)."""
+
+
+class EventsError(AgentCacheError):
+    """A server's KV cache event stream cannot be read: the ``events`` extra (pyzmq, msgpack) is missing, or a
+    message is not a KV event batch."""
 
 
 class UnknownModelWarning(UserWarning):

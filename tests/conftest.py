@@ -48,6 +48,8 @@ class EngineInfo:
     started_here: bool
     workers: tuple[str, ...] = ()
     """The cluster's SGLang workers behind its gateway (``url``); empty for a single engine."""
+    kv_events: str | None = None
+    """Where the engine publishes its KV cache events (SGLang), else None."""
 
     @property
     def profile(self) -> str:
@@ -112,8 +114,16 @@ def _bring_up(engine: str) -> EngineInfo:
     url = _engines_py("start", engine, *CLUSTER_START if engine == "cluster" else ()).splitlines()[-1]
     record = engine_script.running(engine) or {}
     workers = tuple(map(str, record.get("workers", ())))  # type: ignore[call-overload]
-    return EngineInfo(engine, url, SERVED_MODEL, engine_script.MODEL_DIR, not was_running, workers)
-
+    events = record.get("kv_events")
+    return EngineInfo(
+        engine,
+        url,
+        SERVED_MODEL,
+        engine_script.MODEL_DIR,
+        not was_running,
+        workers,
+        None if events is None else str(events),
+    )
 
 
 def _future(engine: str) -> Future[EngineInfo]:

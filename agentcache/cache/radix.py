@@ -223,6 +223,27 @@ class RadixCache:
                 freed += self._delete_leaf(node)
         return freed
 
+    def namespaces(self) -> list[Hashable]:
+        """The ``extra_key`` of every tree the cache holds (one per namespace served so far)."""
+        return list(self._roots)
+
+    def drop(self, tokens: Sequence[int], start: int, extra_key: Hashable = None) -> int:
+        """Drop what is cached of ``tokens`` from token ``start`` on, and everything below it: the server said it
+        evicted that part (its KV events). Nodes a request has locked stay. Returns the tokens dropped."""
+        key = self._key(tokens)
+        at = start * _TOKEN_BYTES
+        node, reached = self._walk(self._root(extra_key), key, 0, at)
+        child = node.children.get(key[at : at + self._page]) if node.children and reached == at else None
+        if child is None:
+            return 0  # the model does not hold that part of the path: nothing to drop
+        below: list[RadixNode] = []
+        stack = [child]
+        while stack:
+            current = stack.pop()
+            below.append(current)
+            stack.extend(current.children.values() if current.children else ())
+        return sum(self._delete_leaf(n) for n in reversed(below) if self._is_evictable_leaf(n))
+
     def stats(self) -> dict[str, int]:
         """Counters over :meth:`serve` calls (``requests``, ``prompt_tokens``, ``cached_tokens``) and the tree:
         ``stored_tokens`` (= ``evictable_tokens`` + ``protected_tokens``, the locked ones), ``nodes``,

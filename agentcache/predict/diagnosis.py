@@ -30,6 +30,9 @@ class Previous:
     """The worker of a cluster that served it (None: a single server)."""
     rendered_at: datetime | None = None
     """The time the server's template rendered the turn at (its date, for a template that renders one)."""
+    server_evicted: int = 0
+    """Tokens its server had said it evicted (KV events) when the turn was served: a later count above it means
+    the server evicted since."""
 
 
 @dataclass(frozen=True)
@@ -55,9 +58,11 @@ def diagnose(
     minimum: int = 0,
     worker: str | None = None,
     lost: frozenset[str] = frozenset(),
+    server_evicted: bool = False,
 ) -> Diagnosis:
     """The diagnosis of ``request``, just served as ``served`` on ``worker``, against the previous turn of its
-    session; ``lost`` are the workers known to have gone away."""
+    session; ``lost`` are the workers known to have gone away; ``server_evicted``, whether the server said (KV
+    events) it evicted some of its cache since the session's previous turn."""
     cause, detail, divergence, wasted = _drift(previous, request, served)
     relocated = None if previous is None else previous.relocated
     if relocated and divergence is not None and divergence.path.startswith(relocated):
@@ -68,6 +73,14 @@ def diagnose(
         moved = _moved(previous, served, worker, lost)
         if moved is not None:
             cause, detail = moved
+    elif cause == causes.NONE and previous is not None and server_evicted:
+        reusable = _reusable(previous, served)
+        if served.cached < reusable:
+            cause = causes.EVICTED
+            detail = (
+                f"the server evicted {reusable - served.cached} of the {reusable} tokens the previous turn left "
+                "(its KV events)"
+            )
     if cause in (causes.NONE, causes.NEW_SESSION):
         if 0 < served.prompt_tokens < minimum:
             cause, detail = causes.BELOW_MINIMUM, f"{served.prompt_tokens} tokens, under the minimum of {minimum}"
@@ -87,17 +100,23 @@ def diagnose(
 def _moved(previous: Previous, served: Served, worker: str | None, lost: frozenset[str]) -> tuple[str, str] | None:
     """``worker_changed`` (or ``worker_lost``) when a turn that extends its predecessor landed on a worker that holds
     less of it than the predecessor's worker would have (all but the last token: servers recompute that one)."""
-    before, now = previous.served, served
-    old, new = (
-        (before.exact, now.exact) if now.exact is not None and before.exact is not None else (before.tokens, now.tokens)
-    )
-    reusable = min(common_prefix(old, new), max(0, len(new) - 1))
+    reusable = _reusable(previous, served)
     if served.cached >= reusable:
         return None
     held = f"{worker} held {served.cached} of the {reusable} tokens the previous turn left on {previous.worker}"
     if previous.worker in lost:
         return causes.WORKER_LOST, f"{previous.worker} went away; {held}"
     return causes.WORKER_CHANGED, f"routed to another worker: {held}"
+
+
+def _reusable(previous: Previous, served: Served) -> int:
+    """Tokens of the previous turn's prompt this one could read from its cache: their common prefix, all but the
+    last token of this prompt (servers recompute that one), in the server's own tokens when both are known."""
+    before, now = previous.served, served
+    old, new = (
+        (before.exact, now.exact) if now.exact is not None and before.exact is not None else (before.tokens, now.tokens)
+    )
+    return min(common_prefix(old, new), max(0, len(new) - 1))
 
 
 def _drift(

@@ -18,6 +18,7 @@ from agentcache.cache.base import PrefixCacheModel
 from agentcache.cache.blockhash import token_array
 from agentcache.cache.hosted import AnthropicPromptCache, HostedPromptCache, OpenAIPromptCache, lookback_positions
 from agentcache.cache.options import CacheOptions
+from agentcache.cache.radix import RadixCache
 from agentcache.cache.rules import MAX_BREAKPOINTS
 from agentcache.canon import CanonicalPolicy, canonicalize
 from agentcache.errors import RequestError, TokenizerError
@@ -111,6 +112,8 @@ class Replay:
         """The model of each worker of a cluster, by the worker's name (the single server's is ``model``)."""
         self.lost: set[str] = set()
         """Workers that went away: a session's next turn elsewhere is ``worker_lost``."""
+        self.server_evicted: dict[str | None, int] = {}
+        """Tokens each server (worker, or None for the single server) said it evicted, which the model dropped."""
         if server_prompt is None and options.model_dir is not None and options.renders_template:
             server_prompt = ServerPrompt.from_pretrained(options.model_dir, options.kind)
         self.server_prompt = server_prompt
@@ -143,7 +146,11 @@ class Replay:
             self.last[session] = replace(self.last[session], relocated=relocated)
         minimum = self.model.minimum_tokens()
         lost = frozenset(self.lost)
-        diagnosis = diagnose(previous, request, served, reported_cached, reported_prompt_tokens, minimum, worker, lost)
+        evicted = self.server_evicted.get(worker, 0)
+        since = previous is not None and previous.worker == worker and evicted > previous.server_evicted
+        diagnosis = diagnose(
+            previous, request, served, reported_cached, reported_prompt_tokens, minimum, worker, lost, since
+        )
         if diagnosis.cause == causes.NONE and previous is not None:
             diagnosis = self._template_made(previous, request, served, self.last[session].rendered_at) or diagnosis
         return Prediction(
@@ -227,7 +234,8 @@ class Replay:
             else:
                 cached = model.serve(tokens, (), namespace, now=self.clock, breakpoints=marks, blocks=blocks)
                 served = Served(segments, tokens, starts, cached)
-        self.last[session] = Previous(request, served, worker=worker, rendered_at=rendered_at)
+        evicted = self.server_evicted.get(worker, 0)
+        self.last[session] = Previous(request, served, worker=worker, rendered_at=rendered_at, server_evicted=evicted)
         return served
 
     def model_of(self, worker: str | None) -> PrefixCacheModel:
@@ -242,6 +250,30 @@ class Replay:
         """The worker that served the session's last turn (None: none yet, or a single server)."""
         last = self.last.get(session)
         return None if last is None else last.worker
+
+    def server_removed(self, worker: str | None, path: Sequence[int], start: int, salt: str = "") -> int:
+        """The server (``worker`` of a cluster, or the single server) evicted ``path`` from token ``start`` on (its
+        KV events say so, :mod:`agentcache.servers.kv_events`): drop it from the model, in every namespace of that
+        ``cache_salt``; an empty ``path`` is the whole cache. Returns the tokens the model dropped. Counts only on
+        a radix model (SGLang's) of the server's own tokens, which is what the events name."""
+        model = self.model_of(worker)
+        if not isinstance(model, RadixCache):
+            return 0
+        if not path:
+            dropped = model.stats()["stored_tokens"]
+            fresh = self.options.build()
+            if worker is None:
+                self.model = fresh
+            else:
+                self.workers[worker] = fresh
+        else:
+            dropped = sum(
+                model.drop(path, start, namespace)
+                for namespace in model.namespaces()
+                if not isinstance(namespace, tuple) or namespace[-1:] == (salt,)
+            )
+        self.server_evicted[worker] = self.server_evicted.get(worker, 0) + dropped
+        return dropped
 
     def worker_lost(self, worker: str) -> None:
         """``worker`` went away: its cache with it. Should it come back, it starts from an empty model."""

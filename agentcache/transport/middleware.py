@@ -29,11 +29,12 @@ and o200k_base give an estimate (the only option for hosted APIs).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -50,6 +51,7 @@ from agentcache.predict.provider import ANTHROPIC_BETA
 from agentcache.predict.replay import Prediction
 from agentcache.redact import CREDENTIAL, names_credential
 from agentcache.servers import ServerProfile, ServerPrompt, get_profile
+from agentcache.servers.kv_events import KvEventStream, Removal
 from agentcache.tokens import Tokenizer, get_tokenizer
 from agentcache.transport.background import defer
 from agentcache.transport.call import Call, TurnListener
@@ -91,6 +93,7 @@ class CacheSettings(TypedDict, total=False):
     predict_in: PredictIn
     diagnostics: bool
     breakpoints: bool
+    kv_events: str | Mapping[str, str] | None
 
 
 class CacheMiddleware:
@@ -114,6 +117,12 @@ class CacheMiddleware:
     request gets ``diagnostics.previous_message_id`` (the session's previous response id, null on its first turn)
     and the ``anthropic-beta: cache-diagnosis-2026-04-07`` header. Whatever diagnosis a response carries (asked for
     here or by the caller) is recorded on the turn beside agentcache's cause: :mod:`agentcache.predict.provider`.
+
+    ``kv_events`` (SGLang) is where the server publishes its KV cache events, ``tcp://host:port``, or for a
+    cluster a mapping from each worker, as the gateway names it, to its endpoint: that server's model then takes
+    its evictions from the server instead of simulating them, and a turn that lost part of its prefix to them is
+    ``evicted`` (see :mod:`agentcache.servers.kv_events`). Without it, evictions are the model's own simulation
+    (``cache.capacity``).
 
     ``breakpoints=True`` places cache breakpoints on each canonicalized request (:func:`agentcache.breakpoints.place`,
     given the session's previous request): Anthropic ``cache_control`` markers on Messages requests, OpenAI
@@ -143,14 +152,25 @@ class CacheMiddleware:
         diagnostics: bool = False,
         cluster: Cluster | None = None,
         breakpoints: bool = False,
+        kv_events: str | Mapping[str, str] | None = None,
     ) -> None:
         self.profile = get_profile(server)
         self.cluster = cluster
         self.cache_options = options = cache or self.profile.cache
         source = None if prompt is not None else prompt_source(model_dir, self.profile, options)
+        events = {"": kv_events} if isinstance(kv_events, str) else dict(kv_events or {})
+        if events and options.kind != "sglang":
+            raise InputError(f"kv_events are read for SGLang servers; this middleware models {options.kind}")
+        if events and source is None and prompt is None:
+            raise InputError("kv_events name the server's own tokens: give model_dir (the folder the server loads)")
+        if events:  # the server says what it evicted: the model simulates no pool of its own
+            self.cache_options = options = dataclasses.replace(options, capacity=None)
+        self._streams = {worker: KvEventStream(endpoint).start() for worker, endpoint in events.items()}
+        """The KV event stream of each server, by worker ("": the single server); empty: none."""
         spec = None
         if isinstance(tokenizer, str) and prompt is None:
-            spec = PredictorSpec(options, tokenizer, *(source or (None, self.profile)))
+            prompt_dir, prompt_server = source or (None, self.profile)
+            spec = PredictorSpec(options, tokenizer, prompt_dir, prompt_server)
         if source is not None:
             prompt = ServerPrompt.from_pretrained(*source)
         if prompt is not None and options.kind == "anthropic":
@@ -352,9 +372,15 @@ class CacheMiddleware:
                 None if usage is None else usage.prompt_tokens,
                 None if usage is None else usage.cached_tokens,
                 call.relocated,
+                removals=self._removals(call.worker),
             )
         waiters = [self.ledger.pending] if call.scope is None else [self.ledger.pending, call.scope.pending]
         defer(lambda: self._finish(call, result, job, ended), *waiters)
+
+    def _removals(self, worker: str | None) -> tuple[Removal, ...]:
+        """What the server the call went to said it evicted (KV events) since its last turn, up to now."""
+        stream = self._streams.get(worker or "")
+        return () if stream is None else tuple(stream.take_removals(time.monotonic()))
 
     def _finish(self, call: Call, result: TapResult, job: PredictJob | None, ended: float) -> Turn:
         """Predict the turn (wherever :attr:`predictions` runs), record it, tell listeners."""

@@ -21,6 +21,7 @@ from agentcache.errors import AgentCacheError
 from agentcache.predict.prompt import PromptTokenizer
 from agentcache.predict.replay import Prediction, Replay
 from agentcache.servers import ServerProfile, ServerPrompt
+from agentcache.servers.kv_events import Removal
 from agentcache.tokens import Tokenizer, get_tokenizer
 
 #: Distinct tool lists a predictor shares between bodies before it starts over (agents send a handful).
@@ -45,6 +46,9 @@ class PredictJob(NamedTuple):
     """The cluster's worker that served the turn (None: a single server)."""
     lost: tuple[str, ...] = ()
     """The cluster's workers found gone since the last job: their caches are dropped before the turn is served."""
+    removals: tuple[Removal, ...] = ()
+    """What the server said it evicted (its KV events) since the last job of its worker, up to this turn's end:
+    dropped from the worker's model before the turn is served."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +118,8 @@ class Predictor:
                 output = self.prompt.tokenizer.encode(job.text)
             for worker in job.lost:
                 self.replay.worker_lost(worker)
+            for removal in job.removals:
+                self.replay.server_removed(job.worker, removal.path, removal.start, removal.salt)
             return self.replay.diagnose_turn(
                 self._parse(job.sent),
                 job.started,

@@ -202,6 +202,17 @@ def source_files(folder: Path) -> dict[Path, bytes]:
     return {f.relative_to(folder): f.read_bytes() for f in files}
 
 
+KV_EVENTS_FLAG = "--kv-events-config"
+
+
+def kv_events_endpoint(cmd: Sequence[str]) -> str | None:
+    """Where a server launched with ``cmd`` publishes its KV cache events, or None."""
+    if KV_EVENTS_FLAG not in cmd:
+        return None
+    endpoint: str = json.loads(cmd[cmd.index(KV_EVENTS_FLAG) + 1])["endpoint"]
+    return endpoint
+
+
 def launch_sglang(port: int, kv_pool: int = CONTEXT) -> tuple[list[str], dict[str, str]]:
     cmd = [str(VENVS / "sglang" / "bin" / "python"), "-m", "sglang.launch_server", "--model-path", str(MODEL_DIR)]
     cmd += ["--served-model-name", SERVED_NAME, "--device", "cpu", "--host", "127.0.0.1", "--port", str(port)]
@@ -214,6 +225,10 @@ def launch_sglang(port: int, kv_pool: int = CONTEXT) -> tuple[list[str], dict[st
     # An idle scheduler otherwise polls its sockets in a busy loop: 40% of a core per server, all run long, on a
     # 2-core machine that also runs the cluster's workers. With it, the scheduler blocks on its sockets when idle.
     cmd += ["--sleep-on-idle"]
+    # The server's own record of what it stored and evicted, published on a port of its own (in the run record);
+    # SGLang binds only a wildcard host unless told to: a loopback address would make it connect instead.
+    events = {"publisher": "zmq", "endpoint": f"tcp://127.0.0.1:{free_port()}", "bind": True, "topic": ""}
+    cmd += [KV_EVENTS_FLAG, json.dumps(events)]
     return cmd, {"SGLANG_USE_CPU_ENGINE": "1"}  # without it the scheduler imports vllm and the parent hangs
 
 
@@ -463,6 +478,7 @@ def spawn(
         )
     url = f"http://127.0.0.1:{port}"
     info = {"engine": name, "pid": process.pid, "program": cmd[0], "port": port, "url": url, "log": str(logfile)}
+    info["kv_events"] = kv_events_endpoint(cmd)
     run_file(name).write_text(json.dumps({**info, **record}))
     return name, process, url
 

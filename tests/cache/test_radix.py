@@ -383,3 +383,18 @@ def test_rejects_bad_configuration() -> None:
         RadixCache(policy="mru")  # type: ignore[arg-type]
     with pytest.raises(CacheModelError, match="empty prompt"):
         RadixCache().serve([])
+
+
+def test_drop_takes_out_what_the_server_evicted_and_keeps_what_a_request_holds() -> None:
+    """The server's KV events name a path and where its evicted part starts: that part goes, with everything below
+    it, and nothing else; a locked node (a running request's) stays."""
+    cache = RadixCache()
+    cache.insert([1, 2, 3, 4, 5, 6])
+    cache.insert([1, 2, 3, 7, 8])
+    assert cache.drop([1, 2, 3, 4, 5, 6], 4) == 2
+    assert cache.match([1, 2, 3, 4, 5, 6]) == 4 and cache.match([1, 2, 3, 7, 8]) == 5
+    cache.lock(cache.match_prefix([1, 2, 3, 7, 8]).node)
+    assert cache.drop([1, 2, 3, 7, 8], 3) == 0 and cache.match([1, 2, 3, 7, 8]) == 5
+    assert cache.drop([9, 9], 0) == 0  # a path the model does not hold
+    assert cache.drop([1, 2, 3, 4], 0) == 1  # from the root: the locked branch stays
+    assert cache.match([1, 2, 3, 4]) == 3 and cache.stats()["evicted_tokens"] == 3

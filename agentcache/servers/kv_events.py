@@ -1,0 +1,341 @@
+"""The servers' own record of their KV cache: the KV cache events SGLang and vLLM publish over ZMQ.
+
+Started with ``--kv-events-config`` (``{"publisher": "zmq", "endpoint": "tcp://...:P"}``; vLLM also takes
+``"enable_kv_cache_events": true``), an engine publishes on a ZMQ PUB socket messages of three frames: the topic,
+a sequence number (8 bytes, big-endian, from 0 per publisher, so a jump means missed messages) and a msgpack batch
+``[ts, events, dp_rank]``. Each event is a map tagged by ``type`` (``BlockStored``, ``BlockRemoved``,
+``AllBlocksCleared``); older vLLM releases send arrays with the tag first, which are read too.
+
+A ``BlockStored`` names the blocks written (``block_hashes``), the block they follow (``parent_block_hash``, None
+at the root) and their ``token_ids``; SGLang sends one event per page (one token on CPU), vLLM one per run of full
+blocks. A ``BlockRemoved`` names evicted blocks. The hashes are the engine's own and opaque here: the blocks are
+matched by the token ids the events carry, so the same code reads both engines.
+
+:class:`ServerBlocks` keeps one server's blocks as the events describe them: which prefix of a prompt it holds now,
+and where the server evicted a path since a given moment (a sequence number). :class:`KvEventStream` subscribes to
+one engine and keeps its :class:`ServerBlocks` current on a background thread. It needs ``pyzmq`` and ``msgpack``
+(the ``events`` extra), imported when a stream starts.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentcache.errors import EventsError
+
+STORED, REMOVED, CLEARED = "BlockStored", "BlockRemoved", "AllBlocksCleared"
+CONNECT_SECONDS = 5
+"""How long :meth:`KvEventStream.start` waits for the publisher (an engine not up yet still gets subscribed)."""
+MAX_PENDING = 65_536
+"""Removals kept for the predictor to take; older ones go first when it falls that far behind."""
+#: The fields of a tag-first array event, in order (vLLM's encoding before tagged maps).
+ARRAY_FIELDS = {STORED: ("block_hashes", "parent_block_hash", "token_ids", "block_size"), REMOVED: ("block_hashes",)}
+
+
+@dataclass(frozen=True)
+class Event:
+    """One KV cache event: ``kind`` is ``BlockStored``, ``BlockRemoved`` or ``AllBlocksCleared``."""
+
+    kind: str
+    hashes: tuple[Hashable, ...] = ()
+    parent: Hashable | None = None
+    tokens: tuple[int, ...] = ()
+    block_size: int = 0
+    salt: str = ""
+    """``cache_salt``: the namespace of the requests that stored the blocks."""
+
+
+def decode_batch(payload: bytes) -> list[Event]:
+    """The events of one published batch; an event of an unknown type is left out (newer engines add types)."""
+    import msgpack
+
+    batch = msgpack.unpackb(payload, raw=False, strict_map_key=False)
+    if not isinstance(batch, (list, tuple)) or len(batch) < 2 or not isinstance(batch[1], list):
+        raise EventsError(f"not a KV event batch: expected [ts, events, ...], got {type(batch).__name__}")
+    return [event for event in (_event(raw) for raw in batch[1]) if event is not None]
+
+
+def _event(raw: Any) -> Event | None:
+    if isinstance(raw, (list, tuple)) and raw and isinstance(raw[0], str):
+        raw = {"type": raw[0], **dict(zip(ARRAY_FIELDS.get(raw[0], ()), raw[1:], strict=False))}
+    if not isinstance(raw, dict):
+        return None
+    kind = raw.get("type")
+    if kind == CLEARED:
+        return Event(CLEARED)
+    hashes = tuple(_hashable(h) for h in raw.get("block_hashes") or ())
+    if kind == REMOVED:
+        return Event(REMOVED, hashes)
+    if kind == STORED:
+        parent = raw.get("parent_block_hash")
+        tokens = tuple(_token(t) for t in raw.get("token_ids") or ())
+        parent = None if parent is None else _hashable(parent)
+        return Event(STORED, hashes, parent, tokens, int(raw["block_size"]), str(raw.get("cache_salt") or ""))
+    return None
+
+
+def _hashable(value: Any) -> Hashable:
+    hashable: Hashable = bytes(value) if isinstance(value, (bytearray, memoryview)) else value
+    return hashable
+
+
+def _token(value: Any) -> int:
+    """A token id; SGLang's bigram pages send pairs, of which the first is the token."""
+    return int(value[0]) if isinstance(value, (list, tuple)) else int(value)
+
+
+@dataclass(frozen=True)
+class Removal:
+    """What one event took out of the server's cache: the tokens of the path from the root to the end of the
+    blocks removed, and where the removed part starts; ``path`` empty and ``start`` 0 when everything went."""
+
+    seq: int
+    path: tuple[int, ...]
+    start: int
+    salt: str = ""
+    """The ``cache_salt`` of the requests that stored the blocks (their namespace)."""
+
+
+@dataclass
+class _Block:
+    parent: Hashable | None
+    tokens: tuple[int, ...]
+    depth: int
+    """Tokens from the root to the block's end."""
+    salt: str = ""
+    rooted: bool = True
+    """Whether the chain of parents reaches the root through blocks seen stored: a block stored onto one stored
+    before the subscription has no known path, so its tokens cannot be placed."""
+    live: bool = True
+    removed_at: int = -1
+    """Sequence number of the message that last removed the block (-1: never)."""
+
+
+class ServerBlocks:
+    """One server's cached blocks as its KV events tell them, matched by token ids from the root."""
+
+    def __init__(self) -> None:
+        self._blocks: dict[Hashable, _Block] = {}
+        self._children: dict[tuple[Hashable | None, tuple[int, ...]], Hashable] = {}
+        self._sizes: set[int] = set()
+        self.seq = -1
+        """Sequence number of the last message applied."""
+        self.cleared_at = -1
+        """Sequence number of the last ``AllBlocksCleared`` (-1: never)."""
+
+    def apply(self, events: Iterable[Event], seq: int) -> list[Removal]:
+        """Apply one message's events; returns what they removed. A removal of blocks whose path is not known
+        (stored before the subscription, or onto blocks that were) cannot be placed and is left out: subscribe
+        before the server's first request, or flush its cache once subscribed."""
+        removals = []
+        for event in events:
+            if event.kind == CLEARED:
+                for block in self._blocks.values():
+                    block.live, block.removed_at = False, seq
+                self.cleared_at = seq
+                removals.append(Removal(seq, (), 0))
+            elif event.kind == REMOVED:
+                gone = [block for block in map(self._blocks.get, event.hashes) if block is not None]
+                for block in gone:
+                    block.live, block.removed_at = False, seq
+                gone = [block for block in gone if block.rooted]
+                if gone:
+                    deepest = max(gone, key=lambda block: block.depth)
+                    start = min(block.depth - len(block.tokens) for block in gone)
+                    removals.append(Removal(seq, self._tokens_to(deepest), start, deepest.salt))
+            else:
+                self._store(event)
+        self.seq = seq
+        return removals
+
+    def _tokens_to(self, block: _Block) -> tuple[int, ...]:
+        """The tokens from the root to the end of ``block``."""
+        pieces = [block.tokens]
+        while block.parent is not None and block.parent in self._blocks:
+            block = self._blocks[block.parent]
+            pieces.append(block.tokens)
+        return tuple(token for piece in reversed(pieces) for token in piece)
+
+    def _store(self, event: Event) -> None:
+        size = event.block_size or len(event.tokens)
+        self._sizes.add(size)
+        parent = event.parent
+        above = self._blocks.get(parent) if parent is not None else None
+        depth = 0 if above is None else above.depth
+        rooted = parent is None or (above is not None and above.rooted)
+        for index, key in enumerate(event.hashes):
+            tokens = event.tokens[index * size : (index + 1) * size]
+            depth += len(tokens)
+            block = self._blocks.get(key)
+            if block is None:
+                self._blocks[key] = _Block(parent, tokens, depth, event.salt, rooted)
+            else:
+                block.live = True
+            self._children[(parent, tokens)] = key
+            parent = key
+
+    def _path(self, tokens: Sequence[int]) -> Iterable[tuple[int, _Block]]:
+        """The blocks on ``tokens``' path from the root, live or not, with the token count at each block's end."""
+        size = min(self._sizes, default=0)
+        parent: Hashable | None = None
+        end = 0
+        while size and end + size <= len(tokens):
+            key = self._children.get((parent, tuple(tokens[end : end + size])))
+            if key is None:
+                return
+            end += size
+            yield end, self._blocks[key]
+            parent = key
+
+    def held(self, tokens: Sequence[int]) -> int:
+        """How many leading tokens of ``tokens`` the server holds now, in whole blocks."""
+        length = 0
+        for end, block in self._path(tokens):
+            if not block.live:
+                break
+            length = end
+        return length
+
+    def evicted_since(self, tokens: Sequence[int], seq: int) -> int | None:
+        """Where the server evicted ``tokens``' path after message ``seq``: the token count before the first block
+        removed since then (None when no block of the path was)."""
+        start = 0
+        for end, block in self._path(tokens):
+            if block.removed_at > seq:
+                return start
+            start = end
+        return None
+
+    def stats(self) -> dict[str, int]:
+        live = sum(len(b.tokens) for b in self._blocks.values() if b.live)
+        return {"seq": self.seq, "blocks": len(self._blocks), "live_tokens": live}
+
+
+class KvEventStream:
+    """A subscription to one engine's KV events, applied to :attr:`blocks` on a background thread.
+
+    ``missed`` counts the messages a jump in sequence numbers showed were lost (a subscriber joining late, or a
+    slow one the publisher dropped): after a loss, :attr:`blocks` may lack stores and removals, and what it says
+    is a lower bound on what the server evicted."""
+
+    def __init__(self, endpoint: str, topic: str = "") -> None:
+        self.endpoint = endpoint
+        self.topic = topic
+        self.blocks = ServerBlocks()
+        self.missed = 0
+        self.last_message = 0.0
+        """``time.monotonic()`` when the last message arrived (0.0: none yet)."""
+        self.error: str | None = None
+        """Why the stream stopped reading, or None while it reads."""
+        self._removals: deque[tuple[float, Removal]] = deque(maxlen=MAX_PENDING)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+
+    def start(self) -> KvEventStream:
+        try:
+            import msgpack  # noqa: F401
+            import zmq  # noqa: F401
+        except ImportError as exc:
+            raise EventsError(
+                f"KV events need pyzmq and msgpack ({exc.name} is missing): pip install 'agentcache[events]'"
+            ) from exc
+        self._thread = threading.Thread(target=self._run, name=f"agentcache-kv-events {self.endpoint}", daemon=True)
+        self._thread.start()
+        self._ready.wait(10)
+        return self
+
+    def _run(self) -> None:
+        import zmq
+
+        context: zmq.Context[zmq.Socket[bytes]] = zmq.Context.instance()
+        socket = context.socket(zmq.SUB)
+        try:
+            socket.setsockopt(zmq.LINGER, 0)
+            socket.setsockopt_string(zmq.SUBSCRIBE, self.topic)
+            self._connect(socket)
+            self._ready.set()
+            while not self._stop.is_set():
+                if not socket.poll(100):
+                    continue
+                frames = socket.recv_multipart()
+                if len(frames) != 3:
+                    continue
+                seq = int.from_bytes(frames[1], "big")
+                events = decode_batch(frames[2])
+                with self._lock:
+                    if self.blocks.seq >= 0 and seq > self.blocks.seq + 1:
+                        self.missed += seq - self.blocks.seq - 1
+                    self.last_message = now = time.monotonic()
+                    self._removals.extend((now, removal) for removal in self.blocks.apply(events, seq))
+        except Exception as exc:  # the stream is advice: a broken one says why and stops, the requests go on
+            self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self._ready.set()
+            socket.close()
+
+    def _connect(self, socket: Any) -> None:
+        """Connect, and wait (up to a few seconds) until the handshake with the publisher is done, so the events
+        of a request sent once :meth:`start` returns are not lost to ZMQ's late subscriber."""
+        import zmq
+
+        monitor = socket.get_monitor_socket(zmq.EVENT_HANDSHAKE_SUCCEEDED)
+        try:
+            socket.connect(self.endpoint)
+            if monitor.poll(CONNECT_SECONDS * 1000):
+                monitor.recv_multipart()
+                time.sleep(0.05)  # the subscription follows the handshake
+        finally:
+            socket.disable_monitor()
+            monitor.close()
+
+    def settle(self, quiet: float = 0.3, timeout: float = 10.0) -> bool:
+        """Wait until no message has arrived for ``quiet`` seconds (the engine published what it had); False when
+        messages still came after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                since = time.monotonic() - self.last_message
+            if since >= quiet:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def held(self, tokens: Sequence[int]) -> int:
+        with self._lock:
+            return self.blocks.held(tokens)
+
+    def evicted_since(self, tokens: Sequence[int], seq: int) -> int | None:
+        with self._lock:
+            return self.blocks.evicted_since(tokens, seq)
+
+    def take_removals(self, until: float) -> list[Removal]:
+        """The removals that arrived up to ``until`` (``time.monotonic()``) and were not taken yet, in order: what
+        the server evicted before a response that ended at ``until``."""
+        taken = []
+        with self._lock:
+            while self._removals and self._removals[0][0] <= until:
+                taken.append(self._removals.popleft()[1])
+        return taken
+
+    @property
+    def seq(self) -> int:
+        with self._lock:
+            return self.blocks.seq
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+
+    def __enter__(self) -> KvEventStream:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
