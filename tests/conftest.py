@@ -50,6 +50,8 @@ class EngineInfo:
     """The cluster's SGLang workers behind its gateway (``url``); empty for a single engine."""
     kv_events: str | None = None
     """Where the engine publishes its KV cache events (SGLang), else None."""
+    worker_events: tuple[tuple[str, str], ...] = ()
+    """``(worker, endpoint)``: where each of the cluster's workers publishes its KV cache events."""
 
     @property
     def profile(self) -> str:
@@ -115,6 +117,8 @@ def _bring_up(engine: str) -> EngineInfo:
     record = engine_script.running(engine) or {}
     workers = tuple(map(str, record.get("workers", ())))  # type: ignore[call-overload]
     events = record.get("kv_events")
+    worker_records = (engine_script.running(engine_script.worker_name(i)) or {} for i in range(len(workers)))
+    worker_events = tuple((str(r["url"]), str(r["kv_events"])) for r in worker_records if r.get("kv_events"))
     return EngineInfo(
         engine,
         url,
@@ -123,6 +127,7 @@ def _bring_up(engine: str) -> EngineInfo:
         not was_running,
         workers,
         None if events is None else str(events),
+        worker_events,
     )
 
 

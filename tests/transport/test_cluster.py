@@ -26,6 +26,7 @@ from agentcache.predict.replay import Replay
 from agentcache.tokens import get_tokenizer
 from agentcache.transport.cluster import MAX_ROUTING_KEY_BYTES, SMG_ROUTING_KEY_HEADER, session_key
 from tests.conftest import EngineInfo, engine_script, gateway
+from tests.transport.test_server_events import assert_exact_through_the_eviction, through_an_eviction
 
 TURNS = 4
 SYSTEM = "You are a coding agent working in a repository. Use the tools; answer briefly."
@@ -181,6 +182,20 @@ def _assert_exact(turns: list[Turn], workers: tuple[str, ...]) -> None:
         assert turn.worker in workers and turn.worker_source == "header", turn
         assert turn.predicted_prompt_tokens == turn.reported_prompt_tokens, turn
         assert turn.predicted_cached == turn.reported_cached, turn
+
+
+def test_each_worker_s_kv_events_keep_its_model_in_step_through_an_eviction(cluster: EngineInfo) -> None:
+    """Every session on one worker (one routing key), three long documents in its 4,096-token pool: the worker's
+    events, found by the name the gateway gives the worker, keep that worker's model exact through the eviction."""
+    events = dict(cluster.worker_events)
+    assert set(events) == set(cluster.workers)
+    cluster.empty_cache()
+    transport = CacheAwareTransport(
+        server="sglang", model_dir=cluster.model_dir, cluster=Cluster(), kv_events=events, telemetry=False
+    )
+    through_an_eviction(cluster.url, transport, cluster.model, {SMG_ROUTING_KEY_HEADER: "one-worker"})
+    assert_exact_through_the_eviction(transport)
+    assert len({turn.worker for turn in transport.ledger.turns()}) == 1
 
 
 def test_routing_keys_keep_each_session_on_one_worker_and_predictions_equal_reports(cluster: EngineInfo) -> None:

@@ -12,11 +12,42 @@ from typing import Any
 import httpx
 import pytest
 
-from agentcache.httpx import CacheAwareTransport
+from agentcache.httpx import SESSION_HEADER, CacheAwareTransport
 from agentcache.predict import causes
 from agentcache.transport.process import PredictIn
 from tests.conftest import EngineInfo
 from tests.servers.test_kv_events import document
+
+ORDER = ("alpha", "alpha", "beta", "gamma", "alpha")
+"""Alpha's third turn comes after gamma pushed it out of a 4,096-token pool."""
+
+
+def through_an_eviction(url: str, transport: CacheAwareTransport, model: str, headers: dict[str, str]) -> None:
+    """Three sessions of one long document each, in :data:`ORDER`, each turn extending the session's last."""
+    histories: dict[str, list[dict[str, Any]]] = {
+        name: [{"role": "system", "content": "Summarize."}, {"role": "user", "content": document(name)}]
+        for name in ("alpha", "beta", "gamma")
+    }
+    with httpx.Client(transport=transport, base_url=url, timeout=300) as http:
+        for name in ORDER:
+            body = {"model": model, "messages": histories[name], "max_tokens": 2, "temperature": 0}
+            response = http.post("/v1/chat/completions", json=body, headers={**headers, SESSION_HEADER: name})
+            assert response.status_code == 200, response.text
+            reply = response.json()["choices"][0]["message"]["content"] or ""
+            histories[name] = [*histories[name], {"role": "assistant", "content": reply}]
+            histories[name].append({"role": "user", "content": f"And section {len(histories[name])}?"})
+
+
+def assert_exact_through_the_eviction(transport: CacheAwareTransport) -> None:
+    """Every turn predicted as reported, and alpha's third turn ``evicted`` by the server's word."""
+    turns = transport.ledger.turns()
+    assert len(turns) == len(ORDER)
+    for turn in turns:
+        assert turn.predicted_cached == turn.reported_cached, turn  # the guarantee, eviction or not
+    alpha = transport.ledger.turns("alpha")
+    assert [t.cause for t in alpha[:2]] == [causes.NEW_SESSION, causes.NONE]
+    assert alpha[2].cause == causes.EVICTED and "KV events" in (alpha[2].detail or ""), alpha[2]
+    assert (alpha[2].reported_cached or 0) < (alpha[1].reported_cached or 0)
 
 
 @pytest.mark.parametrize("predict_in", ["thread", "process"])
@@ -26,24 +57,5 @@ def test_evictions_the_server_reports_keep_predictions_exact(sglang: EngineInfo,
     transport = CacheAwareTransport(
         server="sglang", model_dir=sglang.model_dir, kv_events=sglang.kv_events, predict_in=predict_in
     )
-    histories: dict[str, list[dict[str, Any]]] = {
-        name: [{"role": "system", "content": "Summarize."}, {"role": "user", "content": document(name)}]
-        for name in ("alpha", "beta", "gamma")
-    }
-    order = ["alpha", "alpha", "beta", "gamma", "alpha"]  # alpha's third turn comes after gamma pushed it out
-    with httpx.Client(transport=transport, base_url=sglang.url, timeout=300) as http:
-        for name in order:
-            body = {"model": sglang.model, "messages": histories[name], "max_tokens": 2, "temperature": 0}
-            response = http.post("/v1/chat/completions", json=body, headers={"x-agentcache-session": name})
-            assert response.status_code == 200, response.text
-            reply = response.json()["choices"][0]["message"]["content"] or ""
-            histories[name] = [*histories[name], {"role": "assistant", "content": reply}]
-            histories[name].append({"role": "user", "content": f"And section {len(histories[name])}?"})
-    turns = transport.ledger.turns()
-    assert len(turns) == len(order)
-    for turn in turns:
-        assert turn.predicted_cached == turn.reported_cached, turn  # the guarantee, eviction or not
-    alpha = transport.ledger.turns("alpha")
-    assert [t.cause for t in alpha[:2]] == [causes.NEW_SESSION, causes.NONE]
-    assert alpha[2].cause == causes.EVICTED and "KV events" in (alpha[2].detail or ""), alpha[2]
-    assert alpha[2].reported_cached is not None and alpha[2].reported_cached < alpha[1].reported_cached  # type: ignore[operator]
+    through_an_eviction(sglang.url, transport, sglang.model, {})
+    assert_exact_through_the_eviction(transport)
