@@ -221,7 +221,7 @@ async def search(url: str, worker: str, keys: bool) -> tuple[SearchTree, set[str
 
 
 async def one_policy(
-    url: str, workers: tuple[str, ...], policy: Policy, requests: list[list[dict[str, Any]]]
+    url: str, workers: tuple[str, ...], policy: Policy, requests: list[list[dict[str, Any]]], events: dict[str, str]
 ) -> Result:
     transport = AsyncCacheAwareTransport(
         server="sglang",
@@ -230,6 +230,7 @@ async def one_policy(
         policy=CanonicalPolicy(relocate_volatile=True),
         ask_output_ids=True,
         telemetry=False,
+        kv_events=events or None,
     )
     began = time.monotonic()
     _, (tree, tree_workers) = await asyncio.gather(
@@ -262,6 +263,8 @@ class Running:
     policy: str
     workers: tuple[str, ...]
     kv_pool: int
+    events: dict[str, str]
+    """Where each worker publishes its KV cache events, by its URL (the name the gateway gives it)."""
 
     @classmethod
     def read(cls) -> Running | None:
@@ -270,7 +273,10 @@ class Running:
             return None
         workers = record["workers"]
         assert isinstance(workers, list)
-        return cls(str(record["url"]), str(record["policy"]), tuple(map(str, workers)), int(str(record["kv_pool"])))
+        records = (engine_script.running(engine_script.worker_name(i)) or {} for i in range(len(workers)))
+        events = {str(r["url"]): str(r["kv_events"]) for r in records if r.get("kv_events")}
+        pool = int(str(record["kv_pool"]))
+        return cls(str(record["url"]), str(record["policy"]), tuple(map(str, workers)), pool, events)
 
     @contextmanager
     def gateway(self, policy: str) -> Iterator[str]:
@@ -351,6 +357,11 @@ def main() -> int:
     parser.add_argument(
         "--kv-pool", type=int, default=32768, help="each worker's KV pool in tokens, when this run starts the cluster"
     )
+    parser.add_argument(
+        "--no-kv-events",
+        action="store_true",
+        help="model each worker's evictions instead of reading its KV events (the pool must then hold the working set)",
+    )
     args = parser.parse_args()
     started = Running.read() is None
     if started:
@@ -365,14 +376,16 @@ def main() -> int:
         for policy in POLICIES:
             asyncio.run(flush(cluster.workers))
             with cluster.gateway(policy.gateway) as url:
-                results.append(asyncio.run(one_policy(url, cluster.workers, policy, requests)))
+                events = {} if args.no_kv_events else cluster.events
+                results.append(asyncio.run(one_policy(url, cluster.workers, policy, requests, events)))
     finally:
         if started:
             engines_py("stop", "cluster")
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     print(
         f"{args.sessions} concurrent drifting sessions x {args.turns} turns + one MCTS (b=3, d=3), through SMG over "
-        f"{len(cluster.workers)} SGLang workers (KV pool {cluster.kv_pool} tokens each); load average {load}"
+        f"{len(cluster.workers)} SGLang workers (KV pool {cluster.kv_pool} tokens each, KV events "
+        f"{'off' if args.no_kv_events or not cluster.events else 'read'}); load average {load}"
     )
     return report(results, args.sessions, args.turns)
 
