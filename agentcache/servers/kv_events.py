@@ -23,7 +23,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Hashable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agentcache.errors import EventsError
@@ -99,6 +99,8 @@ class Removal:
     start: int
     salt: str = ""
     """The ``cache_salt`` of the requests that stored the blocks (their namespace)."""
+    blocks: tuple[Hashable, ...] = ()
+    """The removed blocks, in path order."""
 
 
 @dataclass
@@ -112,6 +114,8 @@ class _Block:
     """Whether the chain of parents reaches the root through blocks seen stored: a block stored onto one stored
     before the subscription has no known path, so its tokens cannot be placed."""
     live: bool = True
+    stored_at: float = 0.0
+    """When the message that last stored the block arrived (``time.monotonic()``)."""
     removed_at: int = -1
     """Sequence number of the message that last removed the block (-1: never)."""
 
@@ -128,7 +132,7 @@ class ServerBlocks:
         self.cleared_at = -1
         """Sequence number of the last ``AllBlocksCleared`` (-1: never)."""
 
-    def apply(self, events: Iterable[Event], seq: int) -> list[Removal]:
+    def apply(self, events: Iterable[Event], seq: int, now: float = 0.0) -> list[Removal]:
         """Apply one message's events; returns what they removed. A removal of blocks whose path is not known
         (stored before the subscription, or onto blocks that were) cannot be placed and is left out: subscribe
         before the server's first request, or flush its cache once subscribed."""
@@ -140,16 +144,16 @@ class ServerBlocks:
                 self.cleared_at = seq
                 removals.append(Removal(seq, (), 0))
             elif event.kind == REMOVED:
-                gone = [block for block in map(self._blocks.get, event.hashes) if block is not None]
-                for block in gone:
+                known = [(key, self._blocks[key]) for key in event.hashes if key in self._blocks]
+                for _, block in known:
                     block.live, block.removed_at = False, seq
-                gone = [block for block in gone if block.rooted]
-                if gone:
-                    deepest = max(gone, key=lambda block: block.depth)
-                    start = min(block.depth - len(block.tokens) for block in gone)
-                    removals.append(Removal(seq, self._tokens_to(deepest), start, deepest.salt))
+                placed = sorted(((k, b) for k, b in known if b.rooted), key=lambda item: item[1].depth)
+                if placed:
+                    first, deepest = placed[0][1], placed[-1][1]
+                    path, keys = self._tokens_to(deepest), tuple(key for key, _ in placed)
+                    removals.append(Removal(seq, path, first.depth - len(first.tokens), deepest.salt, keys))
             else:
-                self._store(event)
+                self._store(event, now)
         self.seq = seq
         return removals
 
@@ -161,7 +165,7 @@ class ServerBlocks:
             pieces.append(block.tokens)
         return tuple(token for piece in reversed(pieces) for token in piece)
 
-    def _store(self, event: Event) -> None:
+    def _store(self, event: Event, now: float) -> None:
         size = event.block_size or len(event.tokens)
         self._sizes.add(size)
         parent = event.parent
@@ -173,9 +177,9 @@ class ServerBlocks:
             depth += len(tokens)
             block = self._blocks.get(key)
             if block is None:
-                self._blocks[key] = _Block(parent, tokens, depth, event.salt, rooted)
+                self._blocks[key] = _Block(parent, tokens, depth, event.salt, rooted, stored_at=now)
             else:
-                block.live = True
+                block.live, block.stored_at = True, now
             self._children[(parent, tokens)] = key
             parent = key
 
@@ -210,6 +214,17 @@ class ServerBlocks:
                 return start
             start = end
         return None
+
+    def still_gone(self, removal: Removal, before: float) -> Removal | None:
+        """``removal`` without its leading blocks that the server stored again by ``before`` (a request sent after
+        that found them cached); None when none is still gone."""
+        start = removal.start
+        for key in removal.blocks:
+            block = self._blocks[key]
+            if not (block.live and block.stored_at <= before):
+                break
+            start += len(block.tokens)
+        return None if start >= len(removal.path) else replace(removal, start=start)
 
     def stats(self) -> dict[str, int]:
         live = sum(len(b.tokens) for b in self._blocks.values() if b.live)
@@ -273,7 +288,7 @@ class KvEventStream:
                     if self.blocks.seq >= 0 and seq > self.blocks.seq + 1:
                         self.missed += seq - self.blocks.seq - 1
                     self.last_message = now = time.monotonic()
-                    self._removals.extend((now, removal) for removal in self.blocks.apply(events, seq))
+                    self._removals.extend((now, removal) for removal in self.blocks.apply(events, seq, now))
         except Exception as exc:  # the stream is advice: a broken one says why and stops, the requests go on
             self.error = f"{type(exc).__name__}: {exc}"
         finally:
@@ -296,12 +311,14 @@ class KvEventStream:
             monitor.close()
 
     def settle(self, quiet: float = 0.3, timeout: float = 10.0) -> bool:
-        """Wait until no message has arrived for ``quiet`` seconds (the engine published what it had); False when
-        messages still came after ``timeout``."""
-        deadline = time.monotonic() + timeout
+        """Wait until no message has arrived for ``quiet`` seconds, counted from this call at the earliest: an engine
+        publishes a request's events just after its response (SGLang streams the output first), so they may still
+        be on their way. False when messages still came after ``timeout``."""
+        began = time.monotonic()
+        deadline = began + timeout
         while time.monotonic() < deadline:
             with self._lock:
-                since = time.monotonic() - self.last_message
+                since = time.monotonic() - max(self.last_message, began)
             if since >= quiet:
                 return True
             time.sleep(0.05)
@@ -315,13 +332,18 @@ class KvEventStream:
         with self._lock:
             return self.blocks.evicted_since(tokens, seq)
 
-    def take_removals(self, until: float) -> list[Removal]:
-        """The removals that arrived up to ``until`` (``time.monotonic()``) and were not taken yet, in order: what
-        the server evicted before a response that ended at ``until``."""
+    def take_removals(self, until: float, sent: float | None = None) -> list[Removal]:
+        """The removals that arrived up to ``until`` (``time.monotonic()``, when a response ended) and were not
+        taken yet, in order: what the server evicted before that request. Blocks the server stored again before
+        the request was ``sent`` (by a request whose turn came earlier) are left out: the request could read them.
+        """
         taken = []
         with self._lock:
             while self._removals and self._removals[0][0] <= until:
-                taken.append(self._removals.popleft()[1])
+                removal = self._removals.popleft()[1]
+                kept = removal if sent is None or not removal.path else self.blocks.still_gone(removal, sent)
+                if kept is not None:
+                    taken.append(kept)
         return taken
 
     @property

@@ -372,15 +372,19 @@ class CacheMiddleware:
                 None if usage is None else usage.prompt_tokens,
                 None if usage is None else usage.cached_tokens,
                 call.relocated,
-                removals=self._removals(call.worker),
+                removals=self._removals(call),
             )
         waiters = [self.ledger.pending] if call.scope is None else [self.ledger.pending, call.scope.pending]
         defer(lambda: self._finish(call, result, job, ended), *waiters)
 
-    def _removals(self, worker: str | None) -> tuple[Removal, ...]:
-        """What the server the call went to said it evicted (KV events) since its last turn, up to now."""
-        stream = self._streams.get(worker or "")
-        return () if stream is None else tuple(stream.take_removals(time.monotonic()))
+    def _removals(self, call: Call) -> tuple[Removal, ...]:
+        """What the server the call went to said it evicted (KV events) since its last turn, up to now, less what
+        it stored again before the call was sent."""
+        stream = self._streams.get(call.worker or "")
+        if stream is None:
+            return ()
+        now = time.monotonic()
+        return tuple(stream.take_removals(now, sent=now - (time.time() - call.started)))
 
     def _finish(self, call: Call, result: TapResult, job: PredictJob | None, ended: float) -> Turn:
         """Predict the turn (wherever :attr:`predictions` runs), record it, tell listeners."""
