@@ -224,7 +224,7 @@ class ServerBlocks:
             if not (block.live and block.stored_at <= before):
                 break
             start += len(block.tokens)
-        return None if start >= len(removal.path) else replace(removal, start=start)
+        return None if start >= len(removal.path) else replace(removal, start=start, blocks=())
 
     def stats(self) -> dict[str, int]:
         live = sum(len(b.tokens) for b in self._blocks.values() if b.live)
@@ -341,8 +341,9 @@ class KvEventStream:
         with self._lock:
             while self._removals and self._removals[0][0] <= until:
                 removal = self._removals.popleft()[1]
-                kept = removal if sent is None or not removal.path else self.blocks.still_gone(removal, sent)
-                if kept is not None:
+                if sent is None or not removal.path:
+                    taken.append(replace(removal, blocks=()))  # the keys are for this check only
+                elif (kept := self.blocks.still_gone(removal, sent)) is not None:
                     taken.append(kept)
         return taken
 
