@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -112,6 +112,9 @@ class Replay:
         """The model of each worker of a cluster, by the worker's name (the single server's is ``model``)."""
         self.lost: set[str] = set()
         """Workers that went away: a session's next turn elsewhere is ``worker_lost``."""
+        self.before_serve: Callable[[Sequence[int]], None] | None = None
+        """Called with a request's prompt in the server's own tokens just before the model serves it (the KV events
+        drop what the server evicted before matching it: :class:`~agentcache.transport.predictor.Predictor`)."""
         self.server_evicted: dict[str | None, int] = {}
         """Tokens each server (worker, or None for the single server) said it evicted, which the model dropped."""
         if server_prompt is None and options.model_dir is not None and options.renders_template:
@@ -207,6 +210,9 @@ class Replay:
         if self.server_prompt is not None:  # the server's own prompt: its chat template and tokenizer
             with fixed_clock(rendered_at):
                 exact = token_array(self.server_prompt.tokens(request))
+            if self.before_serve is not None:
+                self.before_serve(exact)
+                model = self.model_of(worker)  # a cleared server's model is a new one
             cached = model.serve(exact, output, namespace, now=self.clock) if exact else 0
             served = Served(segments, tokens, starts, cached, len(exact), exact)
         elif not tokens:  # an empty prompt is never served: servers reject it

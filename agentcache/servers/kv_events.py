@@ -23,7 +23,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Hashable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agentcache.errors import EventsError
@@ -31,6 +31,8 @@ from agentcache.errors import EventsError
 STORED, REMOVED, CLEARED = "BlockStored", "BlockRemoved", "AllBlocksCleared"
 CONNECT_SECONDS = 5
 """How long :meth:`KvEventStream.start` waits for the publisher (an engine not up yet still gets subscribed)."""
+STORE_WAIT = 0.5
+"""Seconds :meth:`KvEventStream.removals_before` waits for a request's own first store to arrive."""
 MAX_PENDING = 65_536
 """Removals kept for the predictor to take; older ones go first when it falls that far behind."""
 #: The fields of a tag-first array event, in order (vLLM's encoding before tagged maps).
@@ -99,6 +101,8 @@ class Removal:
     start: int
     salt: str = ""
     """The ``cache_salt`` of the requests that stored the blocks (their namespace)."""
+    order: int = 0
+    """Position of the event in everything the server published since the subscription."""
     blocks: tuple[Hashable, ...] = ()
     """The removed blocks, in path order."""
 
@@ -114,8 +118,8 @@ class _Block:
     """Whether the chain of parents reaches the root through blocks seen stored: a block stored onto one stored
     before the subscription has no known path, so its tokens cannot be placed."""
     live: bool = True
-    stored_at: float = 0.0
-    """When the message that last stored the block arrived (``time.monotonic()``)."""
+    stores: list[tuple[int, float]] = field(default_factory=list)
+    """Every store of the block: the event's position, and when its message arrived (``time.monotonic()``)."""
     removed_at: int = -1
     """Sequence number of the message that last removed the block (-1: never)."""
 
@@ -131,6 +135,8 @@ class ServerBlocks:
         """Sequence number of the last message applied."""
         self.cleared_at = -1
         """Sequence number of the last ``AllBlocksCleared`` (-1: never)."""
+        self.order = 0
+        """Events applied so far: the next event's position."""
 
     def apply(self, events: Iterable[Event], seq: int, now: float = 0.0) -> list[Removal]:
         """Apply one message's events; returns what they removed. A removal of blocks whose path is not known
@@ -138,11 +144,12 @@ class ServerBlocks:
         before the server's first request, or flush its cache once subscribed."""
         removals = []
         for event in events:
+            self.order += 1
             if event.kind == CLEARED:
                 for block in self._blocks.values():
                     block.live, block.removed_at = False, seq
                 self.cleared_at = seq
-                removals.append(Removal(seq, (), 0))
+                removals.append(Removal(seq, (), 0, order=self.order))
             elif event.kind == REMOVED:
                 known = [(key, self._blocks[key]) for key in event.hashes if key in self._blocks]
                 for _, block in known:
@@ -151,7 +158,8 @@ class ServerBlocks:
                 if placed:
                     first, deepest = placed[0][1], placed[-1][1]
                     path, keys = self._tokens_to(deepest), tuple(key for key, _ in placed)
-                    removals.append(Removal(seq, path, first.depth - len(first.tokens), deepest.salt, keys))
+                    start = first.depth - len(first.tokens)
+                    removals.append(Removal(seq, path, start, deepest.salt, self.order, keys))
             else:
                 self._store(event, now)
         self.seq = seq
@@ -177,9 +185,9 @@ class ServerBlocks:
             depth += len(tokens)
             block = self._blocks.get(key)
             if block is None:
-                self._blocks[key] = _Block(parent, tokens, depth, event.salt, rooted, stored_at=now)
-            else:
-                block.live, block.stored_at = True, now
+                block = self._blocks[key] = _Block(parent, tokens, depth, event.salt, rooted)
+            block.live = True
+            block.stores.append((self.order, now))
             self._children[(parent, tokens)] = key
             parent = key
 
@@ -215,16 +223,23 @@ class ServerBlocks:
             start = end
         return None
 
-    def still_gone(self, removal: Removal, before: float) -> Removal | None:
-        """``removal`` without its leading blocks that the server stored again by ``before`` (a request sent after
-        that found them cached); None when none is still gone."""
+    def still_gone(self, removal: Removal, before: int) -> Removal | None:
+        """``removal`` without its leading blocks the server stored again before event ``before`` (a request whose
+        match came after that re-store could read them); None when none is still gone."""
         start = removal.start
         for key in removal.blocks:
             block = self._blocks[key]
-            if not (block.live and block.stored_at <= before):
+            if not any(removal.order < order < before for order, _ in block.stores):
                 break
             start += len(block.tokens)
         return None if start >= len(removal.path) else replace(removal, start=start, blocks=())
+
+    def first_store(self, tokens: Sequence[int], after: float) -> int | None:
+        """The position of the first event that stored a block of ``tokens``' path and arrived after ``after``
+        (``time.monotonic()``): for a request sent then, its own first store, which the server makes right after
+        matching its prefix. None when no such store has arrived."""
+        orders = [order for _, block in self._path(tokens) for order, at in block.stores if at > after]
+        return min(orders, default=None)
 
     def stats(self) -> dict[str, int]:
         live = sum(len(b.tokens) for b in self._blocks.values() if b.live)
@@ -332,19 +347,27 @@ class KvEventStream:
         with self._lock:
             return self.blocks.evicted_since(tokens, seq)
 
-    def take_removals(self, until: float, sent: float | None = None) -> list[Removal]:
-        """The removals that arrived up to ``until`` (``time.monotonic()``, when a response ended) and were not
-        taken yet, in order: what the server evicted before that request. Blocks the server stored again before
-        the request was ``sent`` (by a request whose turn came earlier) are left out: the request could read them.
-        """
+    def removals_before(self, tokens: Sequence[int], sent: float, wait: float = STORE_WAIT) -> list[Removal]:
+        """What the server evicted before it matched the request sent at ``sent`` (``time.monotonic()``) whose
+        prompt is ``tokens``: the removals published before the request's own first store, not taken yet, less the
+        blocks stored again before it. The engine publishes that store just after the response, so it is waited
+        for, up to ``wait`` seconds; without it, the removals that arrived so far."""
+        deadline = time.monotonic() + wait
+        while True:
+            with self._lock:
+                limit = self.blocks.first_store(tokens, sent)
+                if limit is not None or time.monotonic() >= deadline:
+                    return self._take(self.blocks.order + 1 if limit is None else limit)
+            time.sleep(0.005)
+
+    def _take(self, limit: int) -> list[Removal]:
         taken = []
-        with self._lock:
-            while self._removals and self._removals[0][0] <= until:
-                removal = self._removals.popleft()[1]
-                if sent is None or not removal.path:
-                    taken.append(replace(removal, blocks=()))  # the keys are for this check only
-                elif (kept := self.blocks.still_gone(removal, sent)) is not None:
-                    taken.append(kept)
+        while self._removals and self._removals[0][1].order < limit:
+            removal = self._removals.popleft()[1]
+            if not removal.path:
+                taken.append(replace(removal, blocks=()))
+            elif (kept := self.blocks.still_gone(removal, limit)) is not None:
+                taken.append(kept)
         return taken
 
     @property

@@ -51,7 +51,6 @@ from agentcache.predict.provider import ANTHROPIC_BETA
 from agentcache.predict.replay import Prediction
 from agentcache.redact import CREDENTIAL, names_credential
 from agentcache.servers import ServerProfile, ServerPrompt, get_profile
-from agentcache.servers.kv_events import KvEventStream, Removal
 from agentcache.tokens import Tokenizer, get_tokenizer
 from agentcache.transport.background import defer
 from agentcache.transport.call import Call, TurnListener
@@ -165,12 +164,10 @@ class CacheMiddleware:
             raise InputError("kv_events name the server's own tokens: give model_dir (the folder the server loads)")
         if events:  # the server says what it evicted: the model simulates no pool of its own
             self.cache_options = options = dataclasses.replace(options, capacity=None)
-        self._streams = {worker: KvEventStream(endpoint).start() for worker, endpoint in events.items()}
-        """The KV event stream of each server, by worker ("": the single server); empty: none."""
         spec = None
         if isinstance(tokenizer, str) and prompt is None:
             prompt_dir, prompt_server = source or (None, self.profile)
-            spec = PredictorSpec(options, tokenizer, prompt_dir, prompt_server)
+            spec = PredictorSpec(options, tokenizer, prompt_dir, prompt_server, tuple(events.items()))
         if source is not None:
             prompt = ServerPrompt.from_pretrained(*source)
         if prompt is not None and options.kind == "anthropic":
@@ -189,8 +186,10 @@ class CacheMiddleware:
         self.prompt = prompt
         """The server's own prompt, given or from ``model_dir`` (here or in ``cache``): predictions are exact."""
         self.tokenizer = encoder
-        self.predictions = Predictions(spec, lambda: Predictor(options, encoder, self.prompt), predict_in)
+        self.predictions = Predictions(spec, lambda: Predictor(options, encoder, self.prompt, events), predict_in)
         """Where the turns are predicted (:attr:`~Predictions.where`), and why not in a process when asked to."""
+        if events:  # subscribed before the first request, so its events are seen
+            self.predictions.prepare()
         self.diagnostics = diagnostics
         self._previous_ids: dict[str, str] = {}
         """The last response id of each session, which its next diagnostics request names."""
@@ -372,19 +371,10 @@ class CacheMiddleware:
                 None if usage is None else usage.prompt_tokens,
                 None if usage is None else usage.cached_tokens,
                 call.relocated,
-                removals=self._removals(call),
+                sent_at=time.monotonic() - (time.time() - call.started),
             )
         waiters = [self.ledger.pending] if call.scope is None else [self.ledger.pending, call.scope.pending]
         defer(lambda: self._finish(call, result, job, ended), *waiters)
-
-    def _removals(self, call: Call) -> tuple[Removal, ...]:
-        """What the server the call went to said it evicted (KV events) since its last turn, up to now, less what
-        it stored again before the call was sent."""
-        stream = self._streams.get(call.worker or "")
-        if stream is None:
-            return ()
-        now = time.monotonic()
-        return tuple(stream.take_removals(now, sent=now - (time.time() - call.started)))
 
     def _finish(self, call: Call, result: TapResult, job: PredictJob | None, ended: float) -> Turn:
         """Predict the turn (wherever :attr:`predictions` runs), record it, tell listeners."""

@@ -9,7 +9,7 @@ The background worker runs the jobs in this process, or sends them to the predic
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -21,7 +21,7 @@ from agentcache.errors import AgentCacheError
 from agentcache.predict.prompt import PromptTokenizer
 from agentcache.predict.replay import Prediction, Replay
 from agentcache.servers import ServerProfile, ServerPrompt
-from agentcache.servers.kv_events import Removal
+from agentcache.servers.kv_events import KvEventStream
 from agentcache.tokens import Tokenizer, get_tokenizer
 
 #: Distinct tool lists a predictor shares between bodies before it starts over (agents send a handful).
@@ -46,9 +46,9 @@ class PredictJob(NamedTuple):
     """The cluster's worker that served the turn (None: a single server)."""
     lost: tuple[str, ...] = ()
     """The cluster's workers found gone since the last job: their caches are dropped before the turn is served."""
-    removals: tuple[Removal, ...] = ()
-    """What the server said it evicted (its KV events) since the last job of its worker, up to this turn's end:
-    dropped from the worker's model before the turn is served."""
+    sent_at: float = 0.0
+    """``time.monotonic()`` when the request went out: its own first store in the server's KV events is the
+    first on its path to arrive after that."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,8 @@ class PredictorSpec:
     prompt_dir: str | None
     """The model folder the server's chat template and tokenizer are loaded from, when they are known."""
     prompt_server: ServerProfile | str
+    kv_events: tuple[tuple[str, str], ...] = ()
+    """``(worker, endpoint)`` of each server whose KV events keep its model in step ("" for a single server)."""
 
     def build(self, prompts: dict[tuple[str, str], ServerPrompt]) -> Predictor:
         """The predictor; a server prompt already loaded from the same folder for the same server is reused
@@ -73,7 +75,7 @@ class PredictorSpec:
             prompt = prompts.get(key)
             if prompt is None:
                 prompt = prompts[key] = ServerPrompt.from_pretrained(self.prompt_dir, self.prompt_server)
-        return Predictor(self.options, get_tokenizer(self.tokenizer), prompt)
+        return Predictor(self.options, get_tokenizer(self.tokenizer), prompt, dict(self.kv_events))
 
 
 def prompt_source(
@@ -89,12 +91,24 @@ def prompt_source(
 
 
 class Predictor:
-    """One middleware's model of the server's cache, fed one turn at a time in the order the server saw them."""
+    """One middleware's model of the server's cache, fed one turn at a time in the order the server saw them.
 
-    def __init__(self, options: CacheOptions, encoder: Tokenizer, prompt: ServerPrompt | None) -> None:
+    ``kv_events`` maps a worker (``""``: the single server) to the endpoint of its KV cache events
+    (:mod:`agentcache.servers.kv_events`); the streams subscribe as the predictor is built. Before a turn on that
+    server is served, the model drops what the server evicted before matching it: the removals published before
+    the turn's own first store (the server stores a request's tokens right after matching its prefix)."""
+
+    def __init__(
+        self,
+        options: CacheOptions,
+        encoder: Tokenizer,
+        prompt: ServerPrompt | None,
+        kv_events: Mapping[str, str] | None = None,
+    ) -> None:
         self.prompt = prompt
         self.replay = Replay(options, PromptTokenizer(encoder), server_prompt=prompt)
         self._tools: dict[bytes, Any] = {}
+        self.streams = {worker: KvEventStream(endpoint).start() for worker, endpoint in (kv_events or {}).items()}
 
     def _parse(self, sent: bytes) -> dict[str, Any]:
         """The body, its tool list shared with every earlier body that sent the same one. The replay keeps each
@@ -118,8 +132,8 @@ class Predictor:
                 output = self.prompt.tokenizer.encode(job.text)
             for worker in job.lost:
                 self.replay.worker_lost(worker)
-            for removal in job.removals:
-                self.replay.server_removed(job.worker, removal.path, removal.start, removal.salt)
+            stream = self.streams.get(job.worker or "")
+            self.replay.before_serve = None if stream is None else self._evictions(stream, job)
             return self.replay.diagnose_turn(
                 self._parse(job.sent),
                 job.started,
@@ -132,3 +146,13 @@ class Predictor:
             )
         except AgentCacheError as exc:
             return f"no prediction: {exc}"
+
+    def _evictions(self, stream: KvEventStream, job: PredictJob) -> Callable[[Sequence[int]], None]:
+        """What runs before the job's turn is served, given its prompt in the server's tokens: drop from the
+        worker's model what the server evicted before matching it."""
+
+        def drop(tokens: Sequence[int]) -> None:
+            for removal in stream.removals_before(tokens, job.sent_at):
+                self.replay.server_removed(job.worker, removal.path, removal.start, removal.salt)
+
+        return drop

@@ -46,6 +46,7 @@ import agentcache
 from agentcache.predict.diff import Divergence
 from agentcache.predict.replay import Prediction
 from agentcache.servers import ServerPrompt
+from agentcache.transport.background import Pending, defer
 from agentcache.transport.predictor import PredictJob, Predictor, PredictorSpec
 
 __all__ = ["PredictIn", "Predictions", "main", "process_cpu"]
@@ -75,13 +76,17 @@ class _Channel:
         """The CPU seconds the process has used, as of its last answer."""
 
     def predict(self, key: int, spec: PredictorSpec, job: PredictJob) -> Prediction | str:
+        self.add(key, spec)
+        return _prediction(self._ask(("predict", key, job[1:]), job.sent))
+
+    def add(self, key: int, spec: PredictorSpec) -> None:
+        """Have the process build the middleware's predictor, unless it has."""
         if key not in self._known:
             try:
                 self._ask(("add", key, spec))
             except RuntimeError as exc:
                 raise _Refused(f"the prediction process could not build the model of the cache ({exc})") from None
             self._known.add(key)
-        return _prediction(self._ask(("predict", key, job[1:]), job.sent))
 
     def drop(self, key: int) -> None:
         self._dropped.append(key)  # sent before the next message, by the worker thread
@@ -204,6 +209,23 @@ class Predictions:
         self._sent = False
         self._key = next(_keys)
         weakref.finalize(self, _CHANNEL.drop, self._key)
+
+    def prepare(self) -> None:
+        """Build the predictor now, where it runs (on the worker thread, as every use of the process), and wait for
+        it: a predictor that subscribes to KV events must do so before the first request."""
+        done = Pending()
+        defer(self._build, done)
+        done.wait()
+
+    def _build(self) -> None:
+        if self.where == "process" and self._spec is not None:
+            try:
+                _CHANNEL.add(self._key, self._spec)
+                return
+            except (_Gone, _Refused) as exc:
+                self.where, self.reason = "thread", str(exc)
+        if self._predictor is None:
+            self._predictor = self._local()
 
     def predict(self, job: PredictJob) -> Prediction | str:
         """The turn's prediction, or why there is none. An error inside the prediction process is raised, as

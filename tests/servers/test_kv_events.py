@@ -98,19 +98,21 @@ def test_a_payload_that_is_not_a_batch_is_refused_by_name() -> None:
         decode_batch(msgpack.packb({"events": []}))
 
 
-def test_a_removal_leaves_out_what_was_stored_again_before_a_request_was_sent() -> None:
-    """The server evicted four blocks, then stored the first two again: a request sent after that re-store could
-    read them, so only the last two are still gone for it; for one sent before, all four are."""
+def test_a_removal_leaves_out_what_was_stored_again_before_a_request_was_matched() -> None:
+    """The server evicted four blocks, then stored the first two again: a request matched after that re-store
+    could read them, so only the last two are still gone for it; for one matched before, all four are. A request's
+    match is placed by its own first store."""
     blocks = ServerBlocks()
     stored = {"type": "BlockStored", "block_hashes": [1, 2, 3, 4], "parent_block_hash": None, "block_size": 1}
     blocks.apply(decode_batch(batch({**stored, "token_ids": [5, 6, 7, 8]})), 0, now=1.0)
     (removal,) = blocks.apply(decode_batch(batch({"type": "BlockRemoved", "block_hashes": [1, 2, 3, 4]})), 1)
-    assert (removal.path, removal.start) == ((5, 6, 7, 8), 0)
-    again = {**stored, "block_hashes": [1, 2], "token_ids": [5, 6]}
-    blocks.apply(decode_batch(batch(again)), 2, now=3.0)
-    before = blocks.still_gone(removal, before=2.0)
+    assert (removal.path, removal.start, removal.order) == ((5, 6, 7, 8), 0, 2)
+    blocks.apply(decode_batch(batch({**stored, "block_hashes": [1, 2], "token_ids": [5, 6]})), 2, now=3.0)
+    before = blocks.still_gone(removal, before=3)
     assert before is not None and (before.path, before.start) == (removal.path, 0)
-    later = blocks.still_gone(removal, before=4.0)
+    later = blocks.still_gone(removal, before=4)
     assert later is not None and later.start == 2
+    assert blocks.first_store([5, 6, 7, 8], after=2.0) == 3  # the re-store, the first to arrive after 2.0
+    assert blocks.first_store([5, 6, 7, 8], after=3.0) is None
     blocks.apply(decode_batch(batch({**stored, "token_ids": [5, 6, 7, 8]})), 3, now=5.0)
-    assert blocks.still_gone(removal, before=6.0) is None  # all stored again: nothing is gone
+    assert blocks.still_gone(removal, before=5) is None  # all stored again: nothing is gone
