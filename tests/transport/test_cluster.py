@@ -107,7 +107,7 @@ def _turns(n: int) -> list[dict[str, Any]]:
 
 
 def test_a_turn_moved_to_a_worker_without_its_prefix_is_worker_changed_and_worker_lost_once_it_went_away() -> None:
-    replay = _replay()
+    replay = _replay()  # the client-side model alone, on fixed bodies: nothing here is the server's or a model's
     first, second, third, fourth = _turns(4)
     opened = replay.diagnose_turn(first, session="s", worker="a")
     assert opened.cause == causes.NEW_SESSION and opened.predicted_cached == 0
