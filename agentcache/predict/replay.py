@@ -265,13 +265,12 @@ class Replay:
         model = self.model_of(worker)
         if not isinstance(model, RadixCache):
             return 0
-        if not path:
+        if not path:  # everything went: a worker's next turn builds it an empty model (model_of)
             dropped = model.stats()["stored_tokens"]
-            fresh = self.options.build()
             if worker is None:
-                self.model = fresh
+                self.model = self.options.build()
             else:
-                self.workers[worker] = fresh
+                del self.workers[worker]
         else:
             dropped = sum(
                 model.drop(path, start, namespace)
