@@ -22,6 +22,7 @@ import argparse
 import contextlib
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -398,13 +399,42 @@ ENGINES = {
 }
 SERVERS = (*(name for name, engine in ENGINES.items() if engine.launch), "cluster")
 """What ``start`` and ``stop`` take: the engines that serve, and the cluster (SMG in front of SGLang workers)."""
+_HANDED_OUT: set[int] = set()
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
+    """A loopback port free now and outside the kernel's ephemeral range.
+
+    A server binds its ports many seconds after they are chosen (SGLang binds its KV-event port once the model is
+    loaded). A port from the ephemeral range can meanwhile become the local end of some outgoing connection, such as
+    a health poll, and the bind fails; ports below that range are only ever taken by a bind."""
+    low, _ = ephemeral_range()
+    for _ in range(1000):
+        # A machine whose ephemeral range starts low leaves no such ports: take what the kernel gives.
+        port = random.randrange(PORT_FLOOR, low) if low > PORT_FLOOR + 1000 else 0
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            port = int(s.getsockname()[1])
+        if port in _HANDED_OUT:
+            continue
+        _HANDED_OUT.add(port)
         return port
+    sys.exit(f"no free port in {PORT_FLOOR}-{low - 1}: stop some servers (engines.py stop ...) and retry")
+
+
+PORT_FLOOR = 20000
+
+
+def ephemeral_range() -> tuple[int, int]:
+    """The kernel's range for the local ports of outgoing connections (Linux's default if it cannot be read)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
 
 
 def run_file(engine: str) -> Path:
