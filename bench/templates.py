@@ -22,7 +22,9 @@ so the share of the ideal kept grows with the prompt.
 
 A template "breaks the prefix" when agentcache names a template-made cause (``template_*``) on a turn of the
 ideal run; the 99% target does not apply to it. The hit ratio is the server's own: reported cached tokens over
-reported prompt tokens, on the turns the server accepted.
+reported prompt tokens, on the turns the server accepted. canon/ideal is counted on prefill: the ideal's prompt
+tokens less the tokens canonicalized requests prefilled, over the ideal's cached tokens. The relocated lines the
+transport keeps in the history are cached, but they are not the agent's, so a hit ratio would flatter them.
 """
 
 from __future__ import annotations
@@ -159,9 +161,16 @@ class Row:
     def template_causes(self) -> set[str]:
         return {o.turn.cause for o in self.accepted("ideal") if o.turn.cause in TEMPLATE_CAUSES}
 
+    def prefilled(self, run: str) -> int:
+        return sum((o.turn.reported_prompt_tokens or 0) - (o.turn.reported_cached or 0) for o in self.accepted(run))
+
     def kept(self) -> float:
-        """Canonicalized hit ratio over the ideal's."""
-        return ratio(self.hit("canonicalized"), self.hit("ideal"))
+        """Of the ideal's cached tokens, the share canonicalized keeps: the agent's prompt tokens (the ideal's) that
+        canonicalized requests did not prefill, over the ideal's cached ones. Prefill, not the hit ratio: the
+        relocated lines earlier turns keep are cached, but they are not the agent's and must not count."""
+        prompt = sum(o.turn.reported_prompt_tokens or 0 for o in self.accepted("ideal"))
+        cached = sum(o.turn.reported_cached or 0 for o in self.accepted("ideal"))
+        return ratio(prompt - self.prefilled("canonicalized"), cached)
 
 
 def llama_server_row(template: Path, rules: int) -> Row:

@@ -57,11 +57,12 @@ from agentcache.transport.call import Call, TurnListener
 from agentcache.transport.cluster import Cluster
 from agentcache.transport.ledger import Ledger, Turn
 from agentcache.transport.otel import SpanListener
-from agentcache.transport.placement import accepted_placement, relocated_path
+from agentcache.transport.placement import place_volatile
 from agentcache.transport.predictor import PredictJob, Predictor, PredictorSpec, prompt_source
 from agentcache.transport.process import PredictIn, Predictions
 from agentcache.transport.recorder import TraceRecorder
 from agentcache.transport.session import SESSION_HEADER, current_scope, session_of
+from agentcache.transport.sticky import RelocationMemory
 from agentcache.transport.tap import AsyncTappedStream, ResponseTap, TappedStream, TapResult
 
 GATEWAY_LOST_WORKER = (502, 503, 504)
@@ -174,6 +175,8 @@ class CacheMiddleware:
             raise InputError("an Anthropic server has no local chat template: leave model_dir and prompt unset for it")
         self.canonicalize = canonicalize
         self.policy = policy or CanonicalPolicy()
+        self._relocations = RelocationMemory() if self.policy.relocate_volatile else None
+        """Where each session's earlier turns had their volatile lines relocated: later turns keep them there."""
         self.ledger = ledger or Ledger()
         self.session_header = session_header
         self.ask_output_ids = ask_output_ids
@@ -226,9 +229,12 @@ class CacheMiddleware:
             return self._call(request, request, parsed, "canonicalization switched off", started)
         try:
             check_parse(body, parsed)  # a key the parse dropped, or a number it changed, is never sent so
-            sent, refused = accepted_placement(self.prompt, canonicalize(parsed, self.policy), parsed)
-            if refused is not None:
-                return self._call(request, request, parsed, f"not canonicalized: {refused}", started)
+            canonical = canonicalize(parsed, self.policy)
+            session = session_of(request.headers, parsed, self.session_header)[0]
+            placement = place_volatile(self.prompt, self._relocations, session, canonical, parsed)
+            if placement.refused is not None:
+                return self._call(request, request, parsed, f"not canonicalized: {placement.refused}", started)
+            sent = placement.body
             account: Placements | None = None
             if self.breakpoints:
                 sent, account = self._place(request, parsed, sent)
@@ -242,7 +248,7 @@ class CacheMiddleware:
             content = orjson.dumps(sent, option=orjson.OPT_SORT_KEYS)
         except AgentCacheError as exc:
             return self._call(request, request, parsed, f"not canonicalized: {_refusal(exc)}", started)
-        relocated = relocated_path(sent, parsed)
+        relocated = placement.relocated_path
         return self._call(request, _with_body(request, content, headers), parsed, None, started, relocated, account)
 
     def _place(

@@ -9,65 +9,86 @@ reason), the agent's request goes out as written, with the reason. The lines are
 takes the appended message but renders it ahead of the message before it: DeepSeek's templates gather every
 system message at the top of the prompt, where lines that change every turn break the whole prefix. Without a
 model folder nothing can be checked, so the lines are folded at once when a user message comes right before them:
-no message is added, so no template can object to the order of roles.
+no message is added, so no template can object to the order of roles. The lines of a session's earlier turns stay
+where they were sent (:mod:`agentcache.transport.sticky`); a body they make that the template refuses goes without
+them.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from agentcache.canon.rules import fold_relocated, message_text
 from agentcache.errors import AgentCacheError
 from agentcache.servers import ServerPrompt
+from agentcache.transport.sticky import RelocationMemory, appended_index
+
+
+@dataclass(frozen=True)
+class Placement:
+    """What goes out for a canonical body, and where its relocated volatile lines are."""
+
+    body: dict[str, Any]
+    relocated: int | None = None
+    """Index of the message holding this turn's relocated lines; None when none were relocated."""
+    folded: bool = False
+    """The lines were folded into the agent's own message at ``relocated``."""
+    refused: str | None = None
+    """Why the agent's request goes out as written (then ``body`` is that request)."""
+
+    @property
+    def relocated_path(self) -> str | None:
+        """JSON path of the message holding the relocated lines."""
+        return None if self.relocated is None else f"$.messages[{self.relocated}]"
+
+
+def place_volatile(
+    prompt: ServerPrompt | None,
+    memory: RelocationMemory | None,
+    session: str,
+    canonical: dict[str, Any],
+    original: dict[str, Any],
+) -> Placement:
+    """The placement of ``canonical``, the canonical form of the agent's ``original``: with ``memory``, the
+    session's earlier relocated lines stay where they were sent (:mod:`agentcache.transport.sticky`) unless the
+    template refuses the body they make, and the placement is remembered for the session's next turn."""
+    index = appended_index(canonical, original)
+    if memory is None:
+        return accepted_placement(prompt, canonical, index, original)
+    recalled = memory.recall(session, canonical, index)
+    placement = accepted_placement(prompt, recalled.body, recalled.index, original)
+    if placement.refused is not None and recalled.edits:  # the history as sent before is refused now: start anew
+        recalled = memory.recall(session, canonical, index, keep=False)
+        placement = accepted_placement(prompt, recalled.body, recalled.index, original)
+    if placement.refused is None:
+        memory.remember(recalled, placement.relocated, placement.folded, placement.body)
+    return placement
 
 
 def accepted_placement(
-    prompt: ServerPrompt | None, sent: dict[str, Any], original: dict[str, Any]
-) -> tuple[dict[str, Any], str | None]:
-    """``(body to send, why the original is sent instead or None)`` for a canonical body ``sent``. With the
-    server's prompt known, any canonical body its template refuses is replaced, not only a relocated one: the
-    agent's request is what the server would have taken."""
-    appended = _appended_index(sent, original)
-    folded = None if appended is None else fold_relocated(sent, appended)
+    prompt: ServerPrompt | None, sent: dict[str, Any], index: int | None, original: dict[str, Any]
+) -> Placement:
+    """The placement of ``sent``, whose relocated message (if any) is at ``index``. With the server's prompt known,
+    any canonical body its template refuses is replaced, not only a relocated one: the agent's request is what the
+    server would have taken."""
+    folded = None if index is None else fold_relocated(sent, index)
+    as_folded = Placement(folded, None if index is None else index - 1, True) if folded is not None else None
     if prompt is None:
-        return folded or sent, None
+        return as_folded or Placement(sent, index)
     text, refused = _render(prompt, sent)
-    if refused is None and not _hoisted(text, sent, appended):
-        return sent, None
-    if folded is not None and _render(prompt, folded)[1] is None:
-        return folded, None
-    if appended is not None:  # after a tool result there is no user message to fold into: a user message, in place
-        as_user = _as_user(sent, appended)
+    if refused is None and not _hoisted(text, sent, index):
+        return Placement(sent, index)
+    if as_folded is not None and _render(prompt, as_folded.body)[1] is None:
+        return as_folded
+    if index is not None:  # after a tool result there is no user message to fold into: a user message, in place
+        as_user = _as_user(sent, index)
         text, why = _render(prompt, as_user)
-        if why is None and not _hoisted(text, as_user, appended):
-            return as_user, None
+        if why is None and not _hoisted(text, as_user, index):
+            return Placement(as_user, index)
     if refused is None:
-        return sent, None  # rendered ahead of the history, but nothing else is taken
-    return original, f"the chat template refuses the canonical request ({refused})"
-
-
-def relocated_path(sent: dict[str, Any], original: dict[str, Any] | None) -> str | None:
-    """JSON path of the message holding the relocated volatile lines: the one appended, or the last user message
-    they were folded into; None when nothing was relocated."""
-    index = _appended_index(sent, original or {})
-    if index is not None:
-        return f"$.messages[{index}]"
-    after, before = sent.get("messages"), (original or {}).get("messages")
-    if not isinstance(after, list) or not isinstance(before, list) or len(after) != len(before):
-        return None
-    for index in range(len(after) - 1, -1, -1):
-        if after[index] != before[index] and isinstance(after[index], dict) and after[index].get("role") == "user":
-            return f"$.messages[{index}]"
-    return None
-
-
-def _appended_index(sent: dict[str, Any], original: dict[str, Any]) -> int | None:
-    """Index of the message canonicalization appended (before a final assistant prefill, if any)."""
-    after, before = sent.get("messages"), original.get("messages")
-    if not isinstance(after, list) or not isinstance(before, list) or len(after) <= len(before):
-        return None
-    last = after[-1]
-    return len(after) - 2 if isinstance(last, dict) and last.get("role") == "assistant" else len(after) - 1
+        return Placement(sent, index)  # rendered ahead of the history, but nothing else is taken
+    return Placement(original, refused=f"the chat template refuses the canonical request ({refused})")
 
 
 def _hoisted(text: str, body: dict[str, Any], index: int | None) -> bool:

@@ -1,0 +1,173 @@
+"""Earlier turns' relocated volatile lines, kept in the history where they were sent.
+
+``relocate_volatile`` moves the system prompt's clock into a message at the end of the request. The agent never
+wrote that message, so its next request lacks it: the server's cached prefix breaks right there, and the answer the
+server cached after it is prefilled again, every turn. Remembered per session and put back where it was sent, each
+turn's relocated message becomes history, byte-identical to what the server holds; the model reads each turn's
+clock beside the turn it dated, the current one last.
+
+A request is matched to the remembered turn whose messages (the relocated ones aside) its own start with, the
+longest, so that tree-search siblings, a retry and interleaved sessions under one id each find their parent. Only a
+digest of each turn's messages is kept, with the few messages relocation made.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict, deque
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+__all__ = ["Edit", "Recalled", "RelocationMemory", "appended_index"]
+
+
+@dataclass(frozen=True)
+class Edit:
+    """A message relocation made, placed by the agent's own messages: inserted before the message at ``at``, or
+    replacing it (``replaces``: the lines were folded into it)."""
+
+    at: int
+    message: dict[str, Any]
+    replaces: bool = False
+
+
+@dataclass(frozen=True)
+class _Turn:
+    length: int
+    """How many of the agent's messages the turn had."""
+    digest: bytes
+    """Of those messages' canonical bytes, in order."""
+    edits: tuple[Edit, ...]
+    inherited: int
+    """How many of ``edits`` came from earlier turns: a re-sent request keeps those, not the turn's own."""
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """A request with its session's earlier relocated messages put back, and what remembering it needs."""
+
+    session: str
+    body: dict[str, Any]
+    """The canonical body with the earlier turns' edits applied, this turn's relocated message included."""
+    index: int | None
+    """Where this turn's relocated message is in ``body["messages"]``; None when nothing was relocated."""
+    edits: tuple[Edit, ...]
+    """The earlier turns' edits that were applied."""
+    origins: tuple[int | None, ...]
+    """For each message of the body, its index among the agent's messages; None for one relocation made."""
+    length: int
+    digest: bytes
+
+
+def appended_index(canonical: dict[str, Any], original: dict[str, Any]) -> int | None:
+    """Index of the message ``relocate_volatile`` appended to ``canonical`` (before a final assistant prefill, if
+    any); None when it appended none. Canonicalization adds no other message."""
+    after, before = canonical.get("messages"), original.get("messages")
+    if not isinstance(after, list) or not isinstance(before, list) or len(after) <= len(before):
+        return None
+    last = after[-1]
+    return len(after) - 2 if isinstance(last, dict) and last.get("role") == "assistant" else len(after) - 1
+
+
+class RelocationMemory:
+    """Per session, the turns whose relocated messages later requests keep: ``recall`` puts them back into a new
+    request, ``remember`` records what was sent. Thread-safe; bounded in sessions and in turns per session."""
+
+    def __init__(self, sessions: int = 4096, turns: int = 64) -> None:
+        self._sessions: OrderedDict[str, deque[_Turn]] = OrderedDict()
+        self._limit = sessions
+        self._turns = turns
+        self._lock = threading.Lock()
+
+    def recall(self, session: str, canonical: dict[str, Any], index: int | None, keep: bool = True) -> Recalled:
+        """``canonical`` (whose relocated message, if any, is at ``index``) with the relocated messages of the
+        remembered turn it extends put back where they were sent; none with ``keep`` false."""
+        messages: list[Any] = canonical["messages"]
+        own = [] if index is None else [Edit(index, messages[index])]
+        agents = messages if index is None else [*messages[:index], *messages[index + 1 :]]
+        digests = _prefix_digests(agents)
+        with self._lock:
+            turns = tuple(self._sessions.get(session, ())) if keep else ()
+        parent = max(  # the longest; of equals, the latest (a re-sent request's)
+            (t for t in reversed(turns) if t.length <= len(agents) and digests[t.length] == t.digest),
+            key=lambda t: t.length,
+            default=None,
+        )
+        earlier: tuple[Edit, ...] = ()
+        if parent is not None:  # a re-sent request keeps what came before its first sending, not that one's lines
+            earlier = parent.edits if parent.length < len(agents) else parent.edits[: parent.inherited]
+        body, origins, positions = _apply(agents, [*earlier, *own])
+        return Recalled(
+            session,
+            {**canonical, "messages": body},
+            positions[-1] if own else None,
+            earlier,
+            origins,
+            len(agents),
+            digests[-1],
+        )
+
+    def remember(self, recalled: Recalled, relocated: int | None, folded: bool, body: dict[str, Any]) -> None:
+        """Record the turn ``recalled`` became once placed: ``body`` was sent with the turn's relocated lines in its
+        message at ``relocated``, folded into the agent's message there when ``folded``."""
+        edits = list(recalled.edits)
+        if relocated is not None:
+            message = body["messages"][relocated]
+            at = recalled.origins[relocated] if folded else _agents_before(recalled.origins, relocated)
+            if at is None:  # folded into a message relocation made: nothing of the agent's to place it by
+                return
+            edits.append(Edit(at, message, folded))
+        turn = _Turn(recalled.length, recalled.digest, tuple(edits), len(recalled.edits))
+        with self._lock:
+            turns = self._sessions.pop(recalled.session, None) or deque(maxlen=self._turns)
+            turns.append(turn)
+            self._sessions[recalled.session] = turns
+            while len(self._sessions) > self._limit:
+                self._sessions.popitem(last=False)
+
+
+def _prefix_digests(messages: list[Any]) -> list[bytes]:
+    """The digest of each prefix of ``messages``, the empty one first."""
+    running = hashlib.blake2b(digest_size=16)
+    digests = [running.digest()]
+    for message in messages:
+        encoded = orjson.dumps(message, option=orjson.OPT_SORT_KEYS)
+        running.update(len(encoded).to_bytes(8, "little"))
+        running.update(encoded)
+        digests.append(running.digest())
+    return digests
+
+
+def _apply(agents: list[Any], edits: list[Edit]) -> tuple[list[Any], tuple[int | None, ...], list[int]]:
+    """``(messages, origins, positions)``: the agent's messages with ``edits`` applied (a later replacement of one
+    message wins), each message's index among the agent's (None for an inserted one), and where each edit landed."""
+    inserts: dict[int, list[int]] = {}
+    replaced: dict[int, int] = {}
+    for number, edit in enumerate(edits):
+        if edit.replaces:
+            replaced[edit.at] = number
+        else:
+            inserts.setdefault(edit.at, []).append(number)
+    messages: list[Any] = []
+    origins: list[int | None] = []
+    positions = [0] * len(edits)
+    for at in range(len(agents) + 1):
+        for number in inserts.get(at, ()):
+            positions[number] = len(messages)
+            messages.append(edits[number].message)
+            origins.append(None)
+        if at < len(agents):
+            replacement = replaced.get(at)
+            if replacement is not None:
+                positions[replacement] = len(messages)
+            messages.append(agents[at] if replacement is None else edits[replacement].message)
+            origins.append(at)
+    return messages, tuple(origins), positions
+
+
+def _agents_before(origins: tuple[int | None, ...], index: int) -> int:
+    """How many of the agent's messages come before position ``index``: an insert there goes before that one."""
+    return sum(1 for origin in origins[:index] if origin is not None)
