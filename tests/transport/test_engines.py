@@ -26,6 +26,7 @@ from agentcache.httpx import SESSION_HEADER, AsyncCacheAwareTransport, CacheAwar
 from agentcache.predict import causes
 from agentcache.servers import ServerPrompt, get_profile
 from tests.conftest import EngineInfo
+from tests.servers.realtemplates import Wire
 
 ENGINES = ["llama_server", "sglang", "vllm"]
 VLLM_BLOCK = 32  # engines.py starts vLLM with --block-size 32
@@ -80,24 +81,12 @@ def _answer(turn: int) -> dict[str, Any]:
     return {"role": "assistant", "content": f"Module {turn} looks fine; moving on."}
 
 
-class _Sending(httpx.HTTPTransport):
-    """The network transport under agentcache's, keeping each body as it went out."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.bodies: list[dict[str, Any]] = []
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        self.bodies.append(json.loads(request.content))
-        return super().handle_request(request)
-
-
 def _session(
     engine: EngineInfo, drift: str, canonical: bool
 ) -> tuple[list[Turn], list[dict[str, Any]], list[list[int]]]:
     """Run one agent session; returns its ledger turns, the bodies sent, and each turn's output ids."""
     engine.empty_cache()
-    network = _Sending()
+    network = Wire()
     transport = _transport(engine, canonicalize=canonical, policy=POLICY, ask_output_ids=True, transport=network)
     rng = random.Random(7)
     history: list[dict[str, Any]] = []
