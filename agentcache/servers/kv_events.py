@@ -50,9 +50,6 @@ class Event:
     block_size: int = 0
     salt: str = ""
     """``cache_salt``: the namespace of the requests that stored the blocks."""
-    session: str = ""
-    """``session_id`` of the request that stored the blocks (SGLang attributes a store to the request's
-    ``session_id``; empty when it carried none)."""
 
 
 def decode_batch(payload: bytes) -> list[Event]:
@@ -80,8 +77,7 @@ def _event(raw: Any) -> Event | None:
         parent = raw.get("parent_block_hash")
         tokens = tuple(_token(t) for t in raw.get("token_ids") or ())
         parent = None if parent is None else _hashable(parent)
-        salt, session = str(raw.get("cache_salt") or ""), str(raw.get("session_id") or "")
-        return Event(STORED, hashes, parent, tokens, int(raw["block_size"]), salt, session)
+        return Event(STORED, hashes, parent, tokens, int(raw["block_size"]), str(raw.get("cache_salt") or ""))
     return None
 
 
@@ -122,9 +118,8 @@ class _Block:
     """Whether the chain of parents reaches the root through blocks seen stored: a block stored onto one stored
     before the subscription has no known path, so its tokens cannot be placed."""
     live: bool = True
-    stores: list[tuple[int, float, str]] = field(default_factory=list)
-    """Every store of the block: the event's position, when its message arrived (``time.monotonic()``), and the
-    session it was attributed to."""
+    stores: list[tuple[int, float]] = field(default_factory=list)
+    """Every store of the block: the event's position, and when its message arrived (``time.monotonic()``)."""
     removed_at: int = -1
     """Sequence number of the message that last removed the block (-1: never)."""
 
@@ -192,7 +187,7 @@ class ServerBlocks:
             if block is None:
                 block = self._blocks[key] = _Block(parent, tokens, depth, event.salt, rooted)
             block.live = True
-            block.stores.append((self.order, now, event.session))
+            block.stores.append((self.order, now))
             self._children[(parent, tokens)] = key
             parent = key
 
@@ -234,22 +229,16 @@ class ServerBlocks:
         start = removal.start
         for key in removal.blocks:
             block = self._blocks[key]
-            if not any(removal.order < order < before for order, _, _ in block.stores):
+            if not any(removal.order < order < before for order, _ in block.stores):
                 break
             start += len(block.tokens)
         return None if start >= len(removal.path) else replace(removal, start=start, blocks=())
 
-    def first_store(self, tokens: Sequence[int], after: float, session: str = "") -> int | None:
+    def first_store(self, tokens: Sequence[int], after: float) -> int | None:
         """The position of the first event that stored a block of ``tokens``' path and arrived after ``after``
         (``time.monotonic()``): for a request sent then, its own first store, which the server makes right after
-        matching its prefix. With ``session``, only stores attributed to it count: a concurrent request of another
-        session storing the same blocks first is not the request's own. None when no such store has arrived."""
-        orders = [
-            order
-            for _, block in self._path(tokens)
-            for order, at, by in block.stores
-            if at > after and (not session or by == session)
-        ]
+        matching its prefix. None when no such store has arrived."""
+        orders = [order for _, block in self._path(tokens) for order, at in block.stores if at > after]
         return min(orders, default=None)
 
     def stats(self) -> dict[str, int]:
@@ -358,18 +347,15 @@ class KvEventStream:
         with self._lock:
             return self.blocks.evicted_since(tokens, seq)
 
-    def removals_before(
-        self, tokens: Sequence[int], sent: float, session: str = "", wait: float = STORE_WAIT
-    ) -> list[Removal]:
+    def removals_before(self, tokens: Sequence[int], sent: float, wait: float = STORE_WAIT) -> list[Removal]:
         """What the server evicted before it matched the request sent at ``sent`` (``time.monotonic()``) whose
         prompt is ``tokens``: the removals published before the request's own first store, not taken yet, less the
-        blocks stored again before it. ``session``, the ``session_id`` the request carried, tells its own store
-        from a concurrent one's. The engine publishes that store just after the response, so it is waited for, up
-        to ``wait`` seconds; without it, the removals that arrived so far."""
+        blocks stored again before it. The engine publishes that store just after the response, so it is waited
+        for, up to ``wait`` seconds; without it, the removals that arrived so far."""
         deadline = time.monotonic() + wait
         while True:
             with self._lock:
-                limit = self.blocks.first_store(tokens, sent, session)
+                limit = self.blocks.first_store(tokens, sent)
                 if limit is not None or time.monotonic() >= deadline:
                     return self._take(self.blocks.order + 1 if limit is None else limit)
             time.sleep(0.005)

@@ -121,9 +121,8 @@ class CacheMiddleware:
     ``kv_events`` (SGLang) is where the server publishes its KV cache events, ``tcp://host:port``, or for a
     cluster a mapping from each worker, as the gateway names it, to its endpoint: that server's model then takes
     its evictions from the server instead of simulating them, and a turn that lost part of its prefix to them is
-    ``evicted`` (see :mod:`agentcache.servers.kv_events`). Canonicalized requests then carry their session as
-    ``session_id`` (unless they set one), which SGLang puts on the events of what they stored and uses for nothing
-    else. Without it, evictions are the model's own simulation (``cache.capacity``).
+    ``evicted`` (see :mod:`agentcache.servers.kv_events`). Without it, evictions are the model's own simulation
+    (``cache.capacity``).
 
     ``breakpoints=True`` places cache breakpoints on each canonicalized request (:func:`agentcache.breakpoints.place`,
     given the session's previous request): Anthropic ``cache_control`` markers on Messages requests, OpenAI
@@ -194,9 +193,6 @@ class CacheMiddleware:
         """Where the turns are predicted (:attr:`~Predictions.where`), and why not in a process when asked to."""
         if events:  # subscribed before the first request, so its events are seen
             self.predictions.prepare()
-        self._attributes_stores = bool(events)
-        """Canonical requests carry their session as SGLang's ``session_id``, which attributes the KV events' stores
-        (and changes nothing else): a request's own first store is then told from a concurrent one's."""
         self.diagnostics = diagnostics
         self._previous_ids: dict[str, str] = {}
         """The last response id of each session, which its next diagnostics request names."""
@@ -244,8 +240,6 @@ class CacheMiddleware:
                 sent, account = self._place(request, parsed, sent)
             if self.ask_output_ids and not sent.get("stream"):
                 sent = {**sent, **self.profile.output_ids_request}
-            if self._attributes_stores and "session_id" not in sent:
-                sent = {**sent, "session_id": session}  # the server's stores of it then name it: see kv_events
             headers: dict[str, str] = {}
             if self.diagnostics and request.url.path.rstrip("/").endswith("/v1/messages"):
                 sent, headers = self._ask_diagnosis(request, parsed, sent)

@@ -133,12 +133,9 @@ class Predictor:
             for worker in job.lost:
                 self.replay.worker_lost(worker)
             stream = self.streams.get(job.worker or "")
-            request = self._parse(job.sent)
-            attributed = request.get("session_id")  # what the server's stores of this request are attributed to
-            session = attributed if isinstance(attributed, str) else ""
-            self.replay.before_serve = None if stream is None else self._evictions(stream, job, session)
+            self.replay.before_serve = None if stream is None else self._evictions(stream, job)
             return self.replay.diagnose_turn(
-                request,
+                self._parse(job.sent),
                 job.started,
                 job.session,
                 output,
@@ -150,12 +147,12 @@ class Predictor:
         except AgentCacheError as exc:
             return f"no prediction: {exc}"
 
-    def _evictions(self, stream: KvEventStream, job: PredictJob, session: str) -> Callable[[Sequence[int]], None]:
+    def _evictions(self, stream: KvEventStream, job: PredictJob) -> Callable[[Sequence[int]], None]:
         """What runs before the job's turn is served, given its prompt in the server's tokens: drop from the
         worker's model what the server evicted before matching it."""
 
         def drop(tokens: Sequence[int]) -> None:
-            for removal in stream.removals_before(tokens, job.sent_at, session):
+            for removal in stream.removals_before(tokens, job.sent_at):
                 self.replay.server_removed(job.worker, removal.path, removal.start, removal.salt)
 
         return drop

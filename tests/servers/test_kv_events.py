@@ -93,26 +93,6 @@ def test_both_encodings_and_unknown_types_are_read() -> None:
         assert blocks.evicted_since([5, 6, 7, 8], 1) is None  # nothing removed after message 1
 
 
-def test_a_request_s_own_first_store_is_told_from_a_concurrent_session_s_store_of_the_same_blocks() -> None:
-    """Two sessions send the same prefix at once; the other one's store of it arrives first. Attributed by
-    ``session_id``, the request's own store is the later one, so the removals published between the two are
-    before its match."""
-    blocks = ServerBlocks()
-    stored = {"type": "BlockStored", "block_hashes": [1, 2], "parent_block_hash": None, "block_size": 1}
-    blocks.apply(decode_batch(batch({**stored, "token_ids": [5, 6], "session_id": "b"})), 0, now=2.0)
-    blocks.apply(
-        decode_batch(
-            batch({**stored, "block_hashes": [3], "parent_block_hash": 2, "token_ids": [7], "session_id": "a"})
-        ),
-        1,
-        now=2.5,
-    )
-    assert blocks.first_store([5, 6, 7], after=1.0) == 1
-    assert blocks.first_store([5, 6, 7], after=1.0, session="b") == 1
-    assert blocks.first_store([5, 6, 7], after=1.0, session="a") == 2
-    assert blocks.first_store([5, 6, 7], after=1.0, session="c") is None
-
-
 def test_a_payload_that_is_not_a_batch_is_refused_by_name() -> None:
     with pytest.raises(EventsError, match="not a KV event batch"):
         decode_batch(msgpack.packb({"events": []}))
