@@ -352,8 +352,7 @@ def _targets(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Target]:
     # A file named on the command line is judged as named, even when a directory walk reaches it first.
     named = {Path(raw).resolve() for raw in paths if Path(raw).is_file()}
 
-    def fresh(path: Path) -> bool:
-        key = path.resolve()
+    def fresh(key: Path) -> bool:
         if key in seen:
             return False
         seen.add(key)
@@ -363,13 +362,14 @@ def _targets(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Target]:
         given = Path(raw)
         if given.is_dir():
             for found in _walk(given):
-                if fresh(found):
-                    yield found, str(found), found.resolve() in named
+                key = found.resolve()  # once per file: resolving costs a system call per path component
+                if fresh(key):
+                    yield found, str(found), key in named
         elif given.exists():
             if given.suffix.lower() not in _KINDS:
                 known = ", ".join(sorted(_KINDS))
                 raise InputError(f"{raw}: no lint rules for this kind of file; lint checks {known} files")
-            if fresh(given):
+            if fresh(given.resolve()):
                 yield given, str(given), True
         else:
             raise InputError(f"cannot read {raw}: no such file or directory")
