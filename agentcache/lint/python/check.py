@@ -64,6 +64,15 @@ class PythonSession:
         self.project.learn(lesson)
         return True
 
+    def state(self) -> dict[str, str]:
+        return dict(self.project.exports)
+
+    def resume(self, state: object) -> None:
+        if not isinstance(state, dict):
+            raise TypeError(f"a Python session resumes from another one's state, not from {type(state).__name__}")
+        self.project = Project(self.words)
+        self.project.know(state)
+
     def check(self, source: SourceFile) -> Checked:
         self.last = None
         data = source.data
