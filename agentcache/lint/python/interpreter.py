@@ -201,10 +201,10 @@ class Interpreter(Statements):
         return combine(*(self.expr(part, scope) for part in (node.lower, node.upper, node.step)))
 
     def call(self, node: ast.Call, scope: Scope) -> Value:
-        func = node.func
-        args = [self.expr(arg, scope) for arg in node.args]
-        kwargs = {kw.arg: self.expr(kw.value, scope) for kw in node.keywords if kw.arg is not None}
-        spread = [self.expr(kw.value, scope) for kw in node.keywords if kw.arg is None]
+        func, keywords = node.func, node.keywords
+        args = [self.expr(arg, scope) for arg in node.args] if node.args else []
+        kwargs = {kw.arg: self.expr(kw.value, scope) for kw in keywords if kw.arg is not None} if keywords else {}
+        spread = [self.expr(kw.value, scope) for kw in keywords if kw.arg is None] if keywords else []
         receiver = self.expr(func.value, scope) if isinstance(func, ast.Attribute) else CLEAN
         name = self.qualname(func, scope)
         self.sinks.call_sinks(node, args, kwargs)
