@@ -398,8 +398,7 @@ def _targets(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Target]:
     for raw in paths:
         given = Path(raw)
         if given.is_dir():
-            for found in _walk(given):
-                key = found.resolve()  # once per file: resolving costs a system call per path component
+            for found, key in _walk(given):
                 if fresh(key):
                     yield found, str(found), key in named
         elif given.exists():
@@ -412,12 +411,18 @@ def _targets(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Target]:
             raise InputError(f"cannot read {raw}: no such file or directory")
 
 
-def _walk(root: Path) -> Iterator[Path]:
+def _walk(root: Path) -> Iterator[tuple[Path, Path]]:
+    """(path, resolved path) of each file of a registered kind under ``root``. A directory is resolved once for
+    all its files (resolving costs a system call per path component); a file that is a symlink, on its own."""
+
     def refuse(error: OSError) -> None:
         raise InputError(f"cannot read {error.filename}: {error.strerror}")
 
     for directory, subdirs, names in os.walk(root, onerror=refuse):
         subdirs[:] = sorted(name for name in subdirs if name not in SKIP_DIRS)
+        folder = Path(directory)
+        real = folder.resolve()
         for name in sorted(names):
             if Path(name).suffix.lower() in _KINDS:
-                yield Path(directory) / name
+                path = folder / name
+                yield path, path.resolve() if path.is_symlink() else real / name
