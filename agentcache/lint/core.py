@@ -12,7 +12,7 @@ import gc
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -109,6 +109,13 @@ class Session(Protocol):
     def adopt(self, lesson: object) -> bool:
         """Learn what a check in another process taught, when it read there what it would read here; False: the
         verdict may differ here, so the file must be checked here again."""
+
+    def state(self) -> object:
+        """What the files checked so far taught, picklable: a worker process's session :meth:`resume` s from it
+        to check again, in parallel, the files :meth:`revisit` names."""
+
+    def resume(self, state: object) -> None:
+        """Know what another session knew (its :meth:`state`), and nothing else."""
 
 
 @dataclass(frozen=True)
@@ -218,25 +225,25 @@ def lint_paths(
     config = config or Config()
     run = _Run(config.settings)
     targets = list(_targets(paths))
-    if jobs > 1 and len(targets) >= PARALLEL_FILES:
-        outcomes = _parallel(targets, run, cache, jobs)
-    else:
-        outcomes = (run.judge(target, cache) for target in targets)
+    parallel = jobs > 1 and len(targets) >= PARALLEL_FILES
     verdicts: dict[Path, tuple[str, bool, Checked]] = {}
     notes: list[str] = []
-    for (path, display, explicit), outcome in zip(targets, outcomes, strict=True):
-        if outcome.verdict is None:
-            if explicit:
-                raise InputError(f"{display}: {outcome.skipped}")
-            if outcome.note:
-                notes.append(f"{display}: skipped: {outcome.skipped}")
-            continue
-        verdicts[path] = (display, explicit, outcome.verdict)
-    for session in run.sessions.values():
-        for path in session.revisit():
-            display, explicit, _ = verdicts[path]
-            source = SourceFile(path, display, _read(path, display), explicit, cache)
-            verdicts[path] = (display, explicit, session.check(source))
+    with _pool(jobs, config.settings) if parallel else nullcontext() as pool:
+        for (path, display, explicit), outcome in zip(targets, _outcomes(targets, run, cache, pool, jobs), strict=True):
+            if outcome.verdict is None:
+                if explicit:
+                    raise InputError(f"{display}: {outcome.skipped}")
+                if outcome.note:
+                    notes.append(f"{display}: skipped: {outcome.skipped}")
+                continue
+            verdicts[path] = (display, explicit, outcome.verdict)
+        for name, session in run.sessions.items():
+            again = [(path, *verdicts[path][:2]) for path in session.revisit()]
+            for (path, display, explicit), outcome in zip(
+                again, _outcomes(again, run, cache, pool, jobs, {name: session.state()}), strict=True
+            ):
+                if outcome.verdict is not None:
+                    verdicts[path] = (display, explicit, outcome.verdict)
     findings: list[Finding] = []
     fixed: list[Finding] = []
     rewrites: list[tuple[Path, str, bytes]] = []
@@ -271,6 +278,10 @@ def lint_paths(
 PARALLEL_FILES = 100
 #: Files per task handed to a worker process, at most: small enough to share the work out evenly.
 CHUNK_FILES = 200
+#: Tasks per worker process, at least, as long as they stay under :data:`CHUNK_FILES`: the modules checked again at
+#: the end are few and large (44 files, 8% of the corpus's bytes), and in tasks of one or two no worker waits long
+#: for the other's last one.
+TASKS_PER_JOB = 16
 
 Target = tuple[Path, str, bool]
 """A file to check: its path, how to show it, whether it was named on the command line."""
@@ -314,27 +325,57 @@ class _Run:
             return _Outcome(None, skipped=str(exc), note=exc.note)
 
 
-def _parallel(targets: list[Target], run: _Run, cache: CacheOptions | None, jobs: int) -> Iterator[_Outcome]:
-    """The outcomes of ``targets`` in their order, checked in ``jobs`` worker processes, each task (a run of
-    consecutive files) with sessions of its own. The parent's sessions adopt each lesson in order, and check here
-    again a file whose check read something else in its worker than it reads here."""
-    size = max(1, min(CHUNK_FILES, -(-len(targets) // (jobs * 4))))
+def _outcomes(
+    targets: list[Target],
+    run: _Run,
+    cache: CacheOptions | None,
+    pool: ProcessPoolExecutor | None,
+    jobs: int,
+    states: Mapping[str, object] | None = None,
+) -> Iterator[_Outcome]:
+    """The outcomes of ``targets`` in their order: checked here, one after another, or by the ``pool``'s ``jobs``
+    worker processes, each task (a run of consecutive files) resuming its sessions from ``states`` (kind name ->
+    :meth:`Session.state`) when given. The parent's sessions adopt each lesson in order, and check here again a
+    file whose check read something else in its worker than it reads here."""
+    if pool is None:
+        yield from (run.judge(target, cache) for target in targets)
+        return
+    size = max(1, min(CHUNK_FILES, -(-len(targets) // (jobs * TASKS_PER_JOB))))
     chunks = [targets[start : start + size] for start in range(0, len(targets), size)]
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        done = pool.map(_check_chunk, chunks, [run.settings] * len(chunks), [cache] * len(chunks))
-        for chunk, outcomes in zip(chunks, done, strict=True):
-            for target, outcome in zip(chunk, outcomes, strict=True):
-                session = run.session(_KINDS[target[0].suffix.lower()])
-                if session is None or outcome.verdict is None or session.adopt(outcome.lesson):
-                    yield outcome
-                else:
-                    yield run.judge(target, cache)
+    done = pool.map(_check_chunk, chunks, [cache] * len(chunks), [states or {}] * len(chunks))
+    for chunk, outcomes in zip(chunks, done, strict=True):
+        for target, outcome in zip(chunk, outcomes, strict=True):
+            session = run.session(_KINDS[target[0].suffix.lower()])
+            if session is None or outcome.verdict is None or session.adopt(outcome.lesson):
+                yield outcome
+            else:
+                yield run.judge(target, cache)
+
+
+def _pool(jobs: int, settings: Mapping[str, Any]) -> ProcessPoolExecutor:
+    """``jobs`` worker processes, each with one :class:`_Run` for all its tasks: a session that keeps what the
+    worker's earlier tasks taught reads more as the parent does, so the parent checks fewer files again."""
+    return ProcessPoolExecutor(max_workers=jobs, initializer=_start_worker, initargs=(settings,))
+
+
+#: The worker process's run: :func:`_start_worker` makes it from the lint run's settings.
+_worker = _Run({})
+
+
+def _start_worker(settings: Mapping[str, Any]) -> None:
+    global _worker
+    _worker = _Run(settings)
 
 
 @_fewer_collections()
-def _check_chunk(targets: list[Target], settings: Mapping[str, Any], cache: CacheOptions | None) -> list[_Outcome]:
-    """A worker process's task: judge consecutive files with sessions of their own."""
-    run = _Run(settings)
+def _check_chunk(targets: list[Target], cache: CacheOptions | None, states: Mapping[str, object]) -> list[_Outcome]:
+    """A worker process's task: judge consecutive files, the sessions of ``states`` resuming from them first."""
+    run = _worker
+    for kind in kinds():
+        if kind.name in states:
+            session = run.session(kind)
+            if session is not None:
+                session.resume(states[kind.name])
     return [run.judge(target, cache) for target in targets]
 
 
@@ -352,8 +393,7 @@ def _targets(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Target]:
     # A file named on the command line is judged as named, even when a directory walk reaches it first.
     named = {Path(raw).resolve() for raw in paths if Path(raw).is_file()}
 
-    def fresh(path: Path) -> bool:
-        key = path.resolve()
+    def fresh(key: Path) -> bool:
         if key in seen:
             return False
         seen.add(key)
@@ -362,25 +402,31 @@ def _targets(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Target]:
     for raw in paths:
         given = Path(raw)
         if given.is_dir():
-            for found in _walk(given):
-                if fresh(found):
-                    yield found, str(found), found.resolve() in named
+            for found, key in _walk(given):
+                if fresh(key):
+                    yield found, str(found), key in named
         elif given.exists():
             if given.suffix.lower() not in _KINDS:
                 known = ", ".join(sorted(_KINDS))
                 raise InputError(f"{raw}: no lint rules for this kind of file; lint checks {known} files")
-            if fresh(given):
+            if fresh(given.resolve()):
                 yield given, str(given), True
         else:
             raise InputError(f"cannot read {raw}: no such file or directory")
 
 
-def _walk(root: Path) -> Iterator[Path]:
+def _walk(root: Path) -> Iterator[tuple[Path, Path]]:
+    """(path, resolved path) of each file of a registered kind under ``root``. A directory is resolved once for
+    all its files (resolving costs a system call per path component); a file that is a symlink, on its own."""
+
     def refuse(error: OSError) -> None:
         raise InputError(f"cannot read {error.filename}: {error.strerror}")
 
     for directory, subdirs, names in os.walk(root, onerror=refuse):
         subdirs[:] = sorted(name for name in subdirs if name not in SKIP_DIRS)
+        folder = Path(directory)
+        real = folder.resolve()
         for name in sorted(names):
             if Path(name).suffix.lower() in _KINDS:
-                yield Path(directory) / name
+                path = folder / name
+                yield path, path.resolve() if path.is_symlink() else real / name

@@ -82,6 +82,12 @@ class WithBreakpoints:
     def adopt(self, lesson: object) -> bool:
         return self.session.adopt(lesson)
 
+    def state(self) -> object:
+        return self.session.state()
+
+    def resume(self, state: object) -> None:
+        self.session.resume(state)
+
 
 def _findings(tree: ast.AST) -> Iterator[tuple[Node, Rule, str]]:
     for call in (node for node in ast.walk(tree) if isinstance(node, ast.Call)):

@@ -201,29 +201,26 @@ class Interpreter(Statements):
         return combine(*(self.expr(part, scope) for part in (node.lower, node.upper, node.step)))
 
     def call(self, node: ast.Call, scope: Scope) -> Value:
-        func = node.func
-        args = [self.expr(arg, scope) for arg in node.args]
-        kwargs = {kw.arg: self.expr(kw.value, scope) for kw in node.keywords if kw.arg is not None}
-        spread = [self.expr(kw.value, scope) for kw in node.keywords if kw.arg is None]
+        func, keywords = node.func, node.keywords
+        args = [self.expr(arg, scope) for arg in node.args] if node.args else []
+        kwargs = {kw.arg: self.expr(kw.value, scope) for kw in keywords if kw.arg is not None} if keywords else {}
+        spread = [self.expr(kw.value, scope) for kw in keywords if kw.arg is None] if keywords else []
         receiver = self.expr(func.value, scope) if isinstance(func, ast.Attribute) else CLEAN
         name = self.qualname(func, scope)
         self.sinks.call_sinks(node, args, kwargs)
-        kind = (
-            source_kind(name, len(node.args) + len(node.keywords), self.words) or self.learned.get(f"{name}()")
-            if name is not None
-            else None
-        )
-        if kind is not None:
-            return Value(frozenset({Origin.at(node, kind)}))
-        if name in DUMPS:
-            return dump(node, name, args)
-        if name == "random.shuffle" and node.args:
-            key = dotted(node.args[0])
-            if key:
-                self.mutate(key, Value(args[0].origins | {Origin.at(node, RANDOM)}), node, scope)
-            return CLEAN
-        if name in LAYOUT_KEEPING and len(args) == 1:
-            return args[0]
+        if name is not None:
+            kind = source_kind(name, len(node.args) + len(keywords), self.words) or self.learned.get(f"{name}()")
+            if kind is not None:
+                return Value(frozenset({Origin.at(node, kind)}))
+            if name in DUMPS:
+                return dump(node, name, args)
+            if name == "random.shuffle" and node.args:
+                key = dotted(node.args[0])
+                if key:
+                    self.mutate(key, Value(args[0].origins | {Origin.at(node, RANDOM)}), node, scope)
+                return CLEAN
+            if name in LAYOUT_KEEPING and len(args) == 1:
+                return args[0]
         callee = last_name(func) or ""
         # What an unknown call returns depends on its receiver and positional arguments. Keyword arguments count
         # where they fill a text (``template.format(date=...)``) or a constructor's fields, but for the ids and

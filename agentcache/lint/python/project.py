@@ -111,6 +111,11 @@ class Project:
             self.names.add(f"{lesson.module}.{name.removesuffix('()')}")
         self.imported[lesson.path] = frozenset(name for name in lesson.imports if name not in self.names)
 
+    def know(self, exports: dict[str, str]) -> None:
+        """Know these exports (another project's :attr:`exports`), as if their modules had been checked here."""
+        self.exports.update(exports)
+        self.names.update(name.removesuffix("()") for name in exports)
+
     def revisit(self) -> list[Path]:
         """Modules checked before an export they import was learned: their findings may change."""
         return sorted(path for path, names in self.imported.items() if names & self.names)

@@ -54,7 +54,9 @@ class Sinks:
             self.tools_sink(node.args[0], args[0])
         elif name in words.agent_factories and len(node.args) > 1:
             self.tools_sink(node.args[1], args[1])
-        elif any(keyword.arg == "role" and self.is_system_role(keyword.value) for keyword in node.keywords):
+        elif node.keywords and any(
+            keyword.arg == "role" and self.is_system_role(keyword.value) for keyword in node.keywords
+        ):
             for keyword in node.keywords:
                 if keyword.arg == "content":
                     self.system_sink(keyword.value, kwargs["content"])

@@ -51,6 +51,13 @@ def unpacked(target: ast.Tuple | ast.List, source: ast.expr | None) -> list[tupl
     return [(element, None) for element in target.elts]
 
 
+#: Statement type -> its fields that hold statements (blocks), or ``handlers``/``cases`` whose items hold one.
+_NESTED = {
+    kind: tuple(name for name in ("body", "orelse", "finalbody", "handlers", "cases") if name in kind._fields)
+    for kind in ast.stmt.__subclasses__()
+}
+
+
 def statements(tree: ast.Module) -> list[ast.stmt]:
     """Every statement of the module, nested ones too, without descending into expressions: imports and
     definitions are statements, and a walk of every node costs a third of the analysis."""
@@ -59,14 +66,12 @@ def statements(tree: ast.Module) -> list[ast.stmt]:
     while pending:
         for statement in pending.pop():
             found.append(statement)
-            for name in ("body", "orelse", "finalbody"):
-                block = getattr(statement, name, None)
-                if isinstance(block, list):
+            for name in _NESTED[type(statement)]:  # most statements hold none
+                block = getattr(statement, name)
+                if name in ("handlers", "cases"):
+                    pending.extend(item.body for item in block)
+                else:
                     pending.append(block)
-            for handler in getattr(statement, "handlers", ()):
-                pending.append(handler.body)
-            for case in getattr(statement, "cases", ()):
-                pending.append(case.body)
     return found
 
 

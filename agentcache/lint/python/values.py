@@ -29,7 +29,7 @@ class Origin:
         return cls(node.lineno, node.col_offset, kind, code(node))
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)
 class Value:
     """What the analysis knows about a value.
 
@@ -37,6 +37,9 @@ class Value:
     it was made): iterating it injects hash order. ``text`` is its exact text when it is a constant string, so
     ``TEMPLATE.format(...)`` can be laid out. ``shape`` is the layout of a string being built: runs of stable
     characters (an int, the count when known) and interpolated values; AC105 reads it.
+
+    Immutable by convention (never assigned after it is made: values are shared between scopes and memo keys),
+    not ``frozen``: a frozen dataclass's ``__init__`` costs three times as much, and a lint run makes millions.
     """
 
     origins: frozenset[Origin] = frozenset()
@@ -50,13 +53,16 @@ CLEAN = Value()
 
 def combine(*values: Value) -> Value:
     """A value computed from all of these: it differs when any of them does; text and set-ness are gone."""
-    origins = frozenset[Origin]().union(*(value.origins for value in values))
+    origins: frozenset[Origin] | None = None
+    for value in values:
+        if value.origins:  # most values have none: no set is built for them
+            origins = value.origins if origins is None else origins | value.origins
     return Value(origins) if origins else CLEAN
 
 
 def join(first: Value, second: Value) -> Value:
     """A value that is one of these two (branches that merge)."""
-    if first == second:
+    if first is second or first == second:
         return first
     return Value(
         first.origins | second.origins,
@@ -126,6 +132,8 @@ def element(iterable: Value, site: ast.expr) -> Value:
 class Scope:
     """Names bound in one function (or the module, or a comprehension); reads fall back to the parent."""
 
+    __slots__ = ("parent", "vars")
+
     def __init__(self, parent: Scope | None = None) -> None:
         self.parent = parent
         self.vars: dict[str, Value] = {}
@@ -154,9 +162,15 @@ class Scope:
         copy.vars = dict(self.vars)
         return copy
 
-    def merge(self, *branches: Scope) -> None:
-        merged: dict[str, Value] = {}
-        for branch in branches:
+    def merge(self, first: Scope, *others: Scope) -> None:
+        """Bind each name to the join of its values in the branches that bind it (forks of one scope share most
+        values: a name bound to the same value everywhere is kept as it is)."""
+        merged = dict(first.vars)
+        for branch in others:
             for name, value in branch.vars.items():
-                merged[name] = join(merged[name], value) if name in merged else value
+                known = merged.get(name)
+                if known is None:
+                    merged[name] = value
+                elif known is not value:
+                    merged[name] = join(known, value)
         self.vars = merged

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, fields, replace
+from functools import lru_cache
 
 from agentcache.lint.python.values import CLOCK, FRESH_ID, RANDOM
 
@@ -72,7 +73,7 @@ class Vocabulary:
 
     def is_record(self, name: str) -> bool:
         """Whether an identifier names a record (``RunOutput``, ``tool_call``), by its words."""
-        return any(word.lower() in self.record_words for word in _WORD.findall(name))
+        return not self.record_words.isdisjoint(_words(name))
 
     def extend(self, extra: dict[str, list[str]]) -> Vocabulary:
         """This vocabulary with more names; ``extra`` maps a field (``-`` or ``_`` between words) to names."""
@@ -85,6 +86,14 @@ class Vocabulary:
 
 
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+
+
+@lru_cache(maxsize=1 << 16)
+def _words(name: str) -> frozenset[str]:
+    """The words of an identifier, lowercased: asked of every class and method called, most of them many times."""
+    return frozenset(word.lower() for word in _WORD.findall(name))
+
+
 VOCABULARY = Vocabulary()
 FIELDS = frozenset(field.name for field in fields(Vocabulary))
 
