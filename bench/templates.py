@@ -71,6 +71,8 @@ RULES = [
     "Do not repeat the question back; start with the answer.",
 ]
 """The matrix's shapes with tools or a system prompt, where agents drift."""
+DEFAULT_SYSTEM = "You are a helpful assistant."
+"""The system prompt's standing line for a session that has none of its own."""
 CANONICAL = CanonicalPolicy(relocate_volatile=True)
 TARGET = 0.99
 
@@ -82,8 +84,8 @@ def instructions(lines: int) -> str:
 
 def drifted(session: Session, frozen: bool, rules: int) -> Session:
     """``session`` with ``rules`` lines of instructions and a clock line at the end of its system prompt (a system
-    message of its own when it has none): the clock frozen for the ideal; otherwise moving every turn, with the
-    tools rotated and every other turn with their keys reversed."""
+    message of its own, with :data:`DEFAULT_SYSTEM`, when it has none): the clock frozen for the ideal; otherwise
+    moving every turn, with the tools rotated and every other turn with their keys reversed."""
     standing = instructions(rules)
     requests = []
     for turn, request in enumerate(session.requests):
@@ -92,8 +94,8 @@ def drifted(session: Session, frozen: bool, rules: int) -> Session:
         first = messages[0]
         if first["role"] == "system" and isinstance(first["content"], str):
             messages = [{**first, "content": f"{first['content']}\n{clock}"}, *messages[1:]]
-        else:
-            messages = [{"role": "system", "content": clock}, *messages]
+        else:  # a system prompt that is only a clock is kept in place by rule (nothing would be left): none is sent
+            messages = [{"role": "system", "content": f"{DEFAULT_SYSTEM}\n{clock}"}, *messages]
         changed: dict[str, Any] = {**request, "messages": messages}
         tools = request.get("tools")
         if tools and not frozen:
