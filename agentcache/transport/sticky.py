@@ -7,8 +7,9 @@ turn's relocated message becomes history, byte-identical to what the server hold
 clock beside the turn it dated, the current one last.
 
 A request is matched to the remembered turn whose messages (the relocated ones aside) its own start with, the
-longest, so that tree-search siblings, a retry and interleaved sessions under one id each find their parent. Only a
-digest of each turn's messages is kept, with the few messages relocation made.
+longest, so that tree-search siblings, a retry and interleaved sessions under one id each find their parent. Lines
+the history already holds last (a date that has not changed) are not added again. Only a digest of each turn's
+messages is kept, with the few messages relocation made.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from typing import Any
 
 import orjson
 
+from agentcache.canon.rules import message_text
+
 __all__ = ["Edit", "Recalled", "RelocationMemory", "appended_index"]
 
 
@@ -32,6 +35,8 @@ class Edit:
     at: int
     message: dict[str, Any]
     replaces: bool = False
+    lines: str = ""
+    """The relocated lines themselves: a later request whose lines are the same adds none."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,8 @@ class Recalled:
     """For each message of the body, its index among the agent's messages; None for one relocation made."""
     length: int
     digest: bytes
+    lines: str = ""
+    """This turn's relocated lines."""
 
 
 def appended_index(canonical: dict[str, Any], original: dict[str, Any]) -> int | None:
@@ -86,7 +93,7 @@ class RelocationMemory:
         """``canonical`` (whose relocated message, if any, is at ``index``) with the relocated messages of the
         remembered turn it extends put back where they were sent; none with ``keep`` false."""
         messages: list[Any] = canonical["messages"]
-        own = [] if index is None else [Edit(index, messages[index])]
+        lines = "" if index is None else message_text(messages[index].get("content"))
         agents = messages if index is None else [*messages[:index], *messages[index + 1 :]]
         digests = _prefix_digests(agents)
         with self._lock:
@@ -99,16 +106,11 @@ class RelocationMemory:
         earlier: tuple[Edit, ...] = ()
         if parent is not None:  # a re-sent request keeps what came before its first sending, not that one's lines
             earlier = parent.edits if parent.length < len(agents) else parent.edits[: parent.inherited]
+        # Lines the history already holds last (a date that has not changed) are not added again.
+        own = [] if index is None or (earlier and earlier[-1].lines == lines) else [Edit(index, messages[index])]
         body, origins, positions = _apply(agents, [*earlier, *own])
-        return Recalled(
-            session,
-            {**canonical, "messages": body},
-            positions[-1] if own else None,
-            earlier,
-            origins,
-            len(agents),
-            digests[-1],
-        )
+        at = positions[-1] if own else None
+        return Recalled(session, {**canonical, "messages": body}, at, earlier, origins, len(agents), digests[-1], lines)
 
     def remember(self, recalled: Recalled, relocated: int | None, folded: bool, body: dict[str, Any]) -> None:
         """Record the turn ``recalled`` became once placed: ``body`` was sent with the turn's relocated lines in its
@@ -119,7 +121,7 @@ class RelocationMemory:
             at = recalled.origins[relocated] if folded else _agents_before(recalled.origins, relocated)
             if at is None:  # folded into a message relocation made: nothing of the agent's to place it by
                 return
-            edits.append(Edit(at, message, folded))
+            edits.append(Edit(at, message, folded, recalled.lines))
         turn = _Turn(recalled.length, recalled.digest, tuple(edits), len(recalled.edits))
         with self._lock:
             turns = self._sessions.pop(recalled.session, None) or deque(maxlen=self._turns)

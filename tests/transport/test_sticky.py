@@ -110,3 +110,19 @@ def test_memory_is_bounded_in_sessions() -> None:
     assert send(memory, "a", {"messages": [system(1), *follow]})[1:] == [*follow, clock(1)]  # forgotten
     kept = send(memory, "c", {"messages": [system(1), *follow]})
     assert kept[1:] == [first[0], clock(0), *follow[1:], clock(1)]
+
+
+def test_lines_the_history_already_holds_last_are_not_added_again() -> None:
+    """A date that has not changed since the last turn is in the history already: the request adds no message, so
+    it costs nothing; a new date is added after the turn that saw it."""
+    memory = RelocationMemory()
+    history: list[dict[str, Any]] = []
+    sent = []
+    for turn, day in enumerate((1, 1, 1, 2)):
+        history.append({"role": "user", "content": f"Question {turn}."})
+        prompt = {"role": "system", "content": f"You plan days.\nToday is 2026-12-0{day}.\nBe brief."}
+        sent.append(send(memory, "s", {"messages": [prompt, *history]}))
+        history.append({"role": "assistant", "content": f"Answer {turn}."})
+    dates = [[m["content"] for m in messages if "Today" in m["content"]] for messages in sent]
+    assert dates == [["Today is 2026-12-01."]] * 3 + [["Today is 2026-12-01.", "Today is 2026-12-02."]]
+    assert sent[2][:3] == sent[0] and sent[3][-1]["content"] == "Today is 2026-12-02."
