@@ -45,9 +45,20 @@ class _Turn:
     """How many of the agent's messages the turn had."""
     digest: bytes
     """Of those messages' canonical bytes, in order."""
-    edits: tuple[Edit, ...]
-    inherited: int
-    """How many of ``edits`` came from earlier turns: a re-sent request keeps those, not the turn's own."""
+    edit: Edit | None
+    """The turn's own relocation (None: it added none)."""
+    kept: _Turn | None
+    """The turn whose relocations it kept, and so on back: the turns share their chain, each holds one edit."""
+
+    def edits(self) -> tuple[Edit, ...]:
+        """The relocations the turn's request carried, in order."""
+        chain: list[Edit] = []
+        turn: _Turn | None = self
+        while turn is not None:
+            if turn.edit is not None:
+                chain.append(turn.edit)
+            turn = turn.kept
+        return tuple(reversed(chain))
 
 
 @dataclass(frozen=True)
@@ -61,6 +72,8 @@ class Recalled:
     """Where this turn's relocated message is in ``body["messages"]``; None when nothing was relocated."""
     edits: tuple[Edit, ...]
     """The earlier turns' edits that were applied."""
+    kept: _Turn | None
+    """The remembered turn they are the edits of."""
     origins: tuple[int | None, ...]
     """For each message of the body, its index among the agent's messages; None for one relocation made."""
     length: int
@@ -103,26 +116,29 @@ class RelocationMemory:
             key=lambda t: t.length,
             default=None,
         )
-        earlier: tuple[Edit, ...] = ()
-        if parent is not None:  # a re-sent request keeps what came before its first sending, not that one's lines
-            earlier = parent.edits if parent.length < len(agents) else parent.edits[: parent.inherited]
+        kept = parent
+        if parent is not None and parent.length == len(agents):  # re-sent: what came before its first sending
+            kept = parent.kept
+        earlier = () if kept is None else kept.edits()
         # Lines the history already holds last (a date that has not changed) are not added again.
         own = [] if index is None or (earlier and earlier[-1].lines == lines) else [Edit(index, messages[index])]
         body, origins, positions = _apply(agents, [*earlier, *own])
         at = positions[-1] if own else None
-        return Recalled(session, {**canonical, "messages": body}, at, earlier, origins, len(agents), digests[-1], lines)
+        return Recalled(
+            session, {**canonical, "messages": body}, at, earlier, kept, origins, len(agents), digests[-1], lines
+        )
 
     def remember(self, recalled: Recalled, relocated: int | None, folded: bool, body: dict[str, Any]) -> None:
         """Record the turn ``recalled`` became once placed: ``body`` was sent with the turn's relocated lines in its
         message at ``relocated``, folded into the agent's message there when ``folded``."""
-        edits = list(recalled.edits)
+        edit = None
         if relocated is not None:
             message = body["messages"][relocated]
             at = recalled.origins[relocated] if folded else _agents_before(recalled.origins, relocated)
             if at is None:  # folded into a message relocation made: nothing of the agent's to place it by
                 return
-            edits.append(Edit(at, message, folded, recalled.lines))
-        turn = _Turn(recalled.length, recalled.digest, tuple(edits), len(recalled.edits))
+            edit = Edit(at, message, folded, recalled.lines)
+        turn = _Turn(recalled.length, recalled.digest, edit, recalled.kept)
         with self._lock:
             turns = self._sessions.pop(recalled.session, None) or deque(maxlen=self._turns)
             turns.append(turn)
