@@ -11,6 +11,7 @@ import asyncio
 import json
 import random
 from collections.abc import Callable
+from itertools import pairwise
 from typing import Any
 
 import httpx
@@ -150,8 +151,9 @@ def test_canonicalized_session_reaches_the_ideal_and_predictions_are_exact(
     expected = {causes.TOOL_ORDER, causes.SCHEMA_KEY_ORDER} if drift == "tools" else {causes.VOLATILE_VALUE}
     assert {t.cause for t in raw[1:]} <= expected
     assert all(t.divergence_token is not None and t.wasted_tokens > 0 for t in raw[1:])
-    # Each turn extends the last: the tools are in order, and the relocated clock lines of earlier turns stay
-    # where they were sent.
+    # Each body sent extends the last (every message is fixed by the test, the tools are in order, and the
+    # relocated clock lines of earlier turns stay where they were sent), so no turn has a cause.
+    assert all(now["messages"][: len(before["messages"])] == before["messages"] for before, now in pairwise(sent))
     assert {t.cause for t in canonical[1:]} == {causes.NONE}
 
 
