@@ -237,12 +237,12 @@ class CacheMiddleware:
             sent = placement.body
             account: Placements | None = None
             if self.breakpoints:
-                sent, account = self._place(request, parsed, sent)
+                sent, account = self._place(request, session, sent)
             if self.ask_output_ids and not sent.get("stream"):
                 sent = {**sent, **self.profile.output_ids_request}
             headers: dict[str, str] = {}
             if self.diagnostics and request.url.path.rstrip("/").endswith("/v1/messages"):
-                sent, headers = self._ask_diagnosis(request, parsed, sent)
+                sent, headers = self._ask_diagnosis(request, session, sent)
             # canonical_json's bytes without its check: a parsed body holds no NaN for a null to hide, and the
             # check walks the whole body in Python whenever it holds a null (a tool call's "content": null).
             content = orjson.dumps(sent, option=orjson.OPT_SORT_KEYS)
@@ -251,9 +251,7 @@ class CacheMiddleware:
         relocated = placement.relocated_path
         return self._call(request, _with_body(request, content, headers), parsed, None, started, relocated, account)
 
-    def _place(
-        self, request: httpx.Request, parsed: dict[str, Any], sent: dict[str, Any]
-    ) -> tuple[dict[str, Any], Placements]:
+    def _place(self, request: httpx.Request, session: str, sent: dict[str, Any]) -> tuple[dict[str, Any], Placements]:
         """The canonical body with breakpoints placed for the session, and the account of them; when placement
         cannot handle the body, the body as it was and the account says why."""
         provider: Provider = "anthropic" if request.url.path.rstrip("/").endswith("/v1/messages") else "openai"
@@ -261,7 +259,6 @@ class CacheMiddleware:
         if provider == "openai" and (not isinstance(model, str) or lookup("openai", model) is None):
             why = f"no OpenAI caching rule for model {model!r}: breakpoints are placed only for a listed model"
             return sent, Placements(refused=why)
-        session = session_of(request.headers, parsed, self.session_header)[0]
         with self._lock:
             previous = self._shapes.get(session)
         try:
@@ -274,7 +271,7 @@ class CacheMiddleware:
         return plan.request, plan.account()
 
     def _ask_diagnosis(
-        self, request: httpx.Request, parsed: dict[str, Any], sent: dict[str, Any]
+        self, request: httpx.Request, session: str, sent: dict[str, Any]
     ) -> tuple[dict[str, Any], dict[str, str]]:
         """The body with Anthropic's diagnostics request chained to the session's previous response, and the beta
         header to add. A caller's own ``diagnostics`` object is left as it is."""
@@ -284,7 +281,6 @@ class CacheMiddleware:
             headers["anthropic-beta"] = ",".join([*beta, ANTHROPIC_BETA])
         if "diagnostics" in sent:
             return sent, headers
-        session = session_of(request.headers, parsed, self.session_header)[0]
         with self._lock:
             previous = self._previous_ids.get(session)
         return {**sent, "diagnostics": {"previous_message_id": previous}}, headers
