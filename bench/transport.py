@@ -1,20 +1,22 @@
 """What agentcache's transport adds to each request's latency, against a plain httpx client in the same run.
 
-Run: ``python bench/transport.py [--sessions 64] [--turns 8] [--rounds 4] [--delay 0.05] [--url URL]
+Run: ``python bench/transport.py [--sessions 64] [--turns 8] [--rounds 4] [--delay 1.0] [--together] [--url URL]
 [--predict-in process|thread]``.
 
 Each round runs ``--sessions`` concurrent agent sessions on one asyncio event loop, every session sending
 ``--turns`` requests in sequence, its history growing by a tool call and its result each turn (20 tools with rich
-schemas, about 2,000 to 4,000 prompt tokens). Rounds alternate between a plain ``httpx.AsyncClient`` and one on
-:class:`~agentcache.httpx.AsyncCacheAwareTransport` (canonicalization, prediction, the ledger), so load on the
-machine hits both alike. Latency is from sending a request to having its body parsed, as the caller sees it.
-CPU per request is that of the client's process over its rounds (every thread, the turns' recording included),
-and apart from it that of agentcache's prediction process (``--predict-in process``, the default): the load of
-other processes on a shared machine moves latency far more than CPU time.
+schemas, about 2,000 to 4,000 prompt tokens). The sessions' first requests are spread over ``--delay`` seconds, as
+concurrent agents' are; ``--together`` starts them all at once. Rounds alternate between a plain
+``httpx.AsyncClient`` and one on :class:`~agentcache.httpx.AsyncCacheAwareTransport` (canonicalization,
+prediction, the ledger), so load on the machine hits both alike. Latency is from sending a request to having its
+body parsed, as the caller sees it. CPU per request is that of the client's process over its rounds (every thread,
+the turns' recording included), and apart from it that of agentcache's prediction process (``--predict-in
+process``, the default): the load of other processes on a shared machine moves latency far more than CPU time.
 
-Without ``--url`` the server is a local OpenAI-compatible stub in its own process that answers after ``--delay``
-seconds: a fixed, known server time, so the difference between the two clients is agentcache's own cost.
-``--url`` points both clients at a real engine instead (its ``/v1/chat/completions``).
+Without ``--url`` the server is a local OpenAI-compatible stub in its own process. Each request asks it for a
+server time of 0.5 to 1.5 times ``--delay``, drawn from its session and turn, so both clients meet the same server
+times; the script subtracts it, and compares the client time left (what the client side costs a request).
+``--url`` points both clients at a real engine instead (its ``/v1/chat/completions``), and compares latencies.
 
 Targets (issue 14): added latency p50 <= 2 ms and p99 <= 10 ms at 64 concurrent sessions, every turn recorded.
 Exits 1 when one is missed.
@@ -64,25 +66,22 @@ def _answer(prompt_bytes: int) -> bytes:
     return head.encode() + body
 
 
-async def serve_stub(delay: float) -> None:
-    """A chat completions endpoint on a free port that answers each request after 0.5 to 1.5 times ``delay``
-    seconds, as a server's time varies with the length of what it generates (a fixed time would keep all sessions
-    in lockstep, every answer landing in one burst); asyncio, so 64 open connections cost nothing. Prints its URL,
-    then serves until killed."""
+def _header(head: bytes, name: bytes) -> bytes:
+    return next(line.split(b":", 1)[1].strip() for line in head.split(b"\r\n") if line.lower().startswith(name))
 
-    jitter = random.Random(0)
+
+async def serve_stub() -> None:
+    """A chat completions endpoint on a free port that answers each request after the seconds its
+    ``x-bench-delay`` header asks for; asyncio, so 64 open connections cost nothing. Prints its URL, then serves
+    until killed."""
 
     async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
-                length = next(
-                    int(line.split(b":", 1)[1])
-                    for line in head.split(b"\r\n")
-                    if line.lower().startswith(b"content-length:")
-                )
+                length = int(_header(head, b"content-length:"))
                 await reader.readexactly(length)
-                await asyncio.sleep(delay * (0.5 + jitter.random()))
+                await asyncio.sleep(float(_header(head, b"x-bench-delay:")))
                 writer.write(_answer(length))
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
@@ -93,26 +92,37 @@ async def serve_stub(delay: float) -> None:
     await server.serve_forever()
 
 
-def session_requests(index: int, turns: int) -> list[dict[str, Any]]:
-    """One session's requests: the same tools, a history that grows by one tool round trip per turn."""
+def session_requests(index: int, turns: int, delay: float) -> list[tuple[dict[str, Any], float]]:
+    """One session's requests, each with the server time to ask the stub for: the same tools, a history that grows
+    by one tool round trip per turn. The time is 0.5 to 1.5 times ``delay``, as a server's time varies with the
+    length of what it generates (a fixed time would keep all sessions in lockstep, every answer landing in one
+    burst), drawn from the session and turn so that both clients meet the very same server times."""
     tools = workload.tools(20)
     history = workload.messages(4 + 3 * turns, seed=index)
-    return [
-        {"model": "stub", "max_tokens": 8, "tools": tools, "messages": history[: 2 + 3 * turn]} for turn in range(turns)
+    jitter = random.Random(index)
+    bodies = [
+        {"model": "stub", "max_tokens": 8, "tools": tools, "messages": history[: 2 + 3 * n]} for n in range(turns)
     ]
+    return [(body, delay * (0.5 + jitter.random())) for body in bodies]
+
+
+Requests = list[tuple[dict[str, Any], float]]
 
 
 async def run_round(
-    clients: list[httpx.AsyncClient], url: str, sessions: list[list[dict[str, Any]]], name: str
+    clients: list[httpx.AsyncClient], url: str, sessions: list[Requests], name: str, spread: float
 ) -> list[float]:
-    """Seconds per request of every session, the sessions running concurrently, each on its own client; ``name``
-    makes the round's sessions new ones (a session that starts over would be a rewritten history)."""
+    """Seconds per request of every session, the sessions running concurrently, each on its own client, their
+    first requests spread evenly over ``spread`` seconds; ``name`` makes the round's sessions new ones (a session
+    that starts over would be a rewritten history)."""
 
-    async def one(client: httpx.AsyncClient, requests: list[dict[str, Any]], index: int) -> list[float]:
+    async def one(client: httpx.AsyncClient, requests: Requests, index: int) -> list[float]:
+        await asyncio.sleep(spread * index / len(sessions))
         times = []
-        for body in requests:
+        for body, delay in requests:
+            headers = {"x-agentcache-session": f"{name}-{index}", "x-bench-delay": f"{delay:.6f}"}
             start = time.perf_counter()
-            response = await client.post(url, json=body, headers={"x-agentcache-session": f"{name}-{index}"})
+            response = await client.post(url, json=body, headers=headers)
             response.raise_for_status()
             response.json()
             times.append(time.perf_counter() - start)
@@ -126,22 +136,31 @@ def percentile(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
 
 
+def cells(seconds: list[float]) -> str:
+    return "".join(f"{percentile(seconds, q) * 1000:>10.1f}" for q in (50, 90, 99))
+
+
 class Side:
-    """One client's measurements: the latency of every request, and the CPU seconds its rounds took in this
-    process (``time.process_time``, every thread) and in agentcache's prediction process, which the load of
-    other processes on the machine moves far less than latency."""
+    """One client's measurements: the latency of every request; its client time, the latency less the server
+    time the request asked the stub for; and the CPU seconds its rounds took in this process
+    (``time.process_time``, every thread) and in agentcache's prediction process, which the load of other
+    processes on the machine moves far less than latency."""
 
     def __init__(self) -> None:
         self.latencies: list[float] = []
+        self.client_times: list[float] = []
         self.cpu = 0.0
         self.cpu_elsewhere = 0.0
 
     async def round(
-        self, clients: list[httpx.AsyncClient], url: str, sessions: list[list[dict[str, Any]]], name: str
+        self, clients: list[httpx.AsyncClient], url: str, sessions: list[Requests], name: str, spread: float
     ) -> None:
         """One round; its CPU includes recording the round's turns (``settle``), wherever it ran."""
         start, start_elsewhere = time.process_time(), process_cpu()
-        self.latencies += await run_round(clients, url, sessions, name)
+        latencies = await run_round(clients, url, sessions, name, spread)
+        delays = [delay for requests in sessions for _, delay in requests]
+        self.latencies += latencies
+        self.client_times += [latency - delay for latency, delay in zip(latencies, delays, strict=True)]
         await asyncio.to_thread(settle)
         self.cpu += time.process_time() - start
         self.cpu_elsewhere += process_cpu() - start_elsewhere
@@ -154,20 +173,21 @@ async def measure(url: str, args: argparse.Namespace) -> tuple[Side, Side, int, 
     looks at every connection for every request, so one client shared by 64 sessions spends more CPU in its
     pool than the requests cost, for both sides alike. The agentcache clients share one middleware (one ledger,
     one model of the server's cache), as ``middleware=`` is meant for."""
-    sessions = [session_requests(i, args.turns) for i in range(args.sessions)]
+    sessions = [session_requests(i, args.turns, args.delay) for i in range(args.sessions)]
     timeout = httpx.Timeout(120.0)
     middleware = CacheMiddleware(server="sglang", telemetry=False, predict_in=args.predict_in)
     plain = [httpx.AsyncClient(timeout=timeout) for _ in sessions]
     wrapped = [
         httpx.AsyncClient(transport=AsyncCacheAwareTransport(middleware=middleware), timeout=timeout) for _ in sessions
     ]
-    await run_round(plain, url, sessions, "warm")  # warm both: connections, tokenizer, canonical memo
-    await run_round(wrapped, url, sessions, "warm")
+    spread = 0.0 if args.together else args.delay
+    await run_round(plain, url, sessions, "warm", spread)  # warm both: connections, tokenizer, canonical memo
+    await run_round(wrapped, url, sessions, "warm", spread)
     warm = len(middleware.ledger.turns())
     base, ours = Side(), Side()
     for round_ in range(args.rounds):
-        await base.round(plain, url, sessions, f"r{round_}")
-        await ours.round(wrapped, url, sessions, f"r{round_}")
+        await base.round(plain, url, sessions, f"r{round_}", spread)
+        await ours.round(wrapped, url, sessions, f"r{round_}", spread)
     for client in plain + wrapped:
         await client.aclose()  # an agentcache client's close waits for its turns to be recorded
     return base, ours, len(middleware.ledger.turns()) - warm, args.rounds * args.sessions * args.turns
@@ -178,7 +198,12 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=64)
     parser.add_argument("--turns", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=4)
-    parser.add_argument("--delay", type=float, default=0.05, help="the stub server's answer time, in seconds")
+    parser.add_argument("--delay", type=float, default=1.0, help="the stub server's mean answer time, in seconds")
+    parser.add_argument(
+        "--together",
+        action="store_true",
+        help="start every session at once (a burst of simultaneous first requests), not spread over --delay",
+    )
     parser.add_argument("--url", help="a real engine's base URL instead of the stub")
     parser.add_argument(
         "--predict-in", choices=["process", "thread"], default="process", help="where agentcache predicts turns"
@@ -186,11 +211,11 @@ def main() -> int:
     parser.add_argument("--serve-stub", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_stub:
-        asyncio.run(serve_stub(args.delay))
+        asyncio.run(serve_stub())
         return 0
     stub = None
     if args.url is None:
-        command = [sys.executable, __file__, "--serve-stub", "--delay", str(args.delay)]
+        command = [sys.executable, __file__, "--serve-stub"]
         stub = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
         assert stub.stdout is not None
         base_url = stub.stdout.readline().strip()
@@ -201,14 +226,22 @@ def main() -> int:
     finally:
         if stub is not None:
             stub.kill()
-    server = f"stub answering in {args.delay * 1000:.0f} ms" if args.url is None else args.url
-    print(f"{args.sessions} concurrent sessions x {args.turns} turns x {args.rounds} rounds, {server}")
-    print(f"{'':<22}{'p50 ms':>10}{'p90 ms':>10}{'p99 ms':>10}{'CPU ms/req':>12}{'+ predictor':>13}")
-    for name, side in {"plain httpx": base, f"agentcache ({args.predict_in})": ours}.items():
-        cells = [f"{percentile(side.latencies, q) * 1000:>10.1f}" for q in (50, 90, 99)]
+    server = f"stub answering in {args.delay * 1000:.0f} ms +-50%" if args.url is None else args.url
+    start = "all starting at once" if args.together else f"starting over {args.delay * 1000:.0f} ms"
+    print(f"{args.sessions} concurrent sessions x {args.turns} turns x {args.rounds} rounds, {start}, {server}")
+    sides = {"plain httpx": base, f"agentcache ({args.predict_in})": ours}
+    print(f"{'latency':<22}{'p50 ms':>10}{'p90 ms':>10}{'p99 ms':>10}{'CPU ms/req':>12}{'+ predictor':>13}")
+    for name, side in sides.items():
         cpu = [side.cpu / len(side.latencies) * 1000, side.cpu_elsewhere / len(side.latencies) * 1000]
-        print(f"{name:<22}{''.join(cells)}{cpu[0]:>12.2f}{cpu[1]:>13.2f}")
-    added = {q: (percentile(ours.latencies, q) - percentile(base.latencies, q)) * 1000 for q in (50, 90, 99)}
+        print(f"{name:<22}{cells(side.latencies)}{cpu[0]:>12.2f}{cpu[1]:>13.2f}")
+    judged = {name: side.latencies for name, side in sides.items()}
+    if args.url is None:  # the stub's server time is known: what is left is the client's own time
+        print("client time (latency less the server time the request asked for)")
+        judged = {name: side.client_times for name, side in sides.items()}
+        for name, times in judged.items():
+            print(f"{name:<22}{cells(times)}")
+    plain, wrapped = judged.values()
+    added = {q: (percentile(wrapped, q) - percentile(plain, q)) * 1000 for q in (50, 90, 99)}
     print(f"{'added':<22}" + "".join(f"{added[q]:>+10.1f}" for q in (50, 90, 99)))
     print(f"turns recorded: {recorded:,} of {sent:,} requests")
     missed = [
