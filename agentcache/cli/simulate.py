@@ -39,20 +39,22 @@ def register(commands: Any) -> None:
 
 
 def simulate(trace: Trace, replay: Replay, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """Replay every request; totals overall and per session."""
+    """Replay every request the server evaluated, each on the model of the worker the trace names; totals
+    overall and per session."""
     sessions: dict[str, list[int]] = {}
     for done, record in enumerate(trace.records, start=1):
-        served = replay.serve(record.request, record.ts, record.session)
-        totals = sessions.setdefault(record.session, [0, 0, 0])
-        totals[0] += 1
-        totals[1] += served.prompt_tokens
-        totals[2] += served.cached
+        if record.evaluated:
+            served = replay.serve(record.request, record.ts, record.session, worker=record.worker)
+            totals = sessions.setdefault(record.session, [0, 0, 0])
+            totals[0] += 1
+            totals[1] += served.prompt_tokens
+            totals[2] += served.cached
         if progress is not None:
             progress(done)
     prompt = sum(t[1] for t in sessions.values())
     cached = sum(t[2] for t in sessions.values())
     return {
-        "requests": len(trace.records),
+        "requests": sum(t[0] for t in sessions.values()),
         "predicted_prompt_tokens": prompt,
         "predicted_cached": cached,
         "hit_ratio": round(ratio(cached, prompt), 4),

@@ -57,6 +57,8 @@ class TurnReport:
     breakpoints: Placements | None = None
     """The cache breakpoints a live transport placed on the request and why (a ledger's turns only: a trace keeps
     the request as sent, markers included, not the account)."""
+    worker: str | None = None
+    """The worker of a cluster that served the turn, when known; each worker's cache is modelled on its own."""
 
     @classmethod
     def of(cls, record: TraceRecord, turn: int, predicted: Prediction, canonical_cached: int) -> TurnReport:
@@ -82,6 +84,7 @@ class TurnReport:
             provider_agrees=None
             if diagnosis is None
             else diagnosis.agrees(predicted.cause, predicted.divergence, first=turn == 1),
+            worker=record.worker,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -97,7 +100,9 @@ def explain(
     """Explain every turn of a trace (a :class:`Trace`, a trace file, or request bodies of one session).
 
     Requests are replayed in trace order through one client-side cache model (SGLang radix semantics unless
-    ``cache`` says otherwise), as a server would see them, and once more canonicalized, for the what-if.
+    ``cache`` says otherwise), as a server would see them, and once more canonicalized, for the what-if; a
+    cluster's requests on the model of the worker the trace names. A request the server did not evaluate (the
+    trace says ``"evaluated": false``) cached nothing: it keeps its turn number and gets no report.
     ``progress`` is told how many requests are done after each one.
     """
     if isinstance(trace, (str, os.PathLike)):
@@ -113,18 +118,20 @@ def explain(
     canonical = Replay(options, prompts, canonical=True, renderer=renderer)
     turns: dict[str, int] = {}
     reports = []
-    for record in trace.records:
-        usage = CacheUsage.from_usage(record.usage)
-        predicted = raw.diagnose_turn(
-            record.request,
-            record.ts,
-            record.session,
-            reported_prompt_tokens=None if usage is None else usage.prompt_tokens,
-            reported_cached=None if usage is None else usage.cached_tokens,
-        )
-        ideal = canonical.serve(record.request, record.ts, record.session)
+    for done, record in enumerate(trace.records, start=1):
         turns[record.session] = turns.get(record.session, 0) + 1
-        reports.append(TurnReport.of(record, turns[record.session], predicted, ideal.cached))
+        if record.evaluated:
+            usage = CacheUsage.from_usage(record.usage)
+            predicted = raw.diagnose_turn(
+                record.request,
+                record.ts,
+                record.session,
+                reported_prompt_tokens=None if usage is None else usage.prompt_tokens,
+                reported_cached=None if usage is None else usage.cached_tokens,
+                worker=record.worker,
+            )
+            ideal = canonical.serve(record.request, record.ts, record.session, worker=record.worker)
+            reports.append(TurnReport.of(record, turns[record.session], predicted, ideal.cached))
         if progress is not None:
-            progress(len(reports))
+            progress(done)
     return reports

@@ -1,7 +1,8 @@
 """The trace format: JSONL, one request per line, as recorders write it and ``explain``/``simulate`` read it.
 
-A line is either ``{"session": str, "request": <body>, "usage": <usage>?, "ts": float?}`` or a bare request
-body; bare bodies all belong to one session, ``default``. See docs/trace-format.md.
+A line is either ``{"session": str, "request": <body>, "usage": <usage>?, "ts": float?, "worker": str?,
+"evaluated": bool?}`` or a bare request body; bare bodies all belong to one session, ``default``. See
+docs/trace-format.md.
 """
 
 from __future__ import annotations
@@ -30,6 +31,11 @@ class TraceRecord:
     diagnosis: dict[str, Any] | None = None
     """The provider's cache diagnosis as its response carried it (``{"diagnostics": ...}`` from Anthropic,
     ``{"prompt_cache_diagnostics": ...}`` from OpenAI's Responses API), when recorded."""
+    worker: str | None = None
+    """The worker of a cluster that served the request, when the recorder knew it."""
+    evaluated: bool = True
+    """False when the server did not evaluate the prompt (no answer, or an error before evaluating): the request
+    is kept for the record, and left out of the replay, since the server cached nothing of it."""
 
 
 @dataclass(frozen=True)
@@ -110,10 +116,18 @@ def _record(line: int, value: Any) -> TraceRecord:
         raise ValueError('"usage" must be an object')
     if ts is not None and (isinstance(ts, bool) or not isinstance(ts, (int, float)) or not _finite(ts)):
         raise ValueError('"ts" must be a finite number (seconds)')
-    diagnosis = value.get("diagnosis") if "request" in value else None
+    enveloped = "request" in value
+    diagnosis = value.get("diagnosis") if enveloped else None
     if diagnosis is not None and not isinstance(diagnosis, dict):
         raise ValueError('"diagnosis" must be an object')
-    return TraceRecord(line, session, request, usage, None if ts is None else float(ts), diagnosis)
+    worker = value.get("worker") if enveloped else None
+    if worker is not None and not isinstance(worker, str):
+        raise ValueError(f'"worker" must be a string, got {type(worker).__name__}')
+    evaluated = value.get("evaluated", True) if enveloped else True
+    if not isinstance(evaluated, bool):
+        raise ValueError(f'"evaluated" must be true or false, got {type(evaluated).__name__}')
+    ts = None if ts is None else float(ts)
+    return TraceRecord(line, session, request, usage, ts, diagnosis, worker, evaluated)
 
 
 def _finite(number: float) -> bool:
@@ -134,4 +148,8 @@ def write_trace(path: str | Path, records: list[TraceRecord]) -> None:
                 line["ts"] = record.ts
             if record.diagnosis is not None:
                 line["diagnosis"] = record.diagnosis
+            if record.worker is not None:
+                line["worker"] = record.worker
+            if not record.evaluated:
+                line["evaluated"] = False
             handle.write(json.dumps(line, ensure_ascii=False) + "\n")

@@ -93,6 +93,7 @@ def ledger_report(ledger: Ledger, cache: CacheOptions, tokenizer: str, name: str
                 provider_missed_tokens=turn.provider_missed_tokens,
                 provider_agrees=turn.provider_agrees,
                 breakpoints=turn.breakpoints,
+                worker=turn.worker,
             )
         )
     return Report(name, _short(tokenizer), cache, {cache.kind: turns}, problems, live=True)

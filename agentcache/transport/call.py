@@ -53,6 +53,9 @@ class Call:
     placements: Placements | None = None
     """The breakpoints placed on the body, and those not placed and why (None: placement not asked for)."""
     status: int | None = None
+    evaluated: bool = True
+    """Whether the server evaluated the prompt, so that it is in its cache: False for a call without an answer or
+    with an error given before evaluating (set when the call ends, by the server's profile)."""
     usage: dict[str, Any] | None = None
     """The ``usage`` object the server returned, as it was (set when the turn is recorded)."""
     diagnosis: dict[str, Any] | None = None

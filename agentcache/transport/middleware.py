@@ -362,7 +362,8 @@ class CacheMiddleware:
             with self._lock:
                 self._previous_ids[call.session] = result.response_id
         job = None
-        if self.profile.cached(call.status, result.server_error) and call.received is not None:
+        call.evaluated = self.profile.cached(call.status, result.server_error)
+        if call.evaluated and call.received is not None:
             usage = result.usage
             job = PredictJob(
                 call.request.content,

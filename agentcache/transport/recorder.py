@@ -51,7 +51,11 @@ class TraceRecorder(TurnListener):
             if request is None:
                 self._append({"session": call.session, "unrecorded": unkept, "ts": call.started, "turn": turn.turn})
             else:
-                diagnosis = {} if call.diagnosis is None else {"diagnosis": call.diagnosis}
+                extra: dict[str, Any] = {} if call.diagnosis is None else {"diagnosis": call.diagnosis}
+                if call.worker is not None:
+                    extra["worker"] = call.worker
+                if not call.evaluated:
+                    extra["evaluated"] = False
                 self.write(
                     call.session,
                     request,
@@ -59,7 +63,7 @@ class TraceRecorder(TurnListener):
                     call.started,
                     turn=turn.turn,
                     canonicalized=turn.canonicalized,
-                    **diagnosis,
+                    **extra,
                 )
         except OSError as exc:  # a full disk must not fail the agent's request
             warnings.warn(f"agentcache: trace {self.path} not written: {exc}", stacklevel=2)

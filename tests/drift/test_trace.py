@@ -34,6 +34,8 @@ def test_records_and_bare_bodies() -> None:
         (json.dumps({"session": 3, "request": REQUEST}), '"session" must be a string'),
         (json.dumps({"request": REQUEST, "usage": 4}), '"usage" must be an object'),
         (json.dumps({"request": REQUEST, "ts": "noon"}), '"ts" must be a finite number'),
+        (json.dumps({"request": REQUEST, "worker": 1}), '"worker" must be a string, got int'),
+        (json.dumps({"request": REQUEST, "evaluated": "no"}), '"evaluated" must be true or false, got str'),
     ],
 )
 def test_bad_lines_are_reported_and_skipped(line: str, message: str) -> None:
@@ -49,7 +51,11 @@ def test_missing_file(tmp_path: Path) -> None:
 
 
 def test_write_then_read(tmp_path: Path) -> None:
-    records = [TraceRecord(1, "s", REQUEST, {"prompt_tokens": 1}, 2.5), TraceRecord(2, "t", REQUEST)]
+    records = [
+        TraceRecord(1, "s", REQUEST, {"prompt_tokens": 1}, 2.5, worker="http://127.0.0.1:31001"),
+        TraceRecord(2, "t", REQUEST, evaluated=False),
+        TraceRecord(3, "t", REQUEST),
+    ]
     write_trace(tmp_path / "t.jsonl", records)
     assert read_trace(tmp_path / "t.jsonl").records == records
 

@@ -12,14 +12,24 @@ import asyncio
 import itertools
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
 
 from agentcache.backends import AsyncOpenAICompatClient
 from agentcache.cache.options import CacheOptions
+from agentcache.drift.explain import explain
+from agentcache.drift.trace import read_trace
 from agentcache.fork import fork_chat
-from agentcache.httpx import SESSION_HEADER, AsyncCacheAwareTransport, CacheAwareTransport, Cluster, Turn
+from agentcache.httpx import (
+    SESSION_HEADER,
+    AsyncCacheAwareTransport,
+    CacheAwareTransport,
+    Cluster,
+    TraceRecorder,
+    Turn,
+)
 from agentcache.predict import causes
 from agentcache.predict.prompt import PromptTokenizer
 from agentcache.predict.replay import Replay
@@ -169,9 +179,14 @@ class _shared(httpx.BaseTransport):
         return self.inner.handle_request(request)
 
 
-def _cluster_transport(cluster: EngineInfo) -> CacheAwareTransport:
+def _cluster_transport(cluster: EngineInfo, recorder: TraceRecorder | None = None) -> CacheAwareTransport:
     return CacheAwareTransport(
-        server="sglang", model_dir=cluster.model_dir, cluster=Cluster(), ask_output_ids=True, telemetry=False
+        server="sglang",
+        model_dir=cluster.model_dir,
+        cluster=Cluster(),
+        ask_output_ids=True,
+        telemetry=False,
+        recorder=recorder,
     )
 
 
@@ -214,9 +229,13 @@ def test_routing_keys_keep_each_session_on_one_worker_and_predictions_equal_repo
         assert all(t.reported_cached for t in mine[1:])  # each later turn reused its session's prefix
 
 
-def test_round_robin_moves_turns_and_every_miss_it_causes_is_worker_changed(cluster: EngineInfo) -> None:
+def test_round_robin_moves_turns_and_every_miss_it_causes_is_worker_changed(
+    cluster: EngineInfo, tmp_path: Path
+) -> None:
+    """And the trace names each turn's worker, so that ``explain`` replays it on that worker's model and finds the
+    same moves offline (it has no output ids: the moves, not the exact counts, are what must agree)."""
     cluster.empty_cache()
-    transport = _cluster_transport(cluster)
+    transport = _cluster_transport(cluster, TraceRecorder(tmp_path / "trace.jsonl"))
     with gateway(cluster, "round_robin") as url:
         for session in ("rr-0", "rr-1"):  # one after the other: consecutive turns alternate between the workers
             _rounds(url, transport, [_Agent(session, cluster.model)])
@@ -233,6 +252,14 @@ def test_round_robin_moves_turns_and_every_miss_it_causes_is_worker_changed(clus
                 moved += 1
                 assert turn.cause == causes.WORKER_CHANGED and turn.worker in (turn.detail or ""), turn
     assert moved > 0, "round_robin alternates workers, so some turn must have moved"
+    trace = read_trace(tmp_path / "trace.jsonl")
+    assert not trace.problems
+    in_order = sorted(turns, key=lambda t: t.started)  # one request at a time: the order the trace has them in
+    assert [(r.session, r.worker) for r in trace.records] == [(t.session, t.worker) for t in in_order]
+    offline = explain(trace, cache=CacheOptions("sglang", model_dir=str(cluster.model_dir)))
+    assert [(r.session, r.turn, r.worker, r.cause) for r in offline] == [
+        (t.session, t.turn, t.worker, t.cause) for t in in_order
+    ]
 
 
 def test_a_fork_family_shares_one_routing_key_so_every_sibling_lands_on_the_parent_s_worker(

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from agentcache.drift.explain import explain
 from agentcache.drift.trace import Trace, parse_trace
 from agentcache.httpx import SESSION_HEADER, CacheAwareTransport, TraceRecorder
 
@@ -49,8 +50,9 @@ def openai_turn(question: str = QUESTION, arguments: str = ARGUMENTS) -> dict[st
             {
                 "role": "assistant",
                 "content": None,
-                "tool_calls": [{"id": "call_1", "type": "function",
-                                "function": {"name": "read_file", "arguments": arguments}}],
+                "tool_calls": [
+                    {"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": arguments}}
+                ],
             },
             {"role": "tool", "tool_call_id": "call_1", "content": TOOL_OUTPUT},
         ],
@@ -245,3 +247,19 @@ def test_a_body_with_a_repeated_key_is_recorded_as_unrecorded_with_why(tmp_path:
     assert trace.records == []
     [problem] = trace.problems
     assert "request not recorded" in problem.message and "$.temperature" in problem.message
+
+
+def test_a_request_the_server_did_not_evaluate_is_recorded_as_such_and_explain_leaves_it_out(tmp_path: Path) -> None:
+    """A 503 (fault injection: the server refused before evaluating) is in the trace, marked ``evaluated: false``;
+    ``explain`` keeps its turn number and replays only what the server cached, as the live ledger predicts."""
+    path = tmp_path / "trace.jsonl"
+    answers = iter([completion, lambda request: httpx.Response(503, json={"error": "overloaded"}), completion])
+    engine = httpx.MockTransport(lambda request: next(answers)(request))
+    transport = CacheAwareTransport(engine, server="llama.cpp", recorder=TraceRecorder(path))
+    with httpx.Client(transport=transport) as client:
+        for question in (QUESTION, "Second question", "Third question"):
+            client.post(CHAT_URL, content=json.dumps(openai_turn(question)), headers={SESSION_HEADER: "s"})
+    trace = read(path)
+    assert [r.evaluated for r in trace.records] == [True, False, True]
+    assert [t.predicted_cached is None for t in transport.ledger.turns()] == [False, True, False]
+    assert [r.turn for r in explain(trace)] == [1, 3]
