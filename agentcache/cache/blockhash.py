@@ -120,6 +120,8 @@ class BlockHashCache:
         """Tokens of ``tokens`` cached now, in whole blocks. Looks only: LRU order is untouched."""
         return len(self._hit_blocks(block_hashes(tokens, self.block_size, extra_key))) * self.block_size
 
+    peek = match  # vLLM's match looks only: the name a router's question has on every engine model
+
     def insert(self, tokens: Sequence[int], extra_key: Hashable = None) -> int:
         """Compute ``tokens`` the way a request would and keep their full blocks; returns the tokens that hit."""
         return self._run(tokens, len(tokens), extra_key)

@@ -152,6 +152,21 @@ class RadixCache:
         """Tokens of ``tokens`` cached now (what is stored, not what :meth:`serve` reports)."""
         return self.match_prefix(tokens, extra_key).length
 
+    def peek(self, tokens: Sequence[int], extra_key: Hashable = None) -> int:
+        """Tokens of ``tokens`` cached now, looking only (recency untouched): what a router asks of every worker
+        before it sends the request to one."""
+        key, pos, page = self._key(tokens), 0, self._page
+        node: RadixNode | None = self._roots.get(extra_key)
+        while node is not None and node.children and pos < len(key):
+            node = node.children.get(key[pos : pos + page])
+            if node is None:
+                break
+            if not key.startswith(node.label, pos):
+                pos += self._common_prefix(key, pos, len(key), node.label)
+                break
+            pos += len(node.label)
+        return pos // _TOKEN_BYTES
+
     def insert(self, tokens: Sequence[int], extra_key: Hashable = None) -> int:
         """Cache ``tokens`` (cut to whole pages), evicting to make room; returns how many were cached already."""
         key = self._key(tokens)

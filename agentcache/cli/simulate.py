@@ -1,4 +1,5 @@
-"""``agentcache simulate TRACE --cache KIND``: what-if hit ratios of a trace under each server's cache rules."""
+"""``agentcache simulate TRACE --cache KIND [--workers N --route R]``: what-if hit ratios of a trace under each
+server's cache rules, on one server or on a cluster of N workers under each routing policy."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 from agentcache.cache.options import CACHE_KINDS
 from agentcache.cli.options import (
     add_cache_options,
+    add_positive_int,
     add_trace_options,
     anthropic_note,
     cache_options,
@@ -19,12 +21,14 @@ from agentcache.cli.options import (
 )
 from agentcache.cli.style import Style, fit, terminal_width
 from agentcache.drift.trace import Trace
+from agentcache.errors import InputError
 from agentcache.predict.prompt import PromptTokenizer
 from agentcache.predict.replay import Replay
+from agentcache.predict.routing import CACHE_THRESHOLD, POLICIES, ROUTED_KINDS, ROUTES, Router, router
 from agentcache.tokens import get_tokenizer
 from agentcache.totals import ratio, table
 
-SCHEMA = "agentcache.simulate/2"
+SCHEMA = "agentcache.simulate/3"
 
 
 def register(commands: Any) -> None:
@@ -34,17 +38,27 @@ def register(commands: Any) -> None:
     add_trace_options(parser)
     parser.add_argument("--cache", choices=(*CACHE_KINDS, "all"), default="all", help="server model(s)")
     parser.add_argument("--canonicalize", action="store_true", help="also replay the trace canonicalized")
+    add_positive_int(parser, "--workers", "replay on a cluster of N workers, one cache each", metavar="N")
+    parser.add_argument(
+        "--route",
+        choices=(*ROUTES, "all"),
+        default="all",
+        help="how the cluster's gateway routes requests, with --workers (default: all but recorded)",
+    )
     add_cache_options(parser)
     parser.set_defaults(run=run)
 
 
-def simulate(trace: Trace, replay: Replay, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """Replay every request the server evaluated, each on the model of the worker the trace names; totals
-    overall and per session."""
+def simulate(
+    trace: Trace, replay: Replay, progress: Callable[[int], None] | None = None, route: Router | None = None
+) -> dict[str, Any]:
+    """Replay every request the server evaluated, each on the worker ``route`` picks (without one, the worker the
+    trace names, else the single server); totals overall and per session."""
     sessions: dict[str, list[int]] = {}
     for done, record in enumerate(trace.records, start=1):
         if record.evaluated:
-            served = replay.serve(record.request, record.ts, record.session, worker=record.worker)
+            worker = record.worker if route is None else route.route(record, replay)
+            served = replay.serve(record.request, record.ts, record.session, worker=worker)
             totals = sessions.setdefault(record.session, [0, 0, 0])
             totals[0] += 1
             totals[1] += served.prompt_tokens
@@ -79,16 +93,29 @@ def ratio_color(value: object) -> str | None:
 def run(args: argparse.Namespace) -> int:
     trace = load_trace("simulate", args.trace)
     prompts = PromptTokenizer(get_tokenizer(args.tokenizer))
-    kinds = CACHE_KINDS if args.cache == "all" else (args.cache,)
     modes = (False, True) if args.canonicalize else (False,)
+    if args.workers is None:
+        kinds = CACHE_KINDS if args.cache == "all" else (args.cache,)
+        routes: tuple[str | None, ...] = (None,)
+    else:
+        kinds = ROUTED_KINDS if args.cache == "all" else (args.cache,)
+        if not set(kinds) <= set(ROUTED_KINDS):
+            raise InputError(f"--workers models a gateway's workers ({', '.join(ROUTED_KINDS)}), not {args.cache}")
+        routes = POLICIES if args.route == "all" else (args.route,)
     results = [
         {
             "cache": kind,
             "canonicalized": canonical,
-            **simulate(trace, Replay(cache_options(args, kind), prompts, canonical=canonical)),
+            **({} if route is None else {"route": route, "workers": args.workers}),
+            **simulate(
+                trace,
+                Replay(cache_options(args, kind), prompts, canonical=canonical),
+                route=None if route is None else router(route, args.workers, CACHE_THRESHOLD),
+            ),
         }
         for kind in kinds
         for canonical in modes
+        for route in routes
     ]
     if args.format == "json":
         print(
@@ -104,9 +131,11 @@ def run(args: argparse.Namespace) -> int:
             )
         )
     else:
+        routed = args.workers is not None
         rows = [
             (
                 r["cache"],
+                *((r["route"] if r["route"] == "recorded" else f"{r['route']} x{r['workers']}",) if routed else ()),
                 "canonical" if r["canonicalized"] else "raw",
                 r["requests"],
                 r["predicted_prompt_tokens"],
@@ -115,9 +144,10 @@ def run(args: argparse.Namespace) -> int:
             )
             for r in results
         ]
-        header = ("cache", "requests as", "requests", "prompt tokens", "cached tokens", "hit ratio")
+        header = ("cache", *(("routing",) if routed else ()), "requests as", "requests", "prompt tokens")
+        header += ("cached tokens", "hit ratio")
         width = terminal_width()
-        print(table(header, rows, Style(sys.stdout), {5: ratio_color}, width))
+        print(table(header, rows, Style(sys.stdout), {len(header) - 1: ratio_color}, width))
         print("\ncaches are simulated on the client from each server's documented rules")
         note = anthropic_note(kinds, trace)
         if note:

@@ -15,13 +15,13 @@ from datetime import datetime
 from typing import Any
 
 from agentcache.cache.base import PrefixCacheModel
-from agentcache.cache.blockhash import token_array
+from agentcache.cache.blockhash import BlockHashCache, token_array
 from agentcache.cache.hosted import AnthropicPromptCache, HostedPromptCache, OpenAIPromptCache, lookback_positions
 from agentcache.cache.options import CacheOptions
 from agentcache.cache.radix import RadixCache
 from agentcache.cache.rules import MAX_BREAKPOINTS
 from agentcache.canon import CanonicalPolicy, canonicalize
-from agentcache.errors import RequestError, TokenizerError
+from agentcache.errors import InputError, RequestError, TokenizerError
 from agentcache.predict import causes
 from agentcache.predict.diagnosis import Diagnosis, Previous, diagnose
 from agentcache.predict.diff import Divergence
@@ -199,9 +199,7 @@ class Replay:
 
         ``output``, the token ids the server generated for the request, is cached after the prompt as the server
         caches it; it counts only with the server's own prompt, whose tokens are the server's."""
-        if self.canonical:
-            with contextlib.suppress(RequestError):  # as the middleware would: send what it cannot canonicalize
-                request = canonicalize(request, WHAT_IF_POLICY)
+        request = self._as_sent(request)
         segments, tokens, starts = self.prompt(request, session)
         self.clock = max(self.clock + 1.0 if ts is None else ts, self.clock)
         namespace = cache_namespace(request)
@@ -243,6 +241,31 @@ class Replay:
         evicted = self.server_evicted.get(worker, 0)
         self.last[session] = Previous(request, served, worker=worker, rendered_at=rendered_at, server_evicted=evicted)
         return served
+
+    def _as_sent(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The request as this replay sends it: canonicalized for the what-if, unless it cannot be (as the
+        middleware would, it then goes as it is)."""
+        if self.canonical:
+            with contextlib.suppress(RequestError):
+                return canonicalize(request, WHAT_IF_POLICY)
+        return request
+
+    def held(
+        self, request: dict[str, Any], session: str | None, worker: str, ts: float | None = None
+    ) -> tuple[int, int]:
+        """Of ``request``'s prompt, the tokens ``worker``'s model holds now and the prompt's length, looking only:
+        what a cache-aware router asks of each worker before it sends the request to one. Engine models only
+        (SGLang's radix tree, vLLM's blocks), which is what a gateway fronts."""
+        model = self.model_of(worker)
+        if not isinstance(model, (RadixCache, BlockHashCache)):
+            raise InputError(f"routing over workers models SGLang and vLLM workers, not {self.options.kind}")
+        request = self._as_sent(request)
+        if self.server_prompt is not None:
+            with fixed_clock(None if ts is None else datetime.fromtimestamp(ts)):
+                tokens: Sequence[int] = token_array(self.server_prompt.tokens(request))
+        else:
+            tokens = self.prompt(request, session)[1]
+        return model.peek(tokens, cache_namespace(request)), len(tokens)
 
     def model_of(self, worker: str | None) -> PrefixCacheModel:
         """The model of ``worker`` (a new, empty one on first sight), or of the single server for None."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
@@ -398,3 +399,27 @@ def test_drop_takes_out_what_the_server_evicted_and_keeps_what_a_request_holds()
     assert cache.drop([9, 9], 0) == 0  # a path the model does not hold
     assert cache.drop([1, 2, 3, 4], 0) == 1  # from the root: the locked branch stays
     assert cache.match([1, 2, 3, 4]) == 3 and cache.stats()["evicted_tokens"] == 3
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    prompts=st.lists(st.lists(st.integers(0, 4), min_size=1, max_size=14), min_size=1, max_size=16),
+    looks=st.lists(st.lists(st.integers(0, 4), max_size=16), max_size=6),
+    page_size=st.sampled_from([1, 2, 4]),
+    capacity=st.one_of(st.none(), st.integers(16, 40)),  # a prompt is at most 14 tokens: it always fits
+)
+def test_peek_is_match_without_touching_the_tree(
+    prompts: list[list[int]], looks: list[list[int]], page_size: int, capacity: int | None
+) -> None:
+    """A router asks every worker what it holds before choosing one: the answer is ``match``'s, and the tree
+    evicts afterwards exactly as a tree nobody asked would."""
+    evictions: dict[str, list[EvictedLeaf]] = {"peeked": [], "left": []}
+    peeked = RadixCache(page_size, capacity, on_evict=evictions["peeked"].append)
+    left = RadixCache(page_size, capacity, on_evict=evictions["left"].append)
+    for prompt in prompts:
+        for look in looks:
+            assert peeked.peek(look) == copy.deepcopy(peeked).match(look)
+        assert peeked.serve(prompt) == left.serve(prompt)
+    assert peeked.stats() == left.stats()
+    assert peeked.evict(10**6) == left.evict(10**6)
+    assert evictions["peeked"] == evictions["left"]

@@ -86,6 +86,26 @@ def test_simulate_each_cache(trace: Path, kind: str) -> None:
         assert canonical["predicted_cached"] > raw["predicted_cached"] > 0
 
 
+def test_simulate_on_a_cluster_routes_by_every_policy(trace: Path) -> None:
+    """The trace's one agent session moves between workers under round robin only: its hit ratio is the lowest."""
+    result = run("simulate", str(trace), "--workers", "3", "--format", "json")
+    results = json.loads(result.stdout)["results"]
+    assert [(r["cache"], r["route"], r["workers"]) for r in results] == [
+        (kind, route, 3) for kind in ("sglang", "vllm") for route in ("round_robin", "session", "cache_aware")
+    ]
+    for kind in ("sglang", "vllm"):
+        ratios = {r["route"]: r["hit_ratio"] for r in results if r["cache"] == kind}
+        assert ratios["round_robin"] < ratios["session"]
+
+
+def test_simulate_on_a_cluster_of_llama_servers_is_a_clear_error(trace: Path) -> None:
+    result = run("simulate", str(trace), "--workers", "2", "--cache", "llama.cpp")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "agentcache simulate: error: --workers models a gateway's workers (sglang, vllm), not llama.cpp"
+    ]
+
+
 def test_cache_options_reach_the_model(trace: Path) -> None:
     out = json.loads(run("explain", str(trace), "--capacity", "50000", "--page-size", "4", "--format", "json").stdout)
     assert out["cache"] == {
