@@ -9,7 +9,7 @@ Anthropic writes only at ``cache_control`` breakpoints. ``serve`` takes all of i
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 
 class PrefixCacheModel(Protocol):
@@ -39,4 +39,23 @@ class PrefixCacheModel(Protocol):
 
     def stats(self) -> dict[str, int]:
         """Counters over ``serve`` calls (``requests``, ``prompt_tokens``, ``cached_tokens``) and the model's own."""
+        ...
+
+
+@runtime_checkable
+class ServerEvictions(Protocol):
+    """A model an engine's KV events keep in step (:mod:`agentcache.servers.kv_events`): it drops what the server
+    said it evicted. The engines that publish them (SGLang, vLLM) have one; llama.cpp and the hosted APIs do not."""
+
+    def namespaces(self) -> list[Hashable]:
+        """The ``extra_key`` of every namespace served so far."""
+        ...
+
+    def drop(self, tokens: Sequence[int], start: int, extra_key: Hashable = None) -> int:
+        """Drop what the server evicted of ``tokens`` from token ``start`` on (the event's path and the start of the
+        blocks it removed), as that server drops it. Returns the tokens dropped."""
+        ...
+
+    def stats(self) -> dict[str, int]:
+        """As :meth:`PrefixCacheModel.stats`, with ``stored_tokens``: what a clear of the whole cache drops."""
         ...

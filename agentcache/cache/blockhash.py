@@ -115,6 +115,7 @@ class BlockHashCache:
         self._prompt_tokens = 0
         self._cached_tokens = 0
         self._evicted_blocks = 0
+        self._namespaces: dict[Hashable, None] = {}
 
     def match(self, tokens: Sequence[int], extra_key: Hashable = None) -> int:
         """Tokens of ``tokens`` cached now, in whole blocks. Looks only: LRU order is untouched."""
@@ -166,6 +167,28 @@ class BlockHashCache:
             evicted += self.block_size
         return evicted
 
+    def namespaces(self) -> list[Hashable]:
+        """The ``extra_key`` of every request served so far."""
+        return list(self._namespaces)
+
+    def drop(self, tokens: Sequence[int], start: int, extra_key: Hashable = None) -> int:
+        """The server evicted the blocks of ``tokens`` from token ``start`` on (its KV events): drop one copy of each
+        that a free block holds. Returns the tokens dropped.
+
+        Unlike SGLang's tree, nothing after them goes: vLLM evicts single free blocks as it reuses them
+        (``BlockPool.get_new_blocks``), and a later block keeps its hash. The lookup stops at the first missing block,
+        so that block cannot hit until a request computes the missing one again; the lookup then reaches it again,
+        and the copy computed beside it is a second copy of the same hash, as the model's own ``serve`` makes."""
+        dropped = 0
+        for block_hash in block_hashes(tokens, self.block_size, extra_key)[start // self.block_size :]:
+            free = [block for block in self._blocks_of.get(block_hash, ()) if block in self._evictable]
+            if free:
+                del self._evictable[free[0]]
+                self._drop_hash(free[0])
+                self._release_spare(free[0])
+                dropped += self.block_size
+        return dropped
+
     def stats(self) -> dict[str, int]:
         """Counters: ``requests``, ``prompt_tokens``, ``cached_tokens`` (over :meth:`serve` calls) and the pool:
         ``stored_blocks`` / ``stored_tokens`` (cached blocks, duplicates included), ``evicted_blocks``."""
@@ -191,6 +214,7 @@ class BlockHashCache:
     def _run(self, tokens: Sequence[int], max_hit_tokens: int, extra_key: Hashable) -> int:
         """Admit a request that computes ``tokens``, let it finish, free its blocks; returns the tokens that hit."""
         hashes = block_hashes(tokens, self.block_size, extra_key)
+        self._namespaces[extra_key] = None
         hits = self._hit_blocks(hashes[: max_hit_tokens // self.block_size])
         needed = -(-len(tokens) // self.block_size)
         if self.num_blocks is not None and needed > self.num_blocks - 1:

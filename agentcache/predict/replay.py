@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from agentcache.cache.base import PrefixCacheModel
+from agentcache.cache.base import PrefixCacheModel, ServerEvictions
 from agentcache.cache.blockhash import BlockHashCache, token_array
 from agentcache.cache.hosted import AnthropicPromptCache, HostedPromptCache, OpenAIPromptCache, lookback_positions
 from agentcache.cache.options import CacheOptions
@@ -284,9 +284,9 @@ class Replay:
         """The server (``worker`` of a cluster, or the single server) evicted ``path`` from token ``start`` on (its
         KV events say so, :mod:`agentcache.servers.kv_events`): drop it from the model, in every namespace of that
         ``cache_salt``; an empty ``path`` is the whole cache. Returns the tokens the model dropped. Counts only on
-        a radix model (SGLang's) of the server's own tokens, which is what the events name."""
+        a model that takes evictions (SGLang's, vLLM's) of the server's own tokens, which is what the events name."""
         model = self.model_of(worker)
-        if not isinstance(model, RadixCache):
+        if not isinstance(model, ServerEvictions):
             return 0
         if not path:  # everything went: a worker's next turn builds it an empty model (model_of)
             dropped = model.stats()["stored_tokens"]

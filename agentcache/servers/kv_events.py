@@ -8,8 +8,11 @@ a sequence number (8 bytes, big-endian, from 0 per publisher, so a jump means mi
 
 A ``BlockStored`` names the blocks written (``block_hashes``), the block they follow (``parent_block_hash``, None
 at the root) and their ``token_ids``; SGLang sends one event per page (one token on CPU), vLLM one per run of full
-blocks. A ``BlockRemoved`` names evicted blocks. The hashes are the engine's own and opaque here: the blocks are
-matched by the token ids the events carry, so the same code reads both engines.
+blocks (a request's new blocks in one scheduler step; the blocks it matched are not sent again). A
+``BlockRemoved`` names evicted blocks: SGLang a whole evicted leaf, vLLM one block, as it reuses a free one. The
+hashes are the engine's own and opaque here: the blocks are matched by the token ids the events carry, so the
+same code reads both engines. vLLM publishes a scheduler step's events before that step's outputs go to the API
+server, so they arrive before the response; SGLang publishes them just after.
 
 :class:`ServerBlocks` keeps one server's blocks as the events describe them: which prefix of a prompt it holds now,
 and where the server evicted a path since a given moment (a sequence number). :class:`KvEventStream` subscribes to
@@ -29,6 +32,10 @@ from typing import Any
 from agentcache.errors import EventsError
 
 STORED, REMOVED, CLEARED = "BlockStored", "BlockRemoved", "AllBlocksCleared"
+PUBLISHERS = ("sglang", "vllm")
+"""The servers (``CacheOptions.kind``) that publish KV events."""
+KEEPS_COPIES = ("vllm",)
+"""The servers that can hold one block twice (:class:`ServerBlocks` ``copies``)."""
 CONNECT_SECONDS = 5
 """How long :meth:`KvEventStream.start` waits for the publisher (an engine not up yet still gets subscribed)."""
 STORE_WAIT = 0.5
@@ -77,8 +84,22 @@ def _event(raw: Any) -> Event | None:
         parent = raw.get("parent_block_hash")
         tokens = tuple(_token(t) for t in raw.get("token_ids") or ())
         parent = None if parent is None else _hashable(parent)
-        return Event(STORED, hashes, parent, tokens, int(raw["block_size"]), str(raw.get("cache_salt") or ""))
+        return Event(STORED, hashes, parent, tokens, int(raw["block_size"]), _salt(raw))
     return None
+
+
+def _salt(stored: dict[str, Any]) -> str:
+    """The ``cache_salt`` of a store: SGLang names it; vLLM puts it in the first block's ``extra_keys``, which it
+    sends only on a store at the root. That entry holds, in order, the LoRA name (when ``lora_name`` is set),
+    ``(mm_identifier, offset)`` pairs, the salt and prompt-embeds digests (bytes): the salt is the one string left
+    after the LoRA name."""
+    if stored.get("cache_salt"):
+        return str(stored["cache_salt"])
+    keys = stored.get("extra_keys")
+    if stored.get("parent_block_hash") is not None or not keys or not keys[0]:
+        return ""
+    texts = [key for key in keys[0] if isinstance(key, str)][1 if stored.get("lora_name") else 0 :]
+    return texts[0] if texts else ""
 
 
 def _hashable(value: Any) -> Hashable:
@@ -114,10 +135,13 @@ class _Block:
     depth: int
     """Tokens from the root to the block's end."""
     salt: str = ""
+    """The namespace of the chain's first block (vLLM sends the salt on that block only)."""
     rooted: bool = True
     """Whether the chain of parents reaches the root through blocks seen stored: a block stored onto one stored
     before the subscription has no known path, so its tokens cannot be placed."""
     live: bool = True
+    copies: int = 1
+    """How many of the server's blocks hold these tokens now, where the engine keeps copies (vLLM)."""
     stores: list[tuple[int, float]] = field(default_factory=list)
     """Every store of the block: the event's position, and when its message arrived (``time.monotonic()``)."""
     removed_at: int = -1
@@ -125,9 +149,15 @@ class _Block:
 
 
 class ServerBlocks:
-    """One server's cached blocks as its KV events tell them, matched by token ids from the root."""
+    """One server's cached blocks as its KV events tell them, matched by token ids from the root.
 
-    def __init__(self) -> None:
+    ``copies`` is for an engine that can hold the same block twice: vLLM computes a block again when the one
+    before it was evicted (its lookup stops at the first miss), and keeps both copies under one hash. Each store
+    then adds a copy, each removal takes one away, and the block is gone with its last copy. SGLang's tree holds
+    each block once: a removal takes it."""
+
+    def __init__(self, copies: bool = False) -> None:
+        self.copies = copies
         self._blocks: dict[Hashable, _Block] = {}
         self._children: dict[tuple[Hashable | None, tuple[int, ...]], Hashable] = {}
         self._sizes: set[int] = set()
@@ -147,13 +177,15 @@ class ServerBlocks:
             self.order += 1
             if event.kind == CLEARED:
                 for block in self._blocks.values():
-                    block.live, block.removed_at = False, seq
+                    block.live, block.copies, block.removed_at = False, 0, seq
                 self.cleared_at = seq
                 removals.append(Removal(seq, (), 0, order=self.order))
             elif event.kind == REMOVED:
                 known = [(key, self._blocks[key]) for key in event.hashes if key in self._blocks]
                 for _, block in known:
-                    block.live, block.removed_at = False, seq
+                    block.copies = max(block.copies - 1, 0) if self.copies else 0
+                    if block.copies == 0:
+                        block.live, block.removed_at = False, seq
                 placed = sorted(((k, b) for k, b in known if b.rooted), key=lambda item: item[1].depth)
                 if placed:
                     first, deepest = placed[0][1], placed[-1][1]
@@ -180,12 +212,14 @@ class ServerBlocks:
         above = self._blocks.get(parent) if parent is not None else None
         depth = 0 if above is None else above.depth
         rooted = parent is None or (above is not None and above.rooted)
+        salt = event.salt if above is None else above.salt
         for index, key in enumerate(event.hashes):
             tokens = event.tokens[index * size : (index + 1) * size]
             depth += len(tokens)
             block = self._blocks.get(key)
             if block is None:
-                block = self._blocks[key] = _Block(parent, tokens, depth, event.salt, rooted)
+                block = self._blocks[key] = _Block(parent, tokens, depth, salt, rooted, copies=0)
+            block.copies = block.copies + 1 if self.copies else 1
             block.live = True
             block.stores.append((self.order, now))
             self._children[(parent, tokens)] = key
@@ -225,7 +259,11 @@ class ServerBlocks:
 
     def still_gone(self, removal: Removal, before: int) -> Removal | None:
         """``removal`` without its leading blocks the server stored again before event ``before`` (a request whose
-        match came after that re-store could read them); None when none is still gone."""
+        match came after that re-store could read them); None when none is still gone. Where the engine keeps
+        copies, the removal is whole: it took one copy, and the model that served the re-store holds that copy
+        too, so dropping one there gives the same count in either order."""
+        if self.copies:
+            return replace(removal, blocks=())
         start = removal.start
         for key in removal.blocks:
             block = self._blocks[key]
@@ -253,10 +291,10 @@ class KvEventStream:
     slow one the publisher dropped): after a loss, :attr:`blocks` may lack stores and removals, and what it says
     is a lower bound on what the server evicted."""
 
-    def __init__(self, endpoint: str, topic: str = "") -> None:
+    def __init__(self, endpoint: str, topic: str = "", copies: bool = False) -> None:
         self.endpoint = endpoint
         self.topic = topic
-        self.blocks = ServerBlocks()
+        self.blocks = ServerBlocks(copies)
         self.missed = 0
         self.last_message = 0.0
         """``time.monotonic()`` when the last message arrived (0.0: none yet)."""

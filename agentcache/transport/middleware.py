@@ -51,6 +51,7 @@ from agentcache.predict.provider import ANTHROPIC_BETA
 from agentcache.predict.replay import Prediction
 from agentcache.redact import CREDENTIAL, names_credential
 from agentcache.servers import ServerProfile, ServerPrompt, get_profile
+from agentcache.servers.kv_events import PUBLISHERS
 from agentcache.tokens import Tokenizer, get_tokenizer
 from agentcache.transport.background import defer
 from agentcache.transport.call import Call, TurnListener
@@ -159,8 +160,8 @@ class CacheMiddleware:
         self.cache_options = options = cache or self.profile.cache
         source = None if prompt is not None else prompt_source(model_dir, self.profile, options)
         events = {"": kv_events} if isinstance(kv_events, str) else dict(kv_events or {})
-        if events and options.kind != "sglang":
-            raise InputError(f"kv_events are read for SGLang servers; this middleware models {options.kind}")
+        if events and options.kind not in PUBLISHERS:
+            raise InputError(f"kv_events are read for SGLang and vLLM servers; this middleware models {options.kind}")
         if events and source is None and prompt is None:
             raise InputError("kv_events name the server's own tokens: give model_dir (the folder the server loads)")
         if events:  # the server says what it evicted: the model simulates no pool of its own

@@ -21,7 +21,7 @@ from agentcache.errors import AgentCacheError
 from agentcache.predict.prompt import PromptTokenizer
 from agentcache.predict.replay import Prediction, Replay
 from agentcache.servers import ServerProfile, ServerPrompt
-from agentcache.servers.kv_events import KvEventStream
+from agentcache.servers.kv_events import KEEPS_COPIES, KvEventStream
 from agentcache.tokens import Tokenizer, get_tokenizer
 
 #: Distinct tool lists a predictor shares between bodies before it starts over (agents send a handful).
@@ -108,7 +108,9 @@ class Predictor:
         self.prompt = prompt
         self.replay = Replay(options, PromptTokenizer(encoder), server_prompt=prompt)
         self._tools: dict[bytes, Any] = {}
-        self.streams = {worker: KvEventStream(endpoint).start() for worker, endpoint in (kv_events or {}).items()}
+        copies = options.kind in KEEPS_COPIES
+        events = (kv_events or {}).items()
+        self.streams = {worker: KvEventStream(endpoint, copies=copies).start() for worker, endpoint in events}
 
     def _parse(self, sent: bytes) -> dict[str, Any]:
         """The body, its tool list shared with every earlier body that sent the same one. The replay keeps each

@@ -237,6 +237,7 @@ def launch_sglang(port: int, kv_pool: int = CONTEXT) -> tuple[list[str], dict[st
 
 (VLLM,) = requirements("vllm")
 VLLM_BLOCK = 32  # CPU attention wants blocks of a multiple of 32; the block is also what vLLM caches in
+IPC_PATH_MAX = 100  # an ipc:// endpoint is a Unix socket path: 107 bytes at most on Linux, keep a margin
 VLLM_CUDA_EXTRAS = ("torchvision", "torchaudio", "torchcodec")  # CUDA builds pulled in; they break the import
 
 
@@ -260,6 +261,16 @@ def launch_vllm(port: int) -> tuple[list[str], dict[str, str]]:
     cmd += ["--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
     # Lets a request bring its own chat template (chat_template), so one server runs the real-template matrix.
     cmd += ["--trust-request-chat-template"]
+    # A pool as small as SGLang's (CONTEXT tokens), so a test can make the server evict with a few prompts; the
+    # override works on CPU too (without it, 1 GiB holds 524,288 tokens of the test model).
+    cmd += ["--num-gpu-blocks-override", str(CONTEXT // VLLM_BLOCK)]
+    # The server's own record of what it stored and evicted. vLLM binds only wildcard hosts, `::`, ipc and inproc
+    # (it connects to any other address), so it publishes on a socket file in the run folder (in the run record).
+    socket = RUN / f"vllm-{port}.kv"
+    if len(str(socket)) > IPC_PATH_MAX:
+        sys.exit(f"vLLM's KV event socket {socket} is longer than ZMQ allows: use a shorter AGENTCACHE_ENGINE_CACHE")
+    events = {"enable_kv_cache_events": True, "publisher": "zmq", "endpoint": f"ipc://{socket}"}
+    cmd += [KV_EVENTS_FLAG, json.dumps({**events, "topic": ""})]
     # Dev mode adds POST /reset_prefix_cache, which tests use to start a session from an empty cache.
     return cmd, {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_SERVER_DEV_MODE": "1"}
 
@@ -553,6 +564,9 @@ def stop(name: str, grace: float = 30.0) -> None:
         os.killpg(pid, signal.SIGKILL)
     run_file(name).unlink(missing_ok=True)
     shutil.rmtree(RUN / f"{name}-{info['port']}-slots", ignore_errors=True)  # llama-server's slot-save folder
+    events = str(info.get("kv_events") or "")
+    if events.startswith("ipc://"):  # vLLM's event socket file
+        Path(events.removeprefix("ipc://")).unlink(missing_ok=True)
     log(f"{name} stopped")
 
 

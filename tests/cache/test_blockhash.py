@@ -136,6 +136,31 @@ def test_identical_blocks_are_not_deduplicated() -> None:
     assert cache.stats()["stored_blocks"] == 3
 
 
+def test_a_dropped_block_leaves_the_blocks_after_it_cached() -> None:
+    """vLLM evicts single free blocks (its KV events name each one): the blocks after an evicted one keep their
+    hashes, cannot hit while it is missing, and hit again once a request has computed it again."""
+    long = list(range(1, 14))  # three full blocks of 4 and a token
+    cache = BlockHashCache(block_size=4)
+    cache.serve(long)
+    assert cache.drop(long[:8], 4) == 4  # the server evicted the second block alone
+    assert cache.match(long) == 4  # the lookup stops at the missing block
+    assert cache.serve(long[:9]) == 4  # computes the second block again, not the third
+    assert cache.match(long) == 12  # the third block was never evicted: reachable again
+    assert cache.drop(long[:8], 4, extra_key="tenant-a") == 0  # another namespace holds none of it
+
+
+def test_a_dropped_block_held_twice_hits_until_its_last_copy_goes() -> None:
+    long = list(range(1, 14))
+    cache = BlockHashCache(block_size=4)
+    cache.serve(long)
+    cache.drop(long[:8], 4)
+    cache.serve(long)  # computes the second block and a second copy of the third
+    assert cache.drop(long[:12], 8) == 4 and cache.match(long) == 12
+    assert cache.drop(long[:12], 8) == 4 and cache.match(long) == 8
+    assert cache.drop(long[:12], 8) == 0  # no copy is left to drop
+    assert cache.namespaces() == [None]
+
+
 def test_evict_takes_the_least_recently_freed_blocks() -> None:
     block = 4
     cache = BlockHashCache(block_size=block)

@@ -1,9 +1,9 @@
-"""The servers' KV cache events: SGLang's own record of what it stored and evicted, read over ZMQ.
+"""The servers' KV cache events: SGLang's and vLLM's own record of what they stored and evicted, read over ZMQ.
 
-The shared SGLang server publishes its events (engines.py starts it with ``--kv-events-config``), and its KV pool
-is 4,096 tokens, so three prompts of about 1,400 tokens do not fit together: the server evicts, and the events
-say what. What the stream holds before a request is what the server then reports cached, with and without
-eviction.
+The shared SGLang and vLLM servers publish their events (engines.py starts them with ``--kv-events-config``),
+and their KV pools are 4,096 tokens, so three prompts of about 1,400 tokens do not fit together: the server
+evicts, and the events say what. What the stream holds before a request is what the server then reports cached,
+with and without eviction.
 """
 
 from __future__ import annotations
@@ -16,8 +16,11 @@ import pytest
 
 from agentcache.errors import EventsError
 from agentcache.servers import ServerPrompt
-from agentcache.servers.kv_events import KvEventStream, ServerBlocks, decode_batch
+from agentcache.servers.kv_events import KEEPS_COPIES, KvEventStream, ServerBlocks, decode_batch
 from tests.conftest import EngineInfo
+
+BLOCK = {"sglang": 1, "vllm": 32}
+"""What each server caches in: SGLang's page on CPU, vLLM's ``--block-size`` (engines.py)."""
 
 
 def document(name: str, words: int = 350) -> str:
@@ -29,15 +32,24 @@ def body(engine: EngineInfo, text: str) -> dict[str, Any]:
     return {"model": engine.model, "messages": messages, "max_tokens": 1, "temperature": 0}
 
 
-def test_what_the_events_hold_is_what_sglang_reports_cached_under_eviction(sglang: EngineInfo) -> None:
-    assert sglang.kv_events is not None, "engines.py starts SGLang with --kv-events-config"
-    prompt = ServerPrompt.from_pretrained(sglang.model_dir, sglang.profile)
-    bodies = [body(sglang, document(name)) for name in ("alpha", "beta", "gamma")]
+def stream_of(engine: EngineInfo) -> KvEventStream:
+    assert engine.kv_events is not None, "engines.py starts the server with --kv-events-config"
+    return KvEventStream(engine.kv_events, copies=engine.profile in KEEPS_COPIES)
+
+
+@pytest.mark.parametrize("fixture", ["sglang", "vllm"])
+def test_what_the_events_hold_is_what_the_server_reports_cached_under_eviction(
+    request: pytest.FixtureRequest, fixture: str
+) -> None:
+    engine: EngineInfo = request.getfixturevalue(fixture)
+    prompt = ServerPrompt.from_pretrained(engine.model_dir, engine.profile)
+    bodies = [body(engine, document(name)) for name in ("alpha", "beta", "gamma")]
     tokens = [prompt.tokens(b) for b in bodies]
     assert all(1_200 < len(t) < 2_000 for t in tokens)  # three do not fit a pool of 4,096 together
+    block = BLOCK[engine.name]
     checked: list[tuple[int, int]] = []
-    with KvEventStream(sglang.kv_events) as stream, httpx.Client(base_url=sglang.url, timeout=300) as http:
-        sglang.empty_cache()
+    with stream_of(engine) as stream, httpx.Client(base_url=engine.url, timeout=300) as http:
+        engine.empty_cache()
         assert stream.settle()
         seen = []
         for index in (0, 0, 1, 2, 0):  # alpha twice, beta, gamma, then alpha again, evicted in part
@@ -46,14 +58,15 @@ def test_what_the_events_hold_is_what_sglang_reports_cached_under_eviction(sglan
             response = http.post("/v1/chat/completions", json=bodies[index])
             assert response.status_code == 200, response.text
             reported = response.json()["usage"]["prompt_tokens_details"]["cached_tokens"]
-            checked.append((reported, min(held, len(tokens[index]) - 1)))
+            # the last prompt token is always computed again; vLLM reports whole blocks
+            checked.append((reported, min(held, len(tokens[index]) - 1) // block * block))
             seen.append(seq)
         assert stream.settle()
         assert stream.error is None and stream.missed == 0
         evicted = stream.evicted_since(tokens[0], seen[1])
     assert [reported for reported, _ in checked] == [held for _, held in checked]
     assert checked[0][0] == 0 and checked[1][0] > 1_000  # alpha computed, then read back
-    assert evicted is not None and checked[4][0] < checked[1][0]  # the server evicted alpha's tail for gamma
+    assert evicted is not None and checked[4][0] < checked[1][0]  # the server evicted part of alpha for gamma
 
 
 def test_a_flush_clears_what_the_events_hold(sglang: EngineInfo) -> None:
@@ -116,3 +129,22 @@ def test_a_removal_leaves_out_what_was_stored_again_before_a_request_was_matched
     assert blocks.first_store([5, 6, 7, 8], after=3.0) is None
     blocks.apply(decode_batch(batch({**stored, "token_ids": [5, 6, 7, 8]})), 3, now=5.0)
     assert blocks.still_gone(removal, before=5) is None  # all stored again: nothing is gone
+
+
+def test_vllm_s_salt_names_the_namespace_of_the_chain_and_copies_are_counted() -> None:
+    """vLLM sends ``cache_salt`` in the first block's ``extra_keys`` only (after a LoRA name when there is one), and
+    can hold a block twice: a removal takes one copy, and the block is gone with the last."""
+    stored = {"type": "BlockStored", "parent_block_hash": None, "block_size": 2, "lora_name": None}
+    root = {**stored, "block_hashes": [1], "token_ids": [5, 6], "extra_keys": [["tenant-a"]]}
+    after = {**stored, "block_hashes": [2], "parent_block_hash": 1, "token_ids": [7, 8], "extra_keys": [None]}
+    blocks = ServerBlocks(copies=True)
+    blocks.apply(decode_batch(batch(root, after, after)), 0)
+    (removal,) = blocks.apply(decode_batch(batch({"type": "BlockRemoved", "block_hashes": [2]})), 1)
+    assert (removal.path, removal.start, removal.salt) == ((5, 6, 7, 8), 2, "tenant-a")
+    assert blocks.held([5, 6, 7, 8]) == 4 and blocks.evicted_since([5, 6, 7, 8], 0) is None  # a copy is left
+    kept = blocks.still_gone(removal, before=9)  # the model counts copies too: the drop is whole
+    assert kept is not None and (kept.path, kept.start) == (removal.path, removal.start)
+    blocks.apply(decode_batch(batch({"type": "BlockRemoved", "block_hashes": [2]})), 2)
+    assert blocks.held([5, 6, 7, 8]) == 2 and blocks.evicted_since([5, 6, 7, 8], 1) == 2
+    lora = {**root, "block_hashes": [3], "lora_name": "adapter", "extra_keys": [["adapter", [b"mm", 0], "tenant-b"]]}
+    assert decode_batch(batch(lora))[0].salt == "tenant-b"
