@@ -1,8 +1,9 @@
-"""A transport that reads SGLang's KV events: its model takes the server's evictions, so predictions stay equal to
-the reports when the pool is too small for the working set, and the turns that lost their prefix to an eviction
-are ``evicted``, not drift.
+"""A transport that reads the server's KV events (SGLang, vLLM): its model takes the server's evictions, so
+predictions stay equal to the reports when the pool is too small for the working set, and the turns that lost
+their prefix to an eviction are ``evicted``, not drift.
 
-The shared SGLang server's KV pool is 4,096 tokens: three documents of about 1,400 tokens do not fit together.
+The shared SGLang and vLLM servers' KV pools are 4,096 tokens: three documents of about 1,400 tokens do not fit
+together.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ from typing import Any
 import httpx
 import pytest
 
+from agentcache.cache import CacheOptions
 from agentcache.httpx import SESSION_HEADER, CacheAwareTransport
 from agentcache.predict import causes
 from agentcache.transport.process import PredictIn
 from tests.conftest import EngineInfo
-from tests.servers.test_kv_events import document
+from tests.servers.test_kv_events import BLOCK, document
 
 ORDER = ("alpha", "alpha", "beta", "gamma", "alpha")
 """Alpha's third turn comes after gamma pushed it out of a 4,096-token pool."""
@@ -58,4 +60,15 @@ def test_evictions_the_server_reports_keep_predictions_exact(sglang: EngineInfo,
         server="sglang", model_dir=sglang.model_dir, kv_events=sglang.kv_events, predict_in=predict_in
     )
     through_an_eviction(sglang.url, transport, sglang.model, {})
+    assert_exact_through_the_eviction(transport)
+
+
+def test_vllm_s_evictions_keep_predictions_exact(vllm: EngineInfo) -> None:
+    """vLLM evicts single blocks (the tail of alpha's, the least recently freed), and the block-hash model drops
+    the same ones."""
+    assert vllm.kv_events is not None
+    vllm.empty_cache()
+    cache = CacheOptions("vllm", block_size=BLOCK["vllm"], model_dir=str(vllm.model_dir))
+    transport = CacheAwareTransport(server="vllm", cache=cache, kv_events=vllm.kv_events, predict_in="thread")
+    through_an_eviction(vllm.url, transport, vllm.model, {})
     assert_exact_through_the_eviction(transport)
