@@ -49,7 +49,7 @@ class EngineInfo:
     workers: tuple[str, ...] = ()
     """The cluster's SGLang workers behind its gateway (``url``); empty for a single engine."""
     kv_events: str | None = None
-    """Where the engine publishes its KV cache events (SGLang), else None."""
+    """Where the engine publishes its KV cache events (SGLang, vLLM), else None."""
     worker_events: tuple[tuple[str, str], ...] = ()
     """``(worker, endpoint)``: where each of the cluster's workers publishes its KV cache events."""
 

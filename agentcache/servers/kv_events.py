@@ -12,7 +12,8 @@ blocks (a request's new blocks in one scheduler step; the blocks it matched are 
 ``BlockRemoved`` names evicted blocks: SGLang a whole evicted leaf, vLLM one block, as it reuses a free one. The
 hashes are the engine's own and opaque here: the blocks are matched by the token ids the events carry, so the
 same code reads both engines. vLLM publishes a scheduler step's events before that step's outputs go to the API
-server, so they arrive before the response; SGLang publishes them just after.
+server, so they arrive about when the response does (a few milliseconds before, at times just after); SGLang
+publishes them just after.
 
 :class:`ServerBlocks` keeps one server's blocks as the events describe them: which prefix of a prompt it holds now,
 and where the server evicted a path since a given moment (a sequence number). :class:`KvEventStream` subscribes to
