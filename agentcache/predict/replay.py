@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -28,6 +28,7 @@ from agentcache.predict.diff import Divergence
 from agentcache.predict.prompt import PromptTokenizer, Renderer, Segment
 from agentcache.predict.served import Served
 from agentcache.predict.template_drift import template_drift
+from agentcache.servers.kv_events import Held
 from agentcache.servers.prompt import ServerPrompt
 from agentcache.servers.template import fixed_clock
 
@@ -90,6 +91,21 @@ def _asks(message: Any) -> bool:
     return isinstance(message, dict) and message.get("role") != "assistant"
 
 
+def _hold(model: PrefixCacheModel, tokens: Sequence[int], held: Held, namespace: Hashable) -> None:
+    """Bring the model's hold on ``tokens``' path to what the server's KV events say it held when it matched them.
+    What the server held and the model lacks is added: under concurrency the model learns a request's tokens when
+    its turn is recorded, in the order responses ended, while the server stored them when it prefilled the request,
+    and a request that ended later may already have matched them. What the events know the server no longer held
+    is dropped. A path that runs into blocks no event named is left to the model."""
+    if not isinstance(model, RadixCache):
+        return
+    has = model.peek(tokens, namespace)
+    if has < held.tokens:
+        model.insert(tokens[: held.tokens], namespace)
+    elif has > held.tokens and held.known:
+        model.drop(tokens, held.tokens, namespace)
+
+
 class Replay:
     """A cache model plus the tokenizer that turns requests into its tokens.
 
@@ -112,9 +128,10 @@ class Replay:
         """The model of each worker of a cluster, by the worker's name (the single server's is ``model``)."""
         self.lost: set[str] = set()
         """Workers that went away: a session's next turn elsewhere is ``worker_lost``."""
-        self.before_serve: Callable[[Sequence[int]], None] | None = None
-        """Called with a request's prompt in the server's own tokens just before the model serves it (the KV events
-        drop what the server evicted before matching it: :class:`~agentcache.transport.predictor.Predictor`)."""
+        self.before_serve: Callable[[Sequence[int]], Held | None] | None = None
+        """Called with a request's prompt in the server's own tokens just before the model serves it: the KV events
+        drop what the server evicted before matching it, and say what it held of the prompt then, which the
+        model's hold on that path is brought to (:class:`~agentcache.transport.predictor.Predictor`)."""
         self.server_evicted: dict[str | None, int] = {}
         """Tokens each server (worker, or None for the single server) said it evicted, which the model dropped."""
         if server_prompt is None and options.model_dir is not None and options.renders_template:
@@ -209,8 +226,10 @@ class Replay:
             with fixed_clock(rendered_at):
                 exact = token_array(self.server_prompt.tokens(request))
             if self.before_serve is not None:
-                self.before_serve(exact)
+                held = self.before_serve(exact)
                 model = self.model_of(worker)  # a cleared server's model is a new one
+                if held is not None:
+                    _hold(model, exact, held, namespace)
             cached = model.serve(exact, output, namespace, now=self.clock) if exact else 0
             served = Served(segments, tokens, starts, cached, len(exact), exact)
         elif not tokens:  # an empty prompt is never served: servers reject it

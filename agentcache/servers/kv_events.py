@@ -23,6 +23,7 @@ one engine and keeps its :class:`ServerBlocks` current on a background thread. I
 
 from __future__ import annotations
 
+import bisect
 import threading
 import time
 from collections import deque
@@ -40,7 +41,7 @@ KEEPS_COPIES = ("vllm",)
 CONNECT_SECONDS = 5
 """How long :meth:`KvEventStream.start` waits for the publisher (an engine not up yet still gets subscribed)."""
 STORE_WAIT = 0.5
-"""Seconds :meth:`KvEventStream.removals_before` waits for a request's own first store to arrive."""
+"""Seconds :meth:`KvEventStream.at_match` waits for a request's own first store to arrive."""
 MAX_PENDING = 65_536
 """Removals kept for the predictor to take; older ones go first when it falls that far behind."""
 #: The fields of a tag-first array event, in order (vLLM's encoding before tagged maps).
@@ -129,6 +130,17 @@ class Removal:
     """The removed blocks, in path order."""
 
 
+@dataclass(frozen=True)
+class Held:
+    """What a server held of a prompt's path at one moment, by its events: the leading ``tokens`` it held, and
+    whether the events know that it held no more (the next block of the path was stored only later, or removed by
+    then). Without that knowledge, the path runs into blocks no event named, which the server may have held since
+    before the subscription."""
+
+    tokens: int
+    known: bool
+
+
 @dataclass
 class _Block:
     parent: Hashable | None
@@ -147,6 +159,8 @@ class _Block:
     """Every store of the block: the event's position, and when its message arrived (``time.monotonic()``)."""
     removed_at: int = -1
     """Sequence number of the message that last removed the block (-1: never)."""
+    history: list[tuple[int, bool]] = field(default_factory=list)
+    """Every event that stored or removed the block: its position, and whether the block was held after it."""
 
 
 class ServerBlocks:
@@ -179,6 +193,7 @@ class ServerBlocks:
             if event.kind == CLEARED:
                 for block in self._blocks.values():
                     block.live, block.copies, block.removed_at = False, 0, seq
+                    block.history.append((self.order, False))
                 self.cleared_at = seq
                 removals.append(Removal(seq, (), 0, order=self.order))
             elif event.kind == REMOVED:
@@ -187,6 +202,7 @@ class ServerBlocks:
                     block.copies = max(block.copies - 1, 0) if self.copies else 0
                     if block.copies == 0:
                         block.live, block.removed_at = False, seq
+                    block.history.append((self.order, block.live))
                 placed = sorted(((k, b) for k, b in known if b.rooted), key=lambda item: item[1].depth)
                 if placed:
                     first, deepest = placed[0][1], placed[-1][1]
@@ -223,6 +239,7 @@ class ServerBlocks:
             block.copies = block.copies + 1 if self.copies else 1
             block.live = True
             block.stores.append((self.order, now))
+            block.history.append((self.order, True))
             self._children[(parent, tokens)] = key
             parent = key
 
@@ -247,6 +264,16 @@ class ServerBlocks:
                 break
             length = end
         return length
+
+    def held_before(self, tokens: Sequence[int], before: int) -> Held:
+        """What the server held of ``tokens``' path just before event ``before`` (see :class:`Held`)."""
+        held = 0
+        for end, block in self._path(tokens):
+            index = bisect.bisect_left(block.history, (before,))
+            if index == 0 or not block.history[index - 1][1]:  # stored only later, or removed by then
+                return Held(held, known=True)
+            held = end
+        return Held(held, known=False)
 
     def evicted_since(self, tokens: Sequence[int], seq: int) -> int | None:
         """Where the server evicted ``tokens``' path after message ``seq``: the token count before the first block
@@ -273,11 +300,15 @@ class ServerBlocks:
             start += len(block.tokens)
         return None if start >= len(removal.path) else replace(removal, start=start, blocks=())
 
-    def first_store(self, tokens: Sequence[int], after: float) -> int | None:
-        """The position of the first event that stored a block of ``tokens``' path and arrived after ``after``
-        (``time.monotonic()``): for a request sent then, its own first store, which the server makes right after
-        matching its prefix. None when no such store has arrived."""
-        orders = [order for _, block in self._path(tokens) for order, at in block.stores if at > after]
+    def first_store(self, tokens: Sequence[int], after: float, beyond: int = 0) -> int | None:
+        """The position of the first event that stored a block of ``tokens``' path past token ``beyond`` and
+        arrived after ``after`` (``time.monotonic()``): for a request sent then that the server says matched
+        ``beyond`` tokens, its own first store, which the server makes right after matching its prefix. (A store
+        of a shorter part of the path, arriving after the request was sent, is an earlier request's, published
+        late: the session's previous turn, whose events follow its response.) None when no such store arrived."""
+        orders = [
+            order for end, block in self._path(tokens) if end > beyond for order, at in block.stores if at > after
+        ]
         return min(orders, default=None)
 
     def stats(self) -> dict[str, int]:
@@ -386,17 +417,21 @@ class KvEventStream:
         with self._lock:
             return self.blocks.evicted_since(tokens, seq)
 
-    def removals_before(self, tokens: Sequence[int], sent: float, wait: float = STORE_WAIT) -> list[Removal]:
-        """What the server evicted before it matched the request sent at ``sent`` (``time.monotonic()``) whose
-        prompt is ``tokens``: the removals published before the request's own first store, not taken yet, less the
-        blocks stored again before it. The engine publishes that store just after the response, so it is waited
-        for, up to ``wait`` seconds; without it, the removals that arrived so far."""
+    def at_match(
+        self, tokens: Sequence[int], sent: float, matched: int | None = None, wait: float = STORE_WAIT
+    ) -> tuple[list[Removal], Held]:
+        """The server's cache when it matched the request sent at ``sent`` (``time.monotonic()``) whose prompt is
+        ``tokens``, as of the request's own first store (past the ``matched`` tokens the server reported cached,
+        when it did): the removals published before it, not taken yet, less the blocks stored again before it;
+        and what the server held of the prompt's path then. The engine publishes that store just after the
+        response, so it is waited for, up to ``wait`` seconds; without it, the events that arrived so far."""
         deadline = time.monotonic() + wait
         while True:
             with self._lock:
-                limit = self.blocks.first_store(tokens, sent)
+                limit = self.blocks.first_store(tokens, sent, matched or 0)
                 if limit is not None or time.monotonic() >= deadline:
-                    return self._take(self.blocks.order + 1 if limit is None else limit)
+                    limit = self.blocks.order + 1 if limit is None else limit
+                    return self._take(limit), self.blocks.held_before(tokens, limit)
             time.sleep(0.005)
 
     def _take(self, limit: int) -> list[Removal]:

@@ -21,7 +21,7 @@ from agentcache.errors import AgentCacheError
 from agentcache.predict.prompt import PromptTokenizer
 from agentcache.predict.replay import Prediction, Replay
 from agentcache.servers import ServerProfile, ServerPrompt
-from agentcache.servers.kv_events import KEEPS_COPIES, KvEventStream
+from agentcache.servers.kv_events import KEEPS_COPIES, Held, KvEventStream
 from agentcache.tokens import Tokenizer, get_tokenizer
 
 #: Distinct tool lists a predictor shares between bodies before it starts over (agents send a handful).
@@ -135,7 +135,7 @@ class Predictor:
             for worker in job.lost:
                 self.replay.worker_lost(worker)
             stream = self.streams.get(job.worker or "")
-            self.replay.before_serve = None if stream is None else self._evictions(stream, job)
+            self.replay.before_serve = None if stream is None else self._at_match(stream, job)
             return self.replay.diagnose_turn(
                 self._parse(job.sent),
                 job.started,
@@ -149,12 +149,15 @@ class Predictor:
         except AgentCacheError as exc:
             return f"no prediction: {exc}"
 
-    def _evictions(self, stream: KvEventStream, job: PredictJob) -> Callable[[Sequence[int]], None]:
+    def _at_match(self, stream: KvEventStream, job: PredictJob) -> Callable[[Sequence[int]], Held]:
         """What runs before the job's turn is served, given its prompt in the server's tokens: drop from the
-        worker's model what the server evicted before matching it."""
+        worker's model what the server evicted before matching it, and say what the server held of the prompt
+        then (the replay brings the model's hold on the prompt's path to it)."""
 
-        def drop(tokens: Sequence[int]) -> None:
-            for removal in stream.removals_before(tokens, job.sent_at):
+        def at_match(tokens: Sequence[int]) -> Held:
+            removals, held = stream.at_match(tokens, job.sent_at, job.reported_cached)
+            for removal in removals:
                 self.replay.server_removed(job.worker, removal.path, removal.start, removal.salt)
+            return held
 
-        return drop
+        return at_match

@@ -16,7 +16,7 @@ import pytest
 
 from agentcache.errors import EventsError
 from agentcache.servers import ServerPrompt
-from agentcache.servers.kv_events import KEEPS_COPIES, KvEventStream, ServerBlocks, decode_batch
+from agentcache.servers.kv_events import KEEPS_COPIES, Held, KvEventStream, ServerBlocks, decode_batch
 from tests.conftest import EngineInfo
 
 BLOCK = {"sglang": 1, "vllm": 32}
@@ -148,3 +148,38 @@ def test_vllm_s_salt_names_the_namespace_of_the_chain_and_copies_are_counted() -
     assert blocks.held([5, 6, 7, 8]) == 2 and blocks.evicted_since([5, 6, 7, 8], 1) == 2
     lora = {**root, "block_hashes": [3], "lora_name": "adapter", "extra_keys": [["adapter", [b"mm", 0], "tenant-b"]]}
     assert decode_batch(batch(lora))[0].salt == "tenant-b"
+
+
+def test_what_the_server_held_of_a_path_at_a_moment_and_whether_the_events_know_it_held_no_more() -> None:
+    """Events 1 (store of 5 6 7 8), 2 (removal of 7 8), 3 (store of 7 8 again): what was held before each event,
+    and whether the block after the held part is known not held (stored only later, or removed) or was never
+    named by an event (the server may hold it since before the subscription)."""
+    blocks = ServerBlocks()
+    stored = {"type": "BlockStored", "block_hashes": [1, 2, 3, 4], "parent_block_hash": None, "block_size": 1}
+    blocks.apply(decode_batch(batch({**stored, "token_ids": [5, 6, 7, 8]})), 0)
+    blocks.apply(decode_batch(batch({"type": "BlockRemoved", "block_hashes": [3, 4]})), 1)
+    blocks.apply(
+        decode_batch(batch({**stored, "block_hashes": [3, 4], "parent_block_hash": 2, "token_ids": [7, 8]})), 2
+    )
+    path = [5, 6, 7, 8, 9]
+    assert blocks.held_before(path, 1) == Held(0, known=True)  # stored only at event 1
+    assert blocks.held_before(path, 2) == Held(4, known=False)  # 9 was never named
+    assert blocks.held_before(path, 3) == Held(2, known=True)  # 7 and 8 removed at event 2
+    assert blocks.held_before(path, 4) == Held(4, known=False)
+    assert blocks.held_before([5, 0], 4) == Held(1, known=False)
+    blocks.apply(decode_batch(batch({"type": "AllBlocksCleared"})), 3)
+    assert blocks.held_before(path, 5) == Held(0, known=True)
+
+
+def test_a_request_s_own_first_store_is_past_what_the_server_matched() -> None:
+    """The session's previous turn stored 5 6 and its events arrived late, after the next turn was sent; that turn
+    matched 2 tokens and stored 7 8: its own first store is the one past those 2, and what the server held then
+    counts the late store."""
+    blocks = ServerBlocks()
+    stored = {"type": "BlockStored", "parent_block_hash": None, "block_size": 1}
+    blocks.apply(decode_batch(batch({**stored, "block_hashes": [1, 2], "token_ids": [5, 6]})), 0, now=2.0)
+    nxt = {**stored, "block_hashes": [3, 4], "parent_block_hash": 2, "token_ids": [7, 8]}
+    blocks.apply(decode_batch(batch(nxt)), 1, now=3.0)
+    assert blocks.first_store([5, 6, 7, 8], after=1.0) == 1  # the previous turn's store
+    assert blocks.first_store([5, 6, 7, 8], after=1.0, beyond=2) == 2
+    assert blocks.held_before([5, 6, 7, 8], 2) == Held(2, known=True)

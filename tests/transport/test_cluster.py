@@ -36,6 +36,7 @@ from agentcache.predict.replay import Replay
 from agentcache.tokens import get_tokenizer
 from agentcache.transport.cluster import MAX_ROUTING_KEY_BYTES, SMG_ROUTING_KEY_HEADER, session_key
 from tests.conftest import EngineInfo, engine_script, gateway
+from tests.servers.test_kv_events import document
 from tests.transport.test_server_events import assert_exact_through_the_eviction, through_an_eviction
 
 TURNS = 4
@@ -260,6 +261,43 @@ def test_round_robin_moves_turns_and_every_miss_it_causes_is_worker_changed(
     assert [(r.session, r.turn, r.worker, r.cause) for r in offline] == [
         (t.session, t.turn, t.worker, t.cause) for t in in_order
     ]
+
+
+def test_concurrent_sessions_under_memory_pressure_are_predicted_exactly_from_the_workers_events(
+    cluster: EngineInfo,
+) -> None:
+    """Eight sessions at once through round robin, each with a document of its own: their working set, about
+    12,000 tokens, is three times what each worker's 4,096-token pool holds, so the workers evict while other
+    sessions' requests are in flight, and a session's turns move between workers. The workers' KV events keep
+    every prediction equal to the report (deliver 3: memory pressure)."""
+    cluster.empty_cache()
+    transport = AsyncCacheAwareTransport(
+        server="sglang",
+        model_dir=cluster.model_dir,
+        cluster=Cluster(routing_key_header=None),
+        kv_events=dict(cluster.worker_events),
+        ask_output_ids=True,
+        telemetry=False,
+    )
+
+    async def session(http: httpx.AsyncClient, index: int) -> None:
+        name = f"pressure-{index}"
+        history = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": document(name)}]
+        for step in range(TURNS):
+            body = {"model": cluster.model, "messages": history, "max_tokens": 3, "temperature": 0}
+            response = await http.post("/v1/chat/completions", json=body, headers={SESSION_HEADER: name})
+            assert response.status_code == 200, response.text
+            history += [{"role": "assistant", "content": f"Read part {step}."}, {"role": "user", "content": "Go on."}]
+
+    async def run(url: str) -> None:
+        async with httpx.AsyncClient(base_url=url, timeout=300, transport=transport) as http:
+            await asyncio.gather(*(session(http, index) for index in range(8)))
+
+    with gateway(cluster, "round_robin") as url:
+        asyncio.run(run(url))
+    turns = transport.middleware.ledger.turns()
+    assert len(turns) == 8 * TURNS
+    _assert_exact(turns, cluster.workers)
 
 
 def test_a_fork_family_shares_one_routing_key_so_every_sibling_lands_on_the_parent_s_worker(
