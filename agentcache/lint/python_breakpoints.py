@@ -10,7 +10,7 @@ analysis, on the files that parse.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -73,7 +73,7 @@ class WithBreakpoints:
     def check(self, source: SourceFile) -> Checked:
         return check(source, self.session.check(source))
 
-    def revisit(self) -> list[Path]:
+    def revisit(self) -> Mapping[Path, Hashable]:
         return self.session.revisit()
 
     def lesson(self) -> object:

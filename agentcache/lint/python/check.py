@@ -50,7 +50,7 @@ class PythonSession:
 
         self.last: Lesson | None = None
 
-    def revisit(self) -> list[Path]:
+    def revisit(self) -> dict[Path, frozenset[str]]:
         return self.project.revisit()
 
     def lesson(self) -> Lesson | None:
