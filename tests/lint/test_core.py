@@ -163,18 +163,17 @@ def test_a_module_checked_too_early_is_checked_again_in_a_worker_as_soon_as_name
         return found
 
     monkeypatch.setattr(core._Early, "ready", recorded)
-    package = tmp_path / "agent"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "a_graph.py").write_text(
-        "from .b_clock import now_str\nfrom .c_ids import run_id\n\n"
-        'SYSTEM_PROMPT = f"It is {now_str()}"\nsystem_prompt = f"Run {run_id()}"\n'
-    )
-    (package / "b_clock.py").write_text(
-        "from datetime import datetime\n\ndef now_str():\n    return datetime.now().isoformat()\n"
-    )
-    (package / "c_ids.py").write_text("import uuid\n\ndef run_id():\n    return str(uuid.uuid4())\n")
-    (package / "d_other.py").write_text("x = 1\n")
+    modules = {
+        "__init__.py": "",
+        "a_graph.py": "from .b_clock import now_str\nfrom .c_ids import run_id\n\n"
+        'SYSTEM_PROMPT = f"It is {now_str()}"\nsystem_prompt = f"Run {run_id()}"\n',
+        "b_clock.py": "from datetime import datetime\n\ndef now_str():\n    return datetime.now().isoformat()\n",
+        "c_ids.py": "import uuid\n\ndef run_id():\n    return str(uuid.uuid4())\n",
+        "d_other.py": "x = 1\n",  # after the last helper's task, the importer goes out with both helpers learned
+    }
+    (tmp_path / "agent").mkdir()
+    for name, text in modules.items():
+        (tmp_path / "agent" / name).write_text(text)
     alone = lint_paths([tmp_path], jobs=1)
     assert [(Path(f.path).name, f.line, f.code) for f in alone.findings] == [
         ("a_graph.py", 4, "AC101"),
