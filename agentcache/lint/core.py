@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import ProcessPoolExecutor
+from collections import deque
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,8 +100,10 @@ class Session(Protocol):
     def check(self, source: SourceFile) -> Checked:
         """The verdict on one file, with what the files checked before it taught."""
 
-    def revisit(self) -> list[Path]:
-        """Files checked too early: what files checked after them taught may change their verdict."""
+    def revisit(self) -> Mapping[Path, Hashable]:
+        """Files checked too early, in the order to check them again, each with why (what was learned since that
+        it may read): what files checked after them taught may change their verdict. A parallel run checks a file
+        again in a worker as soon as it is named here, and again when its why changes (:class:`_Early`)."""
 
     def lesson(self) -> object:
         """What the last :meth:`check` read from this session and taught it, picklable: a worker process of a
@@ -229,7 +232,10 @@ def lint_paths(
     verdicts: dict[Path, tuple[str, bool, Checked]] = {}
     notes: list[str] = []
     with _pool(jobs, config.settings) if parallel else nullcontext() as pool:
-        for (path, display, explicit), outcome in zip(targets, _outcomes(targets, run, cache, pool, jobs), strict=True):
+        early = _Early(run, cache, pool, targets) if pool is not None else None
+        for (path, display, explicit), outcome in zip(
+            targets, _outcomes(targets, run, cache, pool, jobs, early=early), strict=True
+        ):
             if outcome.verdict is None:
                 if explicit:
                     raise InputError(f"{display}: {outcome.skipped}")
@@ -238,9 +244,11 @@ def lint_paths(
                 continue
             verdicts[path] = (display, explicit, outcome.verdict)
         for name, session in run.sessions.items():
-            again = [(path, *verdicts[path][:2]) for path in session.revisit()]
+            named = session.revisit()
+            again = [(path, *verdicts[path][:2]) for path in named]
+            ready = early.ready(name, named) if early is not None else {}
             for (path, display, explicit), outcome in zip(
-                again, _outcomes(again, run, cache, pool, jobs, {name: session.state()}), strict=True
+                again, _outcomes(again, run, cache, pool, jobs, {name: session.state()}, ready), strict=True
             ):
                 if outcome.verdict is not None:
                     verdicts[path] = (display, explicit, outcome.verdict)
@@ -282,6 +290,10 @@ CHUNK_FILES = 200
 #: the end are few and large (44 files, 8% of the corpus's bytes), and in tasks of one or two no worker waits long
 #: for the other's last one.
 TASKS_PER_JOB = 16
+#: Tasks handed to the pool ahead of the one whose outcomes the parent reads, per worker process: enough that no
+#: worker waits while the parent checks a file again, few enough that a file :class:`_Early` sends goes out before
+#: most of the files after it.
+AHEAD = 2
 
 Target = tuple[Path, str, bool]
 """A file to check: its path, how to show it, whether it was named on the command line."""
@@ -332,24 +344,82 @@ def _outcomes(
     pool: ProcessPoolExecutor | None,
     jobs: int,
     states: Mapping[str, object] | None = None,
+    ready: Mapping[Path, Future[list[_Outcome]]] | None = None,
+    early: _Early | None = None,
 ) -> Iterator[_Outcome]:
     """The outcomes of ``targets`` in their order: checked here, one after another, or by the ``pool``'s ``jobs``
     worker processes, each task (a run of consecutive files) resuming its sessions from ``states`` (kind name ->
-    :meth:`Session.state`) when given. The parent's sessions adopt each lesson in order, and check here again a
-    file whose check read something else in its worker than it reads here."""
+    :meth:`Session.state`) when given, but for the files a task already ``ready`` checks. The parent's sessions
+    adopt each lesson in order, and check here again a file whose check read something else in its worker than
+    it reads here. After each task's files, ``early`` sends what the sessions now name to check again."""
     if pool is None:
         yield from (run.judge(target, cache) for target in targets)
         return
-    size = max(1, min(CHUNK_FILES, -(-len(targets) // (jobs * TASKS_PER_JOB))))
-    chunks = [targets[start : start + size] for start in range(0, len(targets), size)]
-    done = pool.map(_check_chunk, chunks, [cache] * len(chunks), [states or {}] * len(chunks))
-    for chunk, outcomes in zip(chunks, done, strict=True):
-        for target, outcome in zip(chunk, outcomes, strict=True):
-            session = run.session(_KINDS[target[0].suffix.lower()])
-            if session is None or outcome.verdict is None or session.adopt(outcome.lesson):
-                yield outcome
-            else:
-                yield run.judge(target, cache)
+    ready = ready or {}
+    rest = [target for target in targets if target[0] not in ready]
+    size = max(1, min(CHUNK_FILES, -(-len(rest) // (jobs * TASKS_PER_JOB))))
+    chunks = iter([rest[start : start + size] for start in range(0, len(rest), size)])
+    window: deque[Future[list[_Outcome]]] = deque()
+
+    def top_up() -> None:
+        while len(window) < AHEAD * jobs and (chunk := next(chunks, None)) is not None:
+            window.append(pool.submit(_check_chunk, chunk, cache, states or {}))
+
+    def checked() -> Iterator[_Outcome]:
+        top_up()
+        while window:
+            yield from window.popleft().result()
+            if early is not None:  # the task's files are adopted: send what they named before the next task
+                early.send()
+            top_up()
+
+    stream = checked()
+    for target in targets:
+        future = ready.get(target[0])
+        outcome = future.result()[0] if future is not None else next(stream)
+        session = run.session(_KINDS[target[0].suffix.lower()])
+        if session is None or outcome.verdict is None or session.adopt(outcome.lesson):
+            yield outcome
+        else:
+            yield run.judge(target, cache)
+
+
+class _Early:
+    """The files a parallel run's sessions will check again at the end, checked again in the workers as soon as a
+    session names them (:meth:`Session.revisit`), from what it knew then, and again whenever their why changes.
+    The workers need not wait for the last file to start on them, and the parent adopts such a verdict at the end
+    only where it holds there, as any worker's: the result is the same."""
+
+    def __init__(self, run: _Run, cache: CacheOptions | None, pool: ProcessPoolExecutor, targets: list[Target]) -> None:
+        self.run = run
+        self.cache = cache
+        self.pool = pool
+        self.targets = {target[0]: target for target in targets}
+        self.sent: dict[tuple[str, Path], tuple[Hashable, Future[list[_Outcome]]]] = {}
+
+    def send(self) -> None:
+        """Check again in a worker each file a session names for a why it was not yet sent for."""
+        for name, session in self.run.sessions.items():
+            state: object = None
+            for path, why in session.revisit().items():
+                sent = self.sent.get((name, path))
+                if sent is None or sent[0] != why:
+                    if sent is not None:
+                        sent[1].cancel()
+                    state = session.state() if state is None else state
+                    task = self.pool.submit(_check_chunk, [self.targets[path]], self.cache, {name: state})
+                    self.sent[(name, path)] = (why, task)
+
+    def ready(self, name: str, named: Mapping[Path, Hashable]) -> dict[Path, Future[list[_Outcome]]]:
+        """The checks sent of the files ``name``'s session names at the end, for the why it names them for; the
+        others are cancelled."""
+        found = {}
+        for (kind, path), (why, task) in self.sent.items():
+            if kind == name and path in named and named[path] == why:
+                found[path] = task
+            elif kind == name:
+                task.cancel()
+        return found
 
 
 def _pool(jobs: int, settings: Mapping[str, Any]) -> ProcessPoolExecutor:
@@ -369,13 +439,16 @@ def _start_worker(settings: Mapping[str, Any]) -> None:
 
 @_fewer_collections()
 def _check_chunk(targets: list[Target], cache: CacheOptions | None, states: Mapping[str, object]) -> list[_Outcome]:
-    """A worker process's task: judge consecutive files, the sessions of ``states`` resuming from them first."""
+    """A worker process's task: judge consecutive files, with the worker's sessions, or with sessions resumed from
+    ``states`` when given (the worker's own keep what its other tasks taught)."""
     run = _worker
-    for kind in kinds():
-        if kind.name in states:
-            session = run.session(kind)
-            if session is not None:
-                session.resume(states[kind.name])
+    if states:
+        run = _Run(_worker.settings)
+        for kind in kinds():
+            if kind.name in states:
+                session = run.session(kind)
+                if session is not None:
+                    session.resume(states[kind.name])
     return [run.judge(target, cache) for target in targets]
 
 

@@ -10,12 +10,13 @@ analysis, on the files that parse.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 
 from agentcache.cache.rules import MAX_BREAKPOINTS
-from agentcache.lint.core import Checked, Finding, Rule, Session, SourceFile
+from agentcache.lint.core import Checked, Finding, Rule, SourceFile
+from agentcache.lint.python.check import PythonSession
 from agentcache.lint.python.syntax import dotted
 from agentcache.lint.python.vocabulary import CLOCK_CALLS, ID_CALLS
 from agentcache.predict.prompt import MARKERS
@@ -48,15 +49,17 @@ _VOLATILE = CLOCK_CALLS | ID_CALLS
 _MARKER_BYTES = tuple(marker.encode() for marker in MARKERS)
 
 
-def check(source: SourceFile, checked: Checked) -> Checked:
-    """``checked`` (the AC1xx verdict on ``source``) plus the breakpoint findings, for a file that parses. A file
-    whose text names no marker is not parsed: every finding needs one, and most modules have none."""
+def check(source: SourceFile, checked: Checked, tree: ast.Module | None = None) -> Checked:
+    """``checked`` (the AC1xx verdict on ``source``) plus the breakpoint findings, for a file that parses; ``tree``
+    is its syntax tree when the AC1xx check parsed it whole. A file whose text names no marker is not parsed: every
+    finding needs one, and most modules have none."""
     if not any(marker in source.data for marker in _MARKER_BYTES):
         return checked
-    try:
-        tree = ast.parse(source.data)
-    except (SyntaxError, ValueError, RecursionError):
-        return checked
+    if tree is None:
+        try:
+            tree = ast.parse(source.data)
+        except (SyntaxError, ValueError, RecursionError):
+            return checked
     found = [
         Finding(source.display, node.lineno, node.col_offset + 1, rule.code, message, rule.hint)
         for node, rule, message in _findings(tree)
@@ -67,13 +70,15 @@ def check(source: SourceFile, checked: Checked) -> Checked:
 class WithBreakpoints:
     """A lint run's Python session whose verdicts carry the breakpoint findings too."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: PythonSession) -> None:
         self.session = session
 
     def check(self, source: SourceFile) -> Checked:
-        return check(source, self.session.check(source))
+        checked = self.session.check(source)
+        tree, self.session.tree = self.session.tree, None  # freed with this check, not kept until the next one
+        return check(source, checked, tree)
 
-    def revisit(self) -> list[Path]:
+    def revisit(self) -> Mapping[Path, Hashable]:
         return self.session.revisit()
 
     def lesson(self) -> object:

@@ -97,6 +97,8 @@ def check(source: SourceFile) -> Checked:
         if not (source.explicit or _TOOLISH.search(data.decode("utf-8", "replace"))):
             raise NotThisKind("not UTF-8") from None
         return Checked((_unparsable_bytes(source.display, data, exc),))
+    if not (source.explicit or _TOOLISH.search(text)):
+        _refuse_quickly(text)
     lines = LineIndex(text)
     try:
         root = parse(text)
@@ -122,6 +124,18 @@ def check(source: SourceFile) -> Checked:
     if report.findings and report.numbers_rewritten(root, "$", text, indent):  # the rewrite would change a number
         return Checked(tuple(report.findings))
     return Checked(tuple(report.findings), _serialize(layout.unwrap(ordered), text, bom, indent))
+
+
+def _refuse_quickly(text: str) -> None:
+    """Raise :class:`NotThisKind` for a walked, not tool-like file that the stdlib's C parser reads as JSON
+    holding no tools: most JSON files in a project are data, and the positioned parser is pure Python. Where both
+    parsers accept the text they read the same structure, and where only the stdlib's does (a repeated key, NaN)
+    the positioned one's error would refuse the file too, so the verdict is the one the full check gives."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return  # the full check says why
+    _layout(value)
 
 
 def _layout(value: Any) -> _Layout:

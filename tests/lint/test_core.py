@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Mapping
+from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -141,3 +144,40 @@ def test_a_helper_learned_in_another_worker_is_followed(tmp_path: Path, monkeypa
         ("c_graph.py", 5, "AC101"),
     ]
     assert lint_paths([tmp_path], jobs=2) == alone
+
+
+def test_a_module_checked_too_early_is_checked_again_in_a_worker_as_soon_as_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The importer comes first in the walk: once each helper's module is learned, the importer is sent to a
+    worker again (twice: its why grows with the second helper), and the last of those checks is the one the end of
+    the run adopts, with what one process finds."""
+    monkeypatch.setattr(core, "PARALLEL_FILES", 1)
+    monkeypatch.setattr(core, "CHUNK_FILES", 1)
+    ready: list[list[str]] = []
+    original = core._Early.ready
+
+    def recorded(self: core._Early, name: str, named: Mapping[Path, Hashable]) -> dict[Path, Future[Any]]:
+        found = original(self, name, named)
+        ready.append(sorted(path.name for path in found))
+        return found
+
+    monkeypatch.setattr(core._Early, "ready", recorded)
+    modules = {
+        "__init__.py": "",
+        "a_graph.py": "from .b_clock import now_str\nfrom .c_ids import run_id\n\n"
+        'SYSTEM_PROMPT = f"It is {now_str()}"\nsystem_prompt = f"Run {run_id()}"\n',
+        "b_clock.py": "from datetime import datetime\n\ndef now_str():\n    return datetime.now().isoformat()\n",
+        "c_ids.py": "import uuid\n\ndef run_id():\n    return str(uuid.uuid4())\n",
+        "d_other.py": "x = 1\n",  # after the last helper's task, the importer goes out with both helpers learned
+    }
+    (tmp_path / "agent").mkdir()
+    for name, text in modules.items():
+        (tmp_path / "agent" / name).write_text(text)
+    alone = lint_paths([tmp_path], jobs=1)
+    assert [(Path(f.path).name, f.line, f.code) for f in alone.findings] == [
+        ("a_graph.py", 4, "AC101"),
+        ("a_graph.py", 5, "AC101"),
+    ]
+    assert lint_paths([tmp_path], jobs=2) == alone
+    assert ready == [["a_graph.py"]]

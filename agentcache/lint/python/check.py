@@ -49,8 +49,11 @@ class PythonSession:
         self.relevant = _Relevant(words)
 
         self.last: Lesson | None = None
+        self.tree: ast.Module | None = None
+        """The syntax tree of the module last checked, when it was parsed whole: the breakpoint rules read it too,
+        instead of parsing the file again (:class:`~agentcache.lint.python_breakpoints.WithBreakpoints`)."""
 
-    def revisit(self) -> list[Path]:
+    def revisit(self) -> dict[Path, frozenset[str]]:
         return self.project.revisit()
 
     def lesson(self) -> Lesson | None:
@@ -74,7 +77,7 @@ class PythonSession:
         self.project.know(state)
 
     def check(self, source: SourceFile) -> Checked:
-        self.last = None
+        self.last, self.tree = None, None
         data = source.data
         if not self.relevant(data):
             return Checked()  # no sink and no source named anywhere in it: nothing to find, nothing to export
@@ -113,6 +116,8 @@ class PythonSession:
             return Checked((_unparsable(source, 1, 1, "not analysed: expressions or branches nested too deep"),))
         self.last = self.project.lesson(source.path, module, exports, imported, reading)
         self.project.learn(self.last)
+        if len(text) <= PART_BYTES:  # one part: the tree of the whole module
+            self.tree = tree
         return _findings(source, text, results)
 
 

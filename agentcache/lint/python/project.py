@@ -116,6 +116,8 @@ class Project:
         self.exports.update(exports)
         self.names.update(name.removesuffix("()") for name in exports)
 
-    def revisit(self) -> list[Path]:
-        """Modules checked before an export they import was learned: their findings may change."""
-        return sorted(path for path, names in self.imported.items() if names & self.names)
+    def revisit(self) -> dict[Path, frozenset[str]]:
+        """Modules checked before an export they import was learned (their findings may change), sorted, each with
+        those exports."""
+        found = {path: names & self.names for path, names in self.imported.items()}
+        return {path: found[path] for path in sorted(found) if found[path]}
