@@ -70,20 +70,23 @@ def test_what_the_events_hold_is_what_the_server_reports_cached_under_eviction(
 
 
 def test_a_flush_clears_what_the_events_hold(sglang: EngineInfo) -> None:
+    """A path the server stored before the subscription cannot be placed (no event names its first block); after a
+    flush the server stores it from the root, and the events hold it; a second flush clears it."""
     assert sglang.kv_events is not None
     request = body(sglang, document("delta", 100))
     tokens = ServerPrompt.from_pretrained(sglang.model_dir, sglang.profile).tokens(request)
-    with KvEventStream(sglang.kv_events) as stream, httpx.Client(base_url=sglang.url, timeout=300) as http:
-        assert http.post("/v1/chat/completions", json=request).status_code == 200
-        # stored onto the chat template's prefix, stored before this subscription: no known path
-        assert stream.settle() and stream.held(tokens) == 0
-        sglang.empty_cache()
-        assert http.post("/v1/chat/completions", json=request).status_code == 200
-        assert stream.settle() and stream.held(tokens) == len(tokens)
-        seq = stream.seq
-        sglang.empty_cache()
-        assert stream.settle()
-        assert stream.held(tokens) == 0 and stream.blocks.cleared_at > seq
+    with httpx.Client(base_url=sglang.url, timeout=300) as http:
+        assert http.post("/v1/chat/completions", json=request).status_code == 200  # cached before the subscription
+        with KvEventStream(sglang.kv_events) as stream:
+            assert http.post("/v1/chat/completions", json=request).status_code == 200
+            assert stream.settle() and stream.held(tokens) == 0
+            sglang.empty_cache()
+            assert http.post("/v1/chat/completions", json=request).status_code == 200
+            assert stream.settle() and stream.held(tokens) == len(tokens)
+            seq = stream.seq
+            sglang.empty_cache()
+            assert stream.settle()
+            assert stream.held(tokens) == 0 and stream.blocks.cleared_at > seq
 
 
 def batch(*events: Any) -> bytes:
