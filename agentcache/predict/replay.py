@@ -223,8 +223,7 @@ class Replay:
         model = self.model_of(worker)
         rendered_at = None if ts is None else datetime.fromtimestamp(ts)
         if self.server_prompt is not None:  # the server's own prompt: its chat template and tokenizer
-            with fixed_clock(rendered_at):
-                exact = token_array(self.server_prompt.tokens(request))
+            exact = self._server_tokens(self.server_prompt, request, rendered_at)
             if self.before_serve is not None:
                 held = self.before_serve(exact)
                 model = self.model_of(worker)  # a cleared server's model is a new one
@@ -269,22 +268,33 @@ class Replay:
                 return canonicalize(request, WHAT_IF_POLICY)
         return request
 
+    @staticmethod
+    def _server_tokens(prompt: ServerPrompt, request: dict[str, Any], rendered_at: datetime | None) -> array[int]:
+        """The request's prompt in the server's own tokens, rendered as the server rendered it at that time."""
+        with fixed_clock(rendered_at):
+            return token_array(prompt.tokens(request))
+
     def held(
-        self, request: dict[str, Any], session: str | None, worker: str, ts: float | None = None
-    ) -> tuple[int, int]:
-        """Of ``request``'s prompt, the tokens ``worker``'s model holds now and the prompt's length, looking only:
-        what a cache-aware router asks of each worker before it sends the request to one. Engine models only
-        (SGLang's radix tree, vLLM's blocks), which is what a gateway fronts."""
-        model = self.model_of(worker)
-        if not isinstance(model, (RadixCache, BlockHashCache)):
-            raise InputError(f"routing over workers models SGLang and vLLM workers, not {self.options.kind}")
+        self, request: dict[str, Any], session: str | None, workers: Sequence[str], ts: float | None = None
+    ) -> tuple[dict[str, int], int]:
+        """Of ``request``'s prompt, the tokens each of ``workers``' models holds now, and the prompt's length,
+        looking only: what a cache-aware router asks of every worker before it sends the request to one. The
+        prompt is rendered once for all of them. Engine models only (SGLang's radix tree, vLLM's blocks), which is
+        what a gateway fronts."""
+        models: dict[str, RadixCache | BlockHashCache] = {}
+        for worker in workers:
+            model = self.model_of(worker)
+            if not isinstance(model, (RadixCache, BlockHashCache)):
+                raise InputError(f"routing over workers models SGLang and vLLM workers, not {self.options.kind}")
+            models[worker] = model
         request = self._as_sent(request)
         if self.server_prompt is not None:
-            with fixed_clock(None if ts is None else datetime.fromtimestamp(ts)):
-                tokens: Sequence[int] = token_array(self.server_prompt.tokens(request))
+            rendered_at = None if ts is None else datetime.fromtimestamp(ts)
+            tokens: Sequence[int] = self._server_tokens(self.server_prompt, request, rendered_at)
         else:
             tokens = self.prompt(request, session)[1]
-        return model.peek(tokens, cache_namespace(request)), len(tokens)
+        namespace = cache_namespace(request)
+        return {worker: model.peek(tokens, namespace) for worker, model in models.items()}, len(tokens)
 
     def model_of(self, worker: str | None) -> PrefixCacheModel:
         """The model of ``worker`` (a new, empty one on first sight), or of the single server for None."""

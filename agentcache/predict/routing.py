@@ -74,10 +74,9 @@ class _CacheAware:
         self.threshold = threshold
 
     def route(self, record: TraceRecord, replay: Replay) -> str | None:
-        held = {w: replay.held(record.request, record.session, w, record.ts) for w in self.workers}
-        best = max(self.workers, key=lambda w: held[w][0])  # the first of equals: deterministic
-        cached, length = held[best]
-        if cached and cached >= self.threshold * length:
+        held, length = replay.held(record.request, record.session, self.workers, record.ts)
+        best = max(self.workers, key=held.__getitem__)  # the first of equals: deterministic
+        if held[best] and held[best] >= self.threshold * length:
             return best
         return min(self.workers, key=lambda w: replay.model_of(w).stats()["stored_tokens"])
 
