@@ -152,15 +152,20 @@ class _Block:
     rooted: bool = True
     """Whether the chain of parents reaches the root through blocks seen stored: a block stored onto one stored
     before the subscription has no known path, so its tokens cannot be placed."""
-    live: bool = True
     copies: int = 1
-    """How many of the server's blocks hold these tokens now, where the engine keeps copies (vLLM)."""
+    """How many of the server's blocks hold these tokens now: one or none, or more where the engine keeps copies
+    (vLLM)."""
     stores: list[tuple[int, float]] = field(default_factory=list)
     """Every store of the block: the event's position, and when its message arrived (``time.monotonic()``)."""
     removed_at: int = -1
     """Sequence number of the message that last removed the block (-1: never)."""
     history: list[tuple[int, bool]] = field(default_factory=list)
     """Every event that stored or removed the block: its position, and whether the block was held after it."""
+
+    @property
+    def live(self) -> bool:
+        """Whether the server holds the block now."""
+        return self.copies > 0
 
 
 class ServerBlocks:
@@ -192,7 +197,7 @@ class ServerBlocks:
             self.order += 1
             if event.kind == CLEARED:
                 for block in self._blocks.values():
-                    block.live, block.copies, block.removed_at = False, 0, seq
+                    block.copies, block.removed_at = 0, seq
                     block.history.append((self.order, False))
                 self.cleared_at = seq
                 removals.append(Removal(seq, (), 0, order=self.order))
@@ -200,8 +205,8 @@ class ServerBlocks:
                 known = [(key, self._blocks[key]) for key in event.hashes if key in self._blocks]
                 for _, block in known:
                     block.copies = max(block.copies - 1, 0) if self.copies else 0
-                    if block.copies == 0:
-                        block.live, block.removed_at = False, seq
+                    if not block.live:
+                        block.removed_at = seq
                     block.history.append((self.order, block.live))
                 placed = sorted(((k, b) for k, b in known if b.rooted), key=lambda item: item[1].depth)
                 if placed:
@@ -237,7 +242,6 @@ class ServerBlocks:
             if block is None:
                 block = self._blocks[key] = _Block(parent, tokens, depth, salt, rooted, copies=0)
             block.copies = block.copies + 1 if self.copies else 1
-            block.live = True
             block.stores.append((self.order, now))
             block.history.append((self.order, True))
             self._children[(parent, tokens)] = key
@@ -258,12 +262,7 @@ class ServerBlocks:
 
     def held(self, tokens: Sequence[int]) -> int:
         """How many leading tokens of ``tokens`` the server holds now, in whole blocks."""
-        length = 0
-        for end, block in self._path(tokens):
-            if not block.live:
-                break
-            length = end
-        return length
+        return self.held_before(tokens, self.order + 1).tokens
 
     def held_before(self, tokens: Sequence[int], before: int) -> Held:
         """What the server held of ``tokens``' path just before event ``before`` (see :class:`Held`)."""
