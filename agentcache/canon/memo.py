@@ -71,13 +71,16 @@ def remember(entry: Entry, size: int) -> Entry:
 def _shape(request: dict[str, Any]) -> tuple[object, ...]:
     """The identity of a request's top level: each value, and each item of its arrays (messages, tools) with the
     item's size, so a field replaced, a message added, replaced or given a key shows."""
+    # Flat tuples of ints: a few allocations per request, not one per item (allocations are what trigger the
+    # garbage collector), and tuples of ints the collector stops tracking.
     return tuple(
-        (
-            id(value),
-            [(id(item), len(item) if type(item) is dict else 0) for item in value] if type(value) is list else (),
-        )
+        (id(value), tuple(map(id, value)), tuple(map(_size, value))) if type(value) is list else (id(value),)
         for value in request.values()
     )
+
+
+def _size(item: object) -> int:
+    return len(item) if type(item) is dict else 0
 
 
 class Built(NamedTuple):

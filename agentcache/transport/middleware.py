@@ -54,6 +54,7 @@ from agentcache.servers import ServerProfile, ServerPrompt, get_profile
 from agentcache.servers.kv_events import PUBLISHERS
 from agentcache.tokens import Tokenizer, get_tokenizer
 from agentcache.transport.background import defer
+from agentcache.transport.bodies import ToolListParses
 from agentcache.transport.call import Call, TurnListener
 from agentcache.transport.cluster import Cluster
 from agentcache.transport.ledger import Ledger, Turn
@@ -178,6 +179,7 @@ class CacheMiddleware:
         self.policy = policy or CanonicalPolicy()
         self._relocations = RelocationMemory() if self.policy.relocate_volatile else None
         """Where each session's earlier turns had their volatile lines relocated: later turns keep them there."""
+        self._bodies = ToolListParses()
         self.ledger = ledger or Ledger()
         self.session_header = session_header
         self.ask_output_ids = ask_output_ids
@@ -221,7 +223,7 @@ class CacheMiddleware:
         body = request.content
         started = time.time()
         try:
-            parsed = orjson.loads(body)
+            parsed, checked = self._bodies.loads(body)
         except orjson.JSONDecodeError as exc:
             return self._call(request, request, None, f"body is not JSON ({exc})", started)
         if not isinstance(parsed, dict) or not isinstance(parsed.get("messages"), list):
@@ -229,7 +231,8 @@ class CacheMiddleware:
         if not self.canonicalize:
             return self._call(request, request, parsed, "canonicalization switched off", started)
         try:
-            check_parse(body, parsed)  # a key the parse dropped, or a number it changed, is never sent so
+            if not checked:
+                check_parse(body, parsed)  # a key the parse dropped, or a number it changed, is never sent so
             canonical = canonicalize(parsed, self.policy)
             session = session_of(request.headers, parsed, self.session_header)[0]
             placement = place_volatile(self.prompt, self._relocations, session, canonical, parsed)

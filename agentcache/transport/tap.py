@@ -211,25 +211,32 @@ class TappedStream(httpx.SyncByteStream):
 
     def __init__(self, inner: httpx.SyncByteStream, tap: ResponseTap) -> None:
         self._inner = inner
-        self._tap = tap
+        self._tap: ResponseTap | None = tap
 
     def __iter__(self) -> Iterator[bytes]:
+        tap = self._tap
+        if tap is None:
+            raise httpx.StreamClosed()
         try:
             for chunk in self._inner:
-                self._tap.feed(chunk)
+                tap.feed(chunk)
                 yield chunk
-            self._tap.end()
+            tap.end()
         except GeneratorExit:  # the caller stopped reading: close() records the turn as abandoned
             raise
         except BaseException as exc:  # a cut stream, or cancellation: recorded, then raised unchanged
-            self._tap.close(exc)
+            tap.close(exc)
             raise
 
     def close(self) -> None:
         try:
             self._inner.close()
         finally:
-            self._tap.close()
+            # httpx keeps a response in a reference cycle (its stream points back to it): what hangs from it waits for
+            # the garbage collector. Dropping the tap lets the turn's objects go when the turn is recorded.
+            tap, self._tap = self._tap, None
+            if tap is not None:
+                tap.close()
 
 
 class AsyncTappedStream(httpx.AsyncByteStream):
@@ -237,22 +244,27 @@ class AsyncTappedStream(httpx.AsyncByteStream):
 
     def __init__(self, inner: httpx.AsyncByteStream, tap: ResponseTap) -> None:
         self._inner = inner
-        self._tap = tap
+        self._tap: ResponseTap | None = tap
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        tap = self._tap
+        if tap is None:
+            raise httpx.StreamClosed()
         try:
             async for chunk in self._inner:
-                self._tap.feed(chunk)
+                tap.feed(chunk)
                 yield chunk
-            self._tap.end()
+            tap.end()
         except GeneratorExit:
             raise
         except BaseException as exc:
-            self._tap.close(exc)
+            tap.close(exc)
             raise
 
     async def aclose(self) -> None:
         try:
             await self._inner.aclose()
         finally:
-            self._tap.close()
+            tap, self._tap = self._tap, None
+            if tap is not None:
+                tap.close()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import gzip
 import json
+import weakref
 import zlib
 from collections.abc import Iterator
 from typing import Any
@@ -177,3 +179,30 @@ def test_tapped_stream_passes_every_chunk_unchanged() -> None:
     assert list(stream) == chunks
     stream.close()
     assert results[0].text == "".join(DELTAS)
+
+
+def test_a_closed_stream_lets_go_of_the_turn_though_a_reference_cycle_still_holds_the_stream() -> None:
+    """httpx keeps a response in a reference cycle: whatever the stream holds would wait for the garbage
+    collector (allocations that trigger collections, and full collections that pause the event loop)."""
+
+    class Recorder:
+        def __call__(self, result: TapResult) -> None:
+            self.result = result
+
+    recorder = Recorder()
+    alive = weakref.ref(recorder)
+    response = httpx.Response(200, headers={"content-type": "application/json"})
+    stream = TappedStream(_Chunks([b'{"usage": null}']), ResponseTap(response, recorder))
+    cycle: list[Any] = [stream]
+    cycle.append(cycle)
+    del recorder
+    gc.disable()
+    try:
+        assert list(stream) == [b'{"usage": null}']
+        assert alive() is not None
+        stream.close()
+        assert alive() is None  # freed by its reference count, no collection needed
+    finally:
+        gc.enable()
+    with pytest.raises(httpx.StreamClosed):
+        list(stream)
