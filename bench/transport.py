@@ -7,19 +7,21 @@ Each round runs ``--sessions`` concurrent agent sessions on one asyncio event lo
 ``--turns`` requests in sequence, its history growing by a tool call and its result each turn (20 tools with rich
 schemas, about 2,000 to 4,000 prompt tokens). The sessions' first requests are spread over ``--delay`` seconds, as
 concurrent agents' are; ``--together`` starts them all at once. Rounds alternate between a plain
-``httpx.AsyncClient`` and one on :class:`~agentcache.httpx.AsyncCacheAwareTransport` (canonicalization,
-prediction, the ledger), so load on the machine hits both alike. Latency is from sending a request to having its
-body parsed, as the caller sees it. CPU per request is that of the client's process over its rounds (every thread,
-the turns' recording included), and apart from it that of agentcache's prediction process (``--predict-in
-process``, the default): the load of other processes on a shared machine moves latency far more than CPU time.
+``httpx.AsyncClient`` and one on :class:`~agentcache.httpx.AsyncCacheAwareTransport` (canonicalization, prediction,
+the ledger), so load on the machine hits both alike, each client in a process of its own with the same sessions, so
+each pays the garbage collections of its own allocations (see :func:`measure`). Latency is from sending a request to
+having its body parsed, as the caller sees it. CPU per request is that of the client's process over its rounds
+(every thread, the turns' recording included), and apart from it that of agentcache's prediction process
+(``--predict-in process``, the default): the load of other processes on a shared machine moves latency far more than
+CPU time.
 
-Without ``--url`` the server is a local OpenAI-compatible stub in its own process. Each request asks it for a
-server time of 0.5 to 1.5 times ``--delay``, drawn from its session and turn, so both clients meet the same server
-times; the script subtracts it, and compares the client time left (what the client side costs a request).
-``--url`` points both clients at a real engine instead (its ``/v1/chat/completions``), and compares latencies.
+Without ``--url`` the server is a local OpenAI-compatible stub in its own process. Each request asks it for a server
+time of 0.5 to 1.5 times ``--delay``, drawn from its session and turn, so both clients meet the same server times;
+the script subtracts it, and compares the client time left (what the client side costs a request). ``--url`` points
+both clients at a real engine instead (its ``/v1/chat/completions``), and compares latencies.
 
-Targets (issue 14): added latency p50 <= 2 ms and p99 <= 10 ms at 64 concurrent sessions, every turn recorded.
-Exits 1 when one is missed.
+Targets (issue 14): added latency p50 <= 2 ms and p99 <= 10 ms at 64 concurrent sessions, every turn recorded. Exits
+1 when one is missed.
 """
 
 from __future__ import annotations
@@ -142,55 +144,111 @@ def cells(seconds: list[float]) -> str:
 
 class Side:
     """One client's measurements: the latency of every request; its client time, the latency less the server
-    time the request asked the stub for; and the CPU seconds its rounds took in this process
-    (``time.process_time``, every thread) and in agentcache's prediction process, which the load of other
-    processes on the machine moves far less than latency."""
+    time the request asked the stub for; the CPU seconds its rounds took in its process (``time.process_time``,
+    every thread, the turns' recording included) and in agentcache's prediction process, which the load of other
+    processes on the machine moves far less than latency; and the turns its ledger recorded."""
 
     def __init__(self) -> None:
         self.latencies: list[float] = []
         self.client_times: list[float] = []
         self.cpu = 0.0
         self.cpu_elsewhere = 0.0
-
-    async def round(
-        self, clients: list[httpx.AsyncClient], url: str, sessions: list[Requests], name: str, spread: float
-    ) -> None:
-        """One round; its CPU includes recording the round's turns (``settle``), wherever it ran."""
-        start, start_elsewhere = time.process_time(), process_cpu()
-        latencies = await run_round(clients, url, sessions, name, spread)
-        delays = [delay for requests in sessions for _, delay in requests]
-        self.latencies += latencies
-        self.client_times += [latency - delay for latency, delay in zip(latencies, delays, strict=True)]
-        await asyncio.to_thread(settle)
-        self.cpu += time.process_time() - start
-        self.cpu_elsewhere += process_cpu() - start_elsewhere
+        self.recorded = 0
 
 
-async def measure(url: str, args: argparse.Namespace) -> tuple[Side, Side, int, int]:
-    """The plain and the agentcache clients over alternating rounds, and turns recorded / sent.
+async def serve_side(url: str, args: argparse.Namespace) -> None:
+    """One client's process: runs a round for each ``round NAME`` line on stdin, answering with the round's
+    measurements as a JSON line; ``close`` closes the clients (an agentcache client's close waits for its turns
+    to be recorded) and answers with the turns recorded.
 
     Each session has a client of its own, as agents built on one SDK client each do: httpx's connection pool
     looks at every connection for every request, so one client shared by 64 sessions spends more CPU in its
     pool than the requests cost, for both sides alike. The agentcache clients share one middleware (one ledger,
     one model of the server's cache), as ``middleware=`` is meant for."""
     sessions = [session_requests(i, args.turns, args.delay) for i in range(args.sessions)]
+    delays = [delay for requests in sessions for _, delay in requests]
     timeout = httpx.Timeout(120.0)
-    middleware = CacheMiddleware(server="sglang", telemetry=False, predict_in=args.predict_in)
-    plain = [httpx.AsyncClient(timeout=timeout) for _ in sessions]
-    wrapped = [
-        httpx.AsyncClient(transport=AsyncCacheAwareTransport(middleware=middleware), timeout=timeout) for _ in sessions
-    ]
+    middleware = None
+    if args.side == "agentcache":
+        middleware = CacheMiddleware(server="sglang", telemetry=False, predict_in=args.predict_in)
+        clients = [
+            httpx.AsyncClient(transport=AsyncCacheAwareTransport(middleware=middleware), timeout=timeout)
+            for _ in sessions
+        ]
+    else:
+        clients = [httpx.AsyncClient(timeout=timeout) for _ in sessions]
     spread = 0.0 if args.together else args.delay
-    await run_round(plain, url, sessions, "warm", spread)  # warm both: connections, tokenizer, canonical memo
-    await run_round(wrapped, url, sessions, "warm", spread)
-    warm = len(middleware.ledger.turns())
-    base, ours = Side(), Side()
-    for round_ in range(args.rounds):
-        await base.round(plain, url, sessions, f"r{round_}", spread)
-        await ours.round(wrapped, url, sessions, f"r{round_}", spread)
-    for client in plain + wrapped:
-        await client.aclose()  # an agentcache client's close waits for its turns to be recorded
-    return base, ours, len(middleware.ledger.turns()) - warm, args.rounds * args.sessions * args.turns
+
+    def recorded() -> int:
+        return 0 if middleware is None else len(middleware.ledger.turns())
+
+    while command := (await asyncio.to_thread(sys.stdin.readline)).split():
+        if command[0] == "close":
+            for client in clients:
+                await client.aclose()
+            print(json.dumps({"recorded": recorded()}), flush=True)
+            return
+        start, start_elsewhere = time.process_time(), process_cpu()
+        latencies = await run_round(clients, url, sessions, command[1], spread)
+        await asyncio.to_thread(settle)
+        round_ = {
+            "latencies": latencies,
+            "client_times": [latency - delay for latency, delay in zip(latencies, delays, strict=True)],
+            "cpu": time.process_time() - start,
+            "cpu_elsewhere": process_cpu() - start_elsewhere,
+            "recorded": recorded(),
+        }
+        print(json.dumps(round_), flush=True)
+
+
+class SideProcess:
+    """A client's process (:func:`serve_side`), as the main process drives it."""
+
+    def __init__(self, side: str, url: str) -> None:
+        command = [sys.executable, __file__, *sys.argv[1:], "--side", side, "--side-url", url]
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.measured = Side()
+        self.warm_recorded = 0
+
+    def ask(self, line: str) -> dict[str, Any]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+        answer: dict[str, Any] = json.loads(self.process.stdout.readline())
+        return answer
+
+    def round(self, name: str) -> None:
+        answer = self.ask(f"round {name}")
+        if name == "warm":
+            self.warm_recorded = answer["recorded"]
+        else:
+            self.measured.latencies += answer["latencies"]
+            self.measured.client_times += answer["client_times"]
+            self.measured.cpu += answer["cpu"]
+            self.measured.cpu_elsewhere += answer["cpu_elsewhere"]
+
+    def close(self) -> Side:
+        self.measured.recorded = self.ask("close")["recorded"] - self.warm_recorded
+        self.process.wait()
+        return self.measured
+
+
+def measure(url: str, args: argparse.Namespace) -> tuple[Side, Side]:
+    """The plain and the agentcache clients over alternating rounds, each client in a process of its own, so that
+    each pays the garbage collections its own allocations bring: in one shared process, a full collection (tens
+    of milliseconds over the process's heap) pauses whichever round it falls in, whoever's allocations
+    triggered it."""
+    plain, wrapped = SideProcess("plain", url), SideProcess("agentcache", url)
+    try:
+        for side in (plain, wrapped):
+            side.round("warm")  # warm both: connections, tokenizer, canonical memo
+        for round_ in range(args.rounds):
+            plain.round(f"r{round_}")
+            wrapped.round(f"r{round_}")
+        return plain.close(), wrapped.close()
+    finally:
+        for side in (plain, wrapped):
+            side.process.kill()
 
 
 def main() -> int:
@@ -209,9 +267,14 @@ def main() -> int:
         "--predict-in", choices=["process", "thread"], default="process", help="where agentcache predicts turns"
     )
     parser.add_argument("--serve-stub", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--side", choices=["plain", "agentcache"], help=argparse.SUPPRESS)
+    parser.add_argument("--side-url", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_stub:
         asyncio.run(serve_stub())
+        return 0
+    if args.side:
+        asyncio.run(serve_side(args.side_url, args))
         return 0
     stub = None
     if args.url is None:
@@ -222,7 +285,7 @@ def main() -> int:
     else:
         base_url = args.url.rstrip("/")
     try:
-        base, ours, recorded, sent = asyncio.run(measure(f"{base_url}/v1/chat/completions", args))
+        base, ours = measure(f"{base_url}/v1/chat/completions", args)
     finally:
         if stub is not None:
             stub.kill()
@@ -243,6 +306,8 @@ def main() -> int:
     plain, wrapped = judged.values()
     added = {q: (percentile(wrapped, q) - percentile(plain, q)) * 1000 for q in (50, 90, 99)}
     print(f"{'added':<22}" + "".join(f"{added[q]:>+10.1f}" for q in (50, 90, 99)))
+    sent = args.rounds * args.sessions * args.turns
+    recorded = ours.recorded
     print(f"turns recorded: {recorded:,} of {sent:,} requests")
     missed = [
         message

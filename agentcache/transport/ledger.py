@@ -15,7 +15,7 @@ from agentcache.totals import Totals, hit_ratio, totals
 from agentcache.transport.background import Pending
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Turn:
     """One chat request that went through the transport."""
 
