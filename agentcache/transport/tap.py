@@ -27,6 +27,12 @@ MAX_BODY_BYTES = 64 * 1024 * 1024
 UNREAD = "closed unread: the caller closed the response before reading its body (0 bytes)"
 #: The error of a response the caller closed part-way (a stream it stopped reading), with the bytes it read.
 ABANDONED = "abandoned: the caller closed the response after {:,} bytes, before its end"
+#: The error of an event stream whose body ended without its end event: the server or a proxy closed it. Not a
+#: reply without usage.
+CUT = "cut: the event stream ended before its end event (data: [DONE] or message_stop)"
+#: The error of an event stream that answered 200 and then sent an error event: a gateway whose worker died
+#: mid-answer does (SMG: "Stream error: error decoding response body"), and so does a server failing mid-stream.
+ERROR_EVENT = "the event stream sent an error: {}"
 
 
 def closed_by_caller(error: str | None) -> bool:
@@ -47,8 +53,9 @@ class TapResult:
     text: str = ""
     output_ids: list[int] | None = None
     error: str | None = None
-    """Why the body could not be read: the exception that cut it, or the caller closing it before its end
-    (:data:`UNREAD`, or :data:`ABANDONED` with the bytes read)."""
+    """Why the body could not be read: the exception that cut it, the caller closing it before its end
+    (:data:`UNREAD`, or :data:`ABANDONED` with the bytes read), or an event stream's error event
+    (:data:`ERROR_EVENT`) or missing end event (:data:`CUT`)."""
     notes: list[str] = field(default_factory=list)
     server_error: str | None = None
     """The message of an error answer's JSON body (``{"error": {"message": ...}}``), as the server wrote it."""
@@ -127,10 +134,14 @@ class ResponseTap:
             self.result.error = f"{type(error).__name__}: {error}".rstrip(": ")
         elif self.result.error is None and not self._broken:
             unparsed = None if self._sse else self._parse()
-            if self._ended or self.result.complete:
-                self.result.error = unparsed
-            else:
+            if not (self._ended or self.result.complete):
                 self.result.error = ABANDONED.format(self._received) if self._received else UNREAD
+            elif not self._sse:
+                self.result.error = unparsed
+            elif self.result.server_error is not None:
+                self.result.error = ERROR_EVENT.format(self.result.server_error)
+            elif not self.result.complete:
+                self.result.error = CUT
         try:
             self._on_close(self.result)
         except Exception as exc:  # recording must never fail the caller's request

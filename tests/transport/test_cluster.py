@@ -35,6 +35,7 @@ from agentcache.predict.prompt import PromptTokenizer
 from agentcache.predict.replay import Replay
 from agentcache.tokens import get_tokenizer
 from agentcache.transport.cluster import MAX_ROUTING_KEY_BYTES, SMG_ROUTING_KEY_HEADER, session_key
+from agentcache.transport.tap import ERROR_EVENT
 from tests.conftest import EngineInfo, engine_script, gateway
 from tests.servers.test_kv_events import document
 from tests.transport.test_server_events import assert_exact_through_the_eviction, through_an_eviction
@@ -332,7 +333,8 @@ def test_a_fork_family_shares_one_routing_key_so_every_sibling_lands_on_the_pare
 
 
 def test_a_killed_worker_loses_no_turn_and_the_ledger_names_the_turns_its_loss_cost(cluster: EngineInfo) -> None:
-    """Runs last: it kills one of the shared workers, and starts it again (empty) on its port before it ends."""
+    """Runs last: it kills one of the shared workers in the middle of a streamed answer, and starts it again
+    (empty) on its port before it ends."""
     cluster.empty_cache()
     transport = _cluster_transport(cluster)
     agents = [_Agent(f"fault-{i}", cluster.model) for i in range(4)]
@@ -341,10 +343,24 @@ def test_a_killed_worker_loses_no_turn_and_the_ledger_names_the_turns_its_loss_c
     victim = placed[agents[0].session]
     assert victim is not None
     index = cluster.workers.index(victim)
-    engine_script.stop(engine_script.worker_name(index), grace=0.0)  # SIGKILL to its process group
+    # The first agent's next step is a long answer (the model never stops on its own with ignore_eos), streamed
+    # on its worker, which is killed after its first events: the gateway ends the stream with an error event.
+    agent = agents[0]
+    agent.history.append({"role": "user", "content": "Write the full report."})
+    body = {"model": cluster.model, "messages": agent.history, "max_tokens": 2000, "ignore_eos": True, "stream": True}
     try:
-        _wait_unhealthy(cluster.url, victim)
-        killed = time.time()
+        with httpx.Client(base_url=cluster.url, timeout=300, transport=_shared(transport)) as http:
+            headers = {SESSION_HEADER: agent.session}
+            with http.stream("POST", "/v1/chat/completions", json=body, headers=headers) as response:
+                assert response.headers["x-smg-routed-worker-id"] == victim
+                for events, _ in enumerate(response.iter_lines()):
+                    if events == 4:
+                        engine_script.stop(engine_script.worker_name(index), grace=0.0)  # SIGKILL its group
+            _wait_unhealthy(cluster.url, victim)
+            killed = time.time()
+            retry = {"model": cluster.model, "messages": agent.history, "max_tokens": 3, "temperature": 0}
+            assert http.post("/v1/chat/completions", json=retry, headers=headers).status_code == 200  # as agents do
+        agent.history.append({"role": "assistant", "content": "The report is written."})
         _rounds(cluster.url, transport, agents, rounds=2)
     finally:  # back on its port, empty; not waited for: the gateway re-admits it once its health check passes
         record = engine_script.running("cluster") or {}
@@ -352,15 +368,18 @@ def test_a_killed_worker_loses_no_turn_and_the_ledger_names_the_turns_its_loss_c
         engine_script.spawn_worker(index, int(victim.rsplit(":", 1)[1]), pool)
 
     turns = transport.ledger.turns()
-    _assert_exact(turns, cluster.workers)
-    assert len(turns) == len(agents) * 4  # no turn lost, none sent twice
+    cut = [t for t in turns if t.error is not None]
+    assert [(t.session, t.worker) for t in cut] == [(agents[0].session, victim)]
+    assert (cut[0].error or "").startswith(ERROR_EVENT.format(""))  # not a reply without usage
+    _assert_exact([t for t in turns if t.error is None], cluster.workers)
+    assert len(turns) == len(agents) * 4 + 2  # no turn lost, none sent twice (the cut one and its retry)
     for agent in agents:
-        mine = transport.ledger.turns(agent.session)
+        mine = [t for t in transport.ledger.turns(agent.session) if t.error is None]
         after = [t for t in mine if t.started > killed]
-        assert len(after) == 2 and all(t.worker != victim for t in after), after
+        assert len(after) == (3 if agent is agents[0] else 2) and all(t.worker != victim for t in after), after
         if placed[agent.session] == victim:  # its first answer elsewhere missed because the worker went away
             assert after[0].cause == causes.WORKER_LOST and victim in (after[0].detail or ""), after[0]
-            assert after[1].cause == causes.NONE, after[1]
+            assert all(t.cause == causes.NONE for t in after[1:]), after
         else:
             assert all(t.cause == causes.NONE for t in mine[1:]), mine
 

@@ -54,13 +54,18 @@ COMPLETION = {"choices": [{"index": 0, "message": {"role": "assistant", "content
 COMPLETION_BYTES = json.dumps(COMPLETION).encode()
 
 
-def tapped(chunks: list[bytes], content_type: str, encoding: str | None = None) -> tuple[TapResult, int]:
-    """Feed ``chunks`` to a tap on a response with these headers, close it: (result, times on_close was called)."""
+def tapped(
+    chunks: list[bytes], content_type: str, encoding: str | None = None, ended: bool = False
+) -> tuple[TapResult, int]:
+    """Feed ``chunks`` to a tap on a response with these headers (``ended``: the body ended there, not the caller
+    closing it), close it: (result, times on_close was called)."""
     headers = {"content-type": content_type} | ({} if encoding is None else {"content-encoding": encoding})
     results: list[TapResult] = []
     tap = ResponseTap(httpx.Response(200, headers=headers), results.append)
     for chunk in chunks:
         tap.feed(chunk)
+    if ended:
+        tap.end()
     tap.close()
     tap.close()
     return results[0], len(results)
@@ -114,6 +119,24 @@ def test_stream_without_end_event_is_incomplete() -> None:
     result, _ = tapped([cut], "text/event-stream")
     assert not result.complete
     assert result.usage == CacheUsage.from_usage(USAGE)
+
+
+def test_a_stream_the_server_ended_without_its_end_event_is_cut_not_a_reply() -> None:
+    cut = OPENAI_STREAM[: OPENAI_STREAM.index(b"data: [DONE]")]
+    result, _ = tapped([cut], "text/event-stream", ended=True)
+    assert result.error == tap_module.CUT
+    assert result.usage == CacheUsage.from_usage(USAGE)  # what the stream did say is kept
+    whole, _ = tapped([OPENAI_STREAM], "text/event-stream", ended=True)
+    assert whole.complete and whole.error is None
+
+
+def test_a_stream_that_sends_an_error_event_is_recorded_with_it() -> None:
+    """A gateway whose worker died mid-answer sends an error event, then its end event, on a 200 stream."""
+    first = OPENAI_STREAM[: OPENAI_STREAM.index(b"\n\n") + 2]
+    failed = first + b'data: {"error": {"message": "Stream error: unexpected EOF"}}\n\ndata: [DONE]\n\n'
+    result, _ = tapped([failed], "text/event-stream", ended=True)
+    assert result.complete and result.server_error == "Stream error: unexpected EOF"
+    assert result.error == tap_module.ERROR_EVENT.format("Stream error: unexpected EOF")
 
 
 def test_event_that_is_not_json_is_noted_and_skipped() -> None:
