@@ -58,7 +58,7 @@ class ToolListParses:
                     break
             at = body.find(_KEY, start)
         value = orjson.loads(body)
-        found = value.get("tools") if type(value) is dict else None
+        found = value.get("tools") if type(value) is dict and _KEY in body else None  # a spaced body is never spliced
         if type(found) is list and found and all(type(tool) is dict for tool in found):
             raw = orjson.dumps(found)
             if raw in body and all(raw != kept for kept, _ in recent):

@@ -379,7 +379,10 @@ def test_a_killed_worker_loses_no_turn_and_the_ledger_names_the_turns_its_loss_c
         assert len(after) == (3 if agent is agents[0] else 2) and all(t.worker != victim for t in after), after
         if placed[agent.session] == victim:  # its first answer elsewhere missed because the worker went away
             assert after[0].cause == causes.WORKER_LOST and victim in (after[0].detail or ""), after[0]
-            assert all(t.cause == causes.NONE for t in after[1:]), after
+            # Guaranteed: the routing key keeps the session on its new worker, and only the first turn there is
+            # the dead worker's to pay for.
+            assert {t.worker for t in after} == {after[0].worker}, after
+            assert not {t.cause for t in after[1:]} & {causes.WORKER_LOST, causes.WORKER_CHANGED}, after
         else:
             assert all(t.cause == causes.NONE for t in mine[1:]), mine
 
