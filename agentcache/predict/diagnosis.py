@@ -69,10 +69,14 @@ def diagnose(
         cause = causes.VOLATILE_VALUE
         detail = "volatile lines changed; relocated to the last message, so only the tail is prefilled again"
     token = _divergence_token(previous, served, cause, divergence)
-    if cause == causes.NONE and previous is not None and previous.worker != worker:
+    moved = None
+    if previous is not None and previous.worker != worker and cause != causes.NEW_SESSION:
         moved = _moved(previous, served, worker, lost)
-        if moved is not None:
-            cause, detail = moved
+    if moved is not None and (cause == causes.NONE or moved[2] > wasted):
+        # A turn that both changed and moved is named by what re-billed more: the prefix before the change that
+        # the new worker lacked, or the tokens after it.
+        drift = "" if cause == causes.NONE else f"; it also changed ({cause}: {detail}), re-billing {wasted} more"
+        cause, detail = moved[0], moved[1] + drift
     elif cause == causes.NONE and previous is not None and server_evicted:
         reusable = _reusable(previous, served)
         if served.cached < reusable:
@@ -97,16 +101,19 @@ def diagnose(
     return Diagnosis(cause, detail, divergence, token, wasted)
 
 
-def _moved(previous: Previous, served: Served, worker: str | None, lost: frozenset[str]) -> tuple[str, str] | None:
-    """``worker_changed`` (or ``worker_lost``) when a turn that extends its predecessor landed on a worker that holds
-    less of it than the predecessor's worker would have (all but the last token: servers recompute that one)."""
+def _moved(
+    previous: Previous, served: Served, worker: str | None, lost: frozenset[str]
+) -> tuple[str, str, int] | None:
+    """``worker_changed`` (or ``worker_lost``), its detail and the tokens it re-billed, when a turn landed on a worker
+    that holds less of its predecessor's prompt than the predecessor's worker would have (their common prefix, all
+    but the last token: servers recompute that one)."""
     reusable = _reusable(previous, served)
     if served.cached >= reusable:
         return None
     held = f"{worker} held {served.cached} of the {reusable} tokens the previous turn left on {previous.worker}"
     if previous.worker in lost:
-        return causes.WORKER_LOST, f"{previous.worker} went away; {held}"
-    return causes.WORKER_CHANGED, f"routed to another worker: {held}"
+        return causes.WORKER_LOST, f"{previous.worker} went away; {held}", reusable - served.cached
+    return causes.WORKER_CHANGED, f"routed to another worker: {held}", reusable - served.cached
 
 
 def _reusable(previous: Previous, served: Served) -> int:

@@ -142,6 +142,24 @@ def test_a_move_to_a_worker_that_holds_the_prefix_is_no_miss() -> None:
     assert replay.diagnose_turn(second, session="s", worker="b").cause == causes.NONE
 
 
+def test_a_turn_that_changed_and_moved_is_named_by_what_re_billed_more() -> None:
+    """A late change (the last user message edited) re-bills a few tokens; the move to a worker without the prefix
+    re-bills all before it: the move names the turn, and its detail names the change too. An early change (the
+    system prompt's first word) re-bills more than the move could: the change names it."""
+    long = {"role": "user", "content": " ".join(f"read module {i} and note what it exports" for i in range(60))}
+    first = {"model": "m", "messages": [{"role": "system", "content": SYSTEM}, long]}
+    late = {"model": "m", "messages": [*first["messages"][:-1], {**long, "content": long["content"] + " carefully"}]}
+    replay = _replay()
+    replay.diagnose_turn(first, session="late", worker="a")
+    turn = replay.diagnose_turn(late, session="late", worker="b")
+    assert turn.cause == causes.WORKER_CHANGED and turn.predicted_cached == 0, turn
+    assert "it also changed (" in turn.detail
+    early = {"model": "m", "messages": [{"role": "system", "content": "Hello. " + SYSTEM}, long]}
+    replay.diagnose_turn(first, session="early", worker="a")
+    turn = replay.diagnose_turn(early, session="early", worker="b")
+    assert turn.cause not in (causes.WORKER_CHANGED, causes.WORKER_LOST, causes.NONE), turn
+
+
 # --- through the real gateway and workers -------------------------------------------------------------
 
 
