@@ -170,6 +170,52 @@ POSITIVE = {
             def system(self):
                 return {"role": "system", "content": f"You are {self.name}, session {self.session}."}  # expect: AC101
     """,
+    "set_attribute_from_init_iterated_in_another_method": """
+        class Router:
+            def __init__(self, skills):
+                self.skills = set(skills)
+
+            def request(self, client):
+                tools = [{"type": "function", "function": {"name": name}} for name in self.skills]  # expect: AC103
+                return client.chat.completions.create(model="m", messages=[], tools=tools)
+    """,
+    "shuffled_examples_and_a_set_built_up_in_loops": """
+        import random
+
+        def system_prompt(examples, skills):
+            random.shuffle(examples)
+            text = "Examples:"
+            for example in examples:
+                text += "\\n" + example
+            lines = []
+            for skill in set(skills):
+                lines.append(f"- {skill}")
+            return {"role": "system", "content": text + "\\n".join(lines)}  # expect: AC101 AC103
+    """,
+    "field_factories_and_a_jinja_template": """
+        import uuid
+        from dataclasses import dataclass, field
+        from datetime import datetime
+
+        import jinja2
+        from pydantic import BaseModel, Field
+
+        SYSTEM = jinja2.Template("You are {{ name }}. Today is {{ today }}.")
+
+        class Session(BaseModel):
+            session_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+
+            def system(self):
+                return {"role": "system", "content": f"Session {self.session_id}"}  # expect: AC101
+
+        @dataclass
+        class Planner:
+            started: datetime = field(default_factory=datetime.now)
+
+            def messages(self):
+                text = SYSTEM.render(name="planner", today=self.started.date())
+                return [{"role": "system", "content": text}]  # expect: AC101
+    """,
     "template_filled_with_a_date_helper": """
         from datetime import date
         from string import Template
@@ -274,6 +320,46 @@ NEGATIVE = {
 
         def build(agent):
             agent.tools = record([])
+    """,
+    "tool_calls_parsed_from_the_reply": """
+        class Agent:
+            def __init__(self, handled):
+                self.handled = set(handled)
+
+            def tool_messages(self, text):
+                candidate_tools = [self.classes[name].parse(text) for name in self.handled]
+                return [tool for tool in candidate_tools if tool is not None]
+
+            async def handle(self, reply):
+                json_tools = self.tool_messages(reply)
+                parsed_tools = await self.aparse_tool_calls(reply, [name for name in self.handled])
+                return json_tools + parsed_tools
+    """,
+    "each_item_of_a_shuffled_or_unordered_collection_sent_on_its_own": """
+        import random
+
+        def evaluate(client, samples, labels):
+            random.shuffle(samples)
+            for sample in samples:
+                for label in set(labels):
+                    prompt = f"You grade answers. The expected label is {label}."
+                    client.chat.completions.create(
+                        model="m", messages=[{"role": "system", "content": prompt}, {"role": "user", "content": sample}]
+                    )
+    """,
+    "a_sentinel_default_and_a_session_id_given_to_a_method": """
+        import uuid
+        from datetime import datetime
+
+        DEFAULT_SYSTEM_PROMPT = f"You are an agent. Time: {datetime.now()}"
+
+        class Agent:
+            def __init__(self, tools, system_prompt=DEFAULT_SYSTEM_PROMPT):
+                if system_prompt is DEFAULT_SYSTEM_PROMPT:
+                    system_prompt = "You are an agent."
+                self.system_prompt = system_prompt
+                new_session_id = str(uuid.uuid4())[:8]
+                self.tools = [tool.clone_for_new_session(new_session_id) for tool in tools]
     """,
     "stable_schemas_in_prompts": """
         import json

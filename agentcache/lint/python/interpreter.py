@@ -19,7 +19,7 @@ from agentcache.lint.python.values import (
     CLEAN,
     KEY_ORDER,
     ORDER,
-    RANDOM,
+    SHUFFLE,
     Origin,
     Scope,
     Value,
@@ -29,10 +29,12 @@ from agentcache.lint.python.values import (
     join,
     ordered,
     orders,
+    sequence_order,
     volatile,
 )
 from agentcache.lint.python.vocabulary import (
     DUMPS,
+    FACTORY_KEYWORDS,
     LAYOUT_KEEPING,
     LAYOUT_KEEPING_METHODS,
     MUTATORS,
@@ -137,6 +139,9 @@ class Interpreter(Statements):
         return Value(chosen.origins | test.origins) if test.origins else chosen
 
     def compare(self, node: ast.Compare, scope: Scope) -> Value:
+        for op, right in zip(node.ops, node.comparators, strict=True):
+            if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(right, ast.Name):
+                self.sinks.sentinels.add(right.id)
         return combine(self.expr(node.left, scope), *(self.expr(c, scope) for c in node.comparators))
 
     def unary(self, node: ast.UnaryOp, scope: Scope) -> Value:
@@ -173,9 +178,9 @@ class Interpreter(Statements):
         inner = Scope(scope)
         found: set[Origin] = set()
         for generator in node.generators:
-            item = element(self.expr(generator.iter, inner), generator.iter)
-            found |= orders(item)
-            self.assign(generator.target, item, inner, None)
+            iterable = self.expr(generator.iter, inner)
+            found |= sequence_order(iterable, generator.iter)
+            self.assign(generator.target, element(iterable), inner, None)
             for condition in generator.ifs:
                 self.expr(condition, inner)
         if isinstance(node, ast.DictComp):
@@ -205,6 +210,8 @@ class Interpreter(Statements):
         args = [self.expr(arg, scope) for arg in node.args] if node.args else []
         kwargs = {kw.arg: self.expr(kw.value, scope) for kw in keywords if kw.arg is not None} if keywords else {}
         spread = [self.expr(kw.value, scope) for kw in keywords if kw.arg is None] if keywords else []
+        if keywords:  # a field's default_factory: the value is what calling it makes, one per object
+            spread += [self.made_by(kw.value, scope) for kw in keywords if kw.arg in FACTORY_KEYWORDS]
         receiver = self.expr(func.value, scope) if isinstance(func, ast.Attribute) else CLEAN
         name = self.qualname(func, scope)
         self.sinks.call_sinks(node, args, kwargs)
@@ -217,24 +224,30 @@ class Interpreter(Statements):
             if name == "random.shuffle" and node.args:
                 key = dotted(node.args[0])
                 if key:
-                    self.mutate(key, Value(args[0].origins | {Origin.at(node, RANDOM)}), node, scope)
+                    self.mutate(key, Value(args[0].origins | {Origin.at(node, SHUFFLE)}), node, scope)
                 return CLEAN
             if name in LAYOUT_KEEPING and len(args) == 1:
                 return args[0]
         callee = last_name(func) or ""
         # What an unknown call returns depends on its receiver and positional arguments. Keyword arguments count
         # where they fill a text (``template.format(date=...)``) or a constructor's fields, but for the ids and
-        # times a record keeps (``run_id=``, ``timestamp=``): an id passed to a method configures the call.
+        # times a record keeps (``run_id=``, ``timestamp=``): an id passed to a method configures the call, by
+        # keyword or as a variable that says so (``toolkit.clone_for_session(new_session_id)``).
         made = callee if callee[:1].isupper() else _class_of(func)  # Tool(...), Tool.from_function(...)
         if made and self.words.is_record(made):
             return CLEAN  # a record's ids and times are its bookkeeping (see Vocabulary.record_words)
+        if not made and self.words.returns_tool_calls(callee):
+            return CLEAN  # the model's tool calls, parsed from its reply: not the definitions sent
         if callee in TEXT_METHODS or callee in ("dict", "partial"):
             filled = list(kwargs.values())
         elif made:
             filled = [value for key, value in kwargs.items() if not self.words.is_bookkeeping(key)]
         else:
             filled = []
-        everything = combine(receiver, *args, *filled, *spread)
+        given = args
+        if isinstance(func, ast.Attribute) and not made and callee not in TEXT_METHODS:
+            given = [value for arg, value in zip(node.args, args, strict=True) if not self._names_an_id(arg)]
+        everything = combine(receiver, *given, *filled, *spread)
         if isinstance(func, ast.Name) and scope.lookup(func.id) is None and func.id not in self.imports:
             result = builtin(func.id, node, args)
             if result is not None:
@@ -265,7 +278,8 @@ class Interpreter(Statements):
             return self.join_text(receiver.text, node, args[0], scope)
         key = dotted(func.value)
         if key and attr in MUTATORS:
-            self.mutate(key, Value(receiver.origins | combine(*args).origins, receiver.unordered), node, scope)
+            added = combine(*args).origins | self.order
+            self.mutate(key, Value(receiver.origins | added, receiver.unordered), node, scope)
         elif key and attr == "sort":
             scope.update(key, Value(volatile(receiver.origins)))
         if attr in SET_ALGEBRA and receiver.unordered:
@@ -285,6 +299,16 @@ class Interpreter(Statements):
                 parts.append(self.expr(item, scope))
             return concat(parts)
         return combine(ordered(iterable, node))
+
+    def made_by(self, factory: ast.expr, scope: Scope) -> Value:
+        """What calling ``factory`` with no arguments returns (``uuid4``, ``lambda: datetime.now()``)."""
+        if isinstance(factory, ast.Lambda):
+            return self.expr(factory.body, Scope(scope))
+        return self.expr(ast.copy_location(ast.Call(func=factory, args=[], keywords=[]), factory), scope)
+
+    def _names_an_id(self, node: ast.expr) -> bool:
+        name = last_name(node)
+        return name is not None and self.words.is_bookkeeping(name)
 
     def mutate(self, key: str, value: Value, node: ast.expr, scope: Scope) -> None:
         """An in-place change (``append``, ``shuffle``) to the object bound to ``key``: a rebinding, for sinks too."""

@@ -6,7 +6,7 @@ import ast
 from dataclasses import dataclass, field
 
 from agentcache.lint.core import Rule
-from agentcache.lint.python.values import CLOCK, FRESH_ID, RANDOM, Origin
+from agentcache.lint.python.values import CLOCK, FRESH_ID, RANDOM, SHUFFLE, Origin
 
 VOLATILE_SYSTEM_PROMPT = Rule(
     "AC101",
@@ -44,7 +44,12 @@ RULES = (VOLATILE_SYSTEM_PROMPT, VOLATILE_TOOLS, SET_ORDER, UNSORTED_SCHEMA_DUMP
 #: moving the value gains less than one cache block.
 MIN_STABLE_TAIL = 32
 
-_KIND_WORDS = {CLOCK: "the current time", RANDOM: "a random value", FRESH_ID: "a fresh unique id"}
+_KIND_WORDS = {
+    CLOCK: "the current time",
+    RANDOM: "a random value",
+    FRESH_ID: "a fresh unique id",
+    SHUFFLE: "a random order",
+}
 
 
 @dataclass
@@ -64,8 +69,9 @@ def message(report: Report) -> str:
     if report.rule is SET_ORDER:
         sites = _and([f"`{origin.label}` (line {origin.line})" for origin in sorted(report.origins)])
         return (
-            f"{report.sink} takes its order from iterating a set at {sites}: string hashes are salted per "
-            "process, so the bytes differ from run to run and the cache built by one run misses in the next"
+            f"{report.sink} takes its order from iterating a set at {sites}: a set's order follows its items' "
+            "hashes, which differ between processes (salted for strings, memory addresses for most objects), so "
+            "the bytes differ from run to run and the cache built by one run misses in the next"
         )
     if report.rule is UNSORTED_SCHEMA_DUMP:
         sites = _and([f"`{origin.label}` (line {origin.line})" for origin in sorted(report.origins)])

@@ -17,7 +17,7 @@ from agentcache.lint.python.rules import (
     Report,
     message,
 )
-from agentcache.lint.python.syntax import last_name
+from agentcache.lint.python.syntax import Function, last_name
 from agentcache.lint.python.values import KEY_ORDER, Origin, Value, orders, stable_tail, volatile
 from agentcache.lint.python.vocabulary import Vocabulary
 
@@ -25,9 +25,16 @@ from agentcache.lint.python.vocabulary import Vocabulary
 class Sinks:
     """The reports of one module, keyed by rule and position so a sink reached twice is one report."""
 
-    def __init__(self, words: Vocabulary) -> None:
+    def __init__(self, words: Vocabulary, stack: list[Function]) -> None:
         self.words = words
+        self.stack = stack
+        """The functions being run, innermost last (the interpreter's call stack)."""
         self.reports: dict[tuple[str, int, int], Report] = {}
+        self.bound: dict[tuple[int, int], str] = {}
+        """Position of a value bound to a name that says system prompt or tools -> that name."""
+        self.sentinels: set[str] = set()
+        """Names compared by identity (``if prompt is DEFAULT_PROMPT``): markers for "not given", replaced before
+        anything is sent, so what they are bound to is no sink."""
 
     def call_sinks(self, node: ast.Call, args: list[Value], kwargs: dict[str, Value]) -> None:
         """The sinks among a call's arguments: ``system=``, ``tools=``, ``SystemMessage(...)``, ``bind_tools``,
@@ -62,16 +69,20 @@ class Sinks:
                     self.system_sink(keyword.value, kwargs["content"])
 
     def named_sink(self, name: str, node: ast.expr | None, value: Value, owner: str | None = None) -> None:
-        """A binding whose name says system prompt or tools is a sink of its own (but the tools of a record,
-        ``run.tools``, are the calls it made). A set bound there is not yet an order: it becomes one where it is
-        iterated (a set kept for membership tests never is)."""
+        """A binding whose name says system prompt or tools is a sink of its own, but for tool calls the model
+        made: the tools of a record (``run.tools``), and those bound in a function that parses the reply's tool
+        calls (``candidate_tools`` in ``get_tool_message``). A set bound there is not yet an order: it becomes one
+        where it is iterated (a set kept for membership tests never is)."""
         if node is None:
             return
+        self.bound[node.lineno, node.col_offset] = name
         lowered = name.lower()
         if lowered.endswith(self.words.system_names):
             self.system_sink(node, value, taken=True)
         elif lowered == "tools" or lowered.endswith("_tools"):
-            if owner and self.words.is_record(owner):
+            if (owner and self.words.is_record(owner)) or (
+                self.stack and self.words.returns_tool_calls(self.stack[-1].name)
+            ):
                 return
             self.tools_sink(node, value, taken=True)
 
@@ -122,6 +133,8 @@ class Sinks:
         seen: dict[str, set[Origin]] = {}
         for key in sorted(self.reports, key=lambda key: (key[1], key[2], key[0])):
             report = self.reports[key]
+            if self.bound.get(key[1:]) in self.sentinels:
+                continue
             rule = VOLATILE_SYSTEM_PROMPT if report.rule is VOLATILE_BEFORE_STABLE else report.rule
             group = seen.setdefault(rule.code, set())
             if report.origins <= group:

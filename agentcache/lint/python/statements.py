@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from agentcache.lint.python.sinks import Sinks
 from agentcache.lint.python.syntax import Function, dotted, last_name, statements, unpacked
-from agentcache.lint.python.values import CLEAN, Scope, Value, combine, concat, element, join
+from agentcache.lint.python.values import CLEAN, Origin, Scope, Value, combine, concat, element, join, sequence_order
 from agentcache.lint.python.vocabulary import SET_OPERATORS, Vocabulary
 
 #: Calls into the module's own functions are followed this deep.
@@ -33,28 +33,34 @@ class Statements(ABC):
         self.tree = tree
         self.words = words
         self.nodes = statements(tree)
-        self.sinks = Sinks(words)
-        self.globals = Scope()
         self.stack: list[Function] = []
+        self.sinks = Sinks(words, self.stack)
+        self.globals = Scope()
         self.memo: dict[tuple[int, tuple[tuple[str, Value], ...]], Value] = {}
         self.fields: dict[int, dict[str, Value]] = {}
-        """Method (by id) -> the ``self.x`` values its class's ``__init__`` set that may differ between calls."""
+        """Method (by id) -> the ``self.x`` values its class's body or ``__init__`` set that may differ between
+        calls (class attributes, dataclass and pydantic fields made by a ``default_factory``, ``__init__``'s)."""
+        self.class_fields: dict[int, dict[str, Value]] = {}
+        """Class (by id) -> the attributes its body binds that may differ, as ``self.x``."""
         self.loops = 0
+        self.order: frozenset[Origin] = frozenset()
+        """The undefined orders of the loops being run (a set's, a shuffle's): what a loop body adds to a
+        collection or a string that outlives an iteration is built in that order."""
 
     @abstractmethod
     def expr(self, node: ast.expr | None, scope: Scope) -> Value:
         """What ``node`` evaluates to in ``scope`` (CLEAN for no node)."""
 
     def run(self) -> None:
-        """The module body, then each class's ``__init__`` (the ``self.x`` it sets are known in the class's other
-        methods), then every function on its own."""
+        """The module body, then each class's ``__init__`` (the ``self.x`` it and the class body set are known in
+        the class's other methods), then every function on its own."""
         self.block(self.tree.body, self.globals, [])
         for node in self.nodes:
             if isinstance(node, ast.ClassDef):
                 init = next(
                     (item for item in node.body if isinstance(item, ast.FunctionDef) and item.name == "__init__"), None
                 )
-                fields: dict[str, Value] = {}
+                fields = dict(self.class_fields.get(id(node), {}))
                 if init is not None:
                     self.invoke(init, {}, fields)
                 for item in node.body:
@@ -86,6 +92,8 @@ class Statements(ABC):
 
     def augmented_assignment(self, node: ast.AugAssign, scope: Scope, returns: list[Value]) -> None:
         old, new = self.read(node.target, scope), self.expr(node.value, scope)
+        if self.order:
+            new = Value(new.origins | self.order)  # built up across a loop's iterations, in its order
         if isinstance(node.op, ast.Add):
             value = concat([old, new])
         elif isinstance(node.op, SET_OPERATORS) and old.unordered:
@@ -108,7 +116,11 @@ class Statements(ABC):
         self.block(node.body, scope, returns)
 
     def class_body(self, node: ast.ClassDef, scope: Scope, returns: list[Value]) -> None:
-        self.block(node.body, Scope(scope), [])
+        body = Scope(scope)
+        self.block(node.body, body, [])
+        self.class_fields[id(node)] = {
+            f"self.{name}": value for name, value in body.vars.items() if value.origins or value.unordered is not None
+        }
 
     def deletion(self, node: ast.Delete, scope: Scope, returns: list[Value]) -> None:
         for target in node.targets:
@@ -138,11 +150,14 @@ class Statements(ABC):
         deeper than :data:`MAX_REPEATED_LOOPS` run once, so the cost stays linear in the source, not exponential.
         One handler for ``for`` and ``while``, like :meth:`branches`, to spend one frame less per level."""
         target: ast.expr | None
+        outer = self.order
         if isinstance(node, ast.While):
             self.expr(node.test, scope)
             target, item = None, CLEAN
         else:
-            target, item = node.target, element(self.expr(node.iter, scope), node.iter)
+            iterable = self.expr(node.iter, scope)
+            target, item = node.target, element(iterable)
+            self.order = outer | sequence_order(iterable, node.iter)
         before = scope.fork()
         self.loops += 1
         for _ in range(2 if self.loops <= MAX_REPEATED_LOOPS else 1):
@@ -150,6 +165,7 @@ class Statements(ABC):
                 self.assign(target, item, scope, None)
             self.block(node.body, scope, returns)
         self.loops -= 1
+        self.order = outer
         self.block(node.orelse, scope, returns)
         scope.merge(before, scope)
 
@@ -204,7 +220,7 @@ class Statements(ABC):
             key = dotted(target.value)
             if key:
                 old = scope.lookup(key) or CLEAN
-                scope.update(key, Value(old.origins | value.origins, old.unordered))
+                scope.update(key, Value(old.origins | value.origins | self.order, old.unordered))
             if isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str):
                 self.sinks.named_sink(target.slice.value, source, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
@@ -225,6 +241,7 @@ class Statements(ABC):
         if function in self.stack or len(self.stack) >= MAX_CALL_DEPTH:
             return combine(*bindings.values())
         self.stack.append(function)
+        outer, self.order = self.order, frozenset()  # a call's own collections are not the caller's loop's
         scope = Scope(self.globals)
         scope.vars.update(self.fields.get(id(function), {}))
         spec = function.args
@@ -235,9 +252,12 @@ class Statements(ABC):
         self.block(function.body, scope, returns)
         if fields is not None:
             fields.update(
-                (key, value) for key, value in scope.vars.items() if key.startswith("self.") and value.origins
+                (key, value)
+                for key, value in scope.vars.items()
+                if key.startswith("self.") and (value.origins or value.unordered is not None)
             )
         self.stack.pop()
+        self.order = outer
         result = reduce(join, returns) if returns else CLEAN
         self.memo[key] = result
         return result

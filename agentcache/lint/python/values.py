@@ -9,10 +9,14 @@ from dataclasses import dataclass
 
 from agentcache.lint.python.syntax import code
 
-#: Kinds of :class:`Origin`: the first three differ between calls; ORDER (a set's iteration order) and KEY_ORDER
-#: (``json.dumps`` without ``sort_keys`` of data ordered by a set) differ between processes.
-CLOCK, RANDOM, FRESH_ID, ORDER, KEY_ORDER = "clock", "random", "id", "order", "key-order"
+#: Kinds of :class:`Origin`: the first four differ between calls (SHUFFLE: ``random.shuffle``'s order); ORDER (a
+#: set's iteration order) and KEY_ORDER (``json.dumps`` without ``sort_keys`` of data ordered by a set) differ
+#: between processes.
+CLOCK, RANDOM, FRESH_ID, SHUFFLE = "clock", "random", "id", "shuffle"
+ORDER, KEY_ORDER = "order", "key-order"
 _ORDERS = frozenset({ORDER, KEY_ORDER})
+#: The kinds that are a sequence's order, not its items': an item read from the sequence does not carry them.
+_SEQUENCE_ORDERS = frozenset({ORDER, SHUFFLE})
 
 
 @dataclass(frozen=True, order=True)
@@ -124,9 +128,18 @@ def ordered(value: Value, site: ast.expr) -> Value:
     return Value(value.origins | {Origin.at(site, ORDER)})
 
 
-def element(iterable: Value, site: ast.expr) -> Value:
-    """An item of ``iterable``: it carries the iterable's origins, and hash order when that is a set."""
-    return combine(ordered(iterable, site))
+def element(iterable: Value) -> Value:
+    """An item of ``iterable``: it carries the origins of the iterable's items, but not the iterable's order (each
+    item of a set, or of a shuffled list, is the same whatever order they come in; what is built from them in
+    that order carries it: see :func:`sequence_order`)."""
+    kept = frozenset(origin for origin in iterable.origins if origin.kind not in _SEQUENCE_ORDERS)
+    return Value(kept) if kept else CLEAN
+
+
+def sequence_order(iterable: Value, site: ast.expr) -> frozenset[Origin]:
+    """The order iterating ``iterable`` at ``site`` yields its items in, where it is not defined: a set's hash
+    order, or the order of a set or shuffle it was made from (empty for a defined order)."""
+    return frozenset(origin for origin in ordered(iterable, site).origins if origin.kind in _SEQUENCE_ORDERS)
 
 
 class Scope:

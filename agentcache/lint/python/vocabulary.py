@@ -75,6 +75,13 @@ class Vocabulary:
         """Whether an identifier names a record (``RunOutput``, ``tool_call``), by its words."""
         return not self.record_words.isdisjoint(_words(name))
 
+    def returns_tool_calls(self, function: str) -> bool:
+        """Whether a function's name says it returns the tool calls a model made (``get_tool_messages``,
+        ``parse_tool_calls``): what it returns is read from a reply, whatever order or ids went into finding them.
+        A function that returns tool definitions says tools, schemas or specs."""
+        words = _words(function)
+        return "tool" in words and not words.isdisjoint(("call", "calls", "message", "messages"))
+
     def extend(self, extra: dict[str, list[str]]) -> Vocabulary:
         """This vocabulary with more names; ``extra`` maps a field (``-`` or ``_`` between words) to names."""
         changes: dict[str, frozenset[str] | tuple[str, ...]] = {}
@@ -110,8 +117,10 @@ LAYOUT_KEEPING_METHODS = frozenset({"strip", "lstrip", "rstrip"})
 #: Methods that fill a text with their arguments, keyword ones too (templates of str, string.Template, LangChain).
 TEXT_METHODS = frozenset(
     {"format", "format_map", "substitute", "safe_substitute", "format_messages", "format_prompt", "partial"}
-    | {"replace", "join", "from_template", "from_messages"}
+    | {"replace", "join", "from_template", "from_messages", "render", "render_async"}  # and Jinja's
 )
+#: Keyword arguments that give a factory called once per object made (dataclasses, pydantic, attrs).
+FACTORY_KEYWORDS = frozenset({"default_factory", "factory"})
 DUMPS = frozenset({"json.dumps", "json.dump", "orjson.dumps"})
 MUTATORS = frozenset({"append", "extend", "insert", "add", "update", "appendleft", "extendleft", "setdefault"})
 SET_ALGEBRA = frozenset({"union", "intersection", "difference", "symmetric_difference", "copy"})
