@@ -216,6 +216,22 @@ POSITIVE = {
                 text = SYSTEM.render(name="planner", today=self.started.date())
                 return [{"role": "system", "content": text}]  # expect: AC101
     """,
+    "a_random_name_on_the_system_message": """
+        import random
+        import string
+
+        def agent_name():
+            return "agent_" + "".join(random.choices(string.ascii_letters, k=8))
+
+        class Agent:
+            def __init__(self, instructions, name=None):
+                self.instructions = instructions
+                self.name = name or agent_name()
+
+            def messages(self, history):
+                system = Message(role=AuthorRole.SYSTEM, content=self.instructions, name=self.name)  # expect: AC101
+                return [system, *history]
+    """,
     "template_filled_with_a_date_helper": """
         from datetime import date
         from string import Template

@@ -169,9 +169,10 @@ class Interpreter(Statements):
         values = [self.expr(value, scope) for value in node.values]
         fields = {constant(key): index for index, key in enumerate(node.keys) if key is not None}
         role = fields.get("role")
-        content = fields.get("content")
-        if role is not None and content is not None and self.sinks.is_system_role(node.values[role]):
-            self.sinks.system_sink(node.values[content], values[content])
+        if role is not None and self.sinks.is_system_role(node.values[role]):
+            for field in ("content", "name"):  # a message's name is sent with it
+                if field in fields:
+                    self.sinks.system_sink(node.values[fields[field]], values[fields[field]])
         return combine(*keys, *values)
 
     def comprehension(self, node: ast.ListComp | ast.GeneratorExp | ast.SetComp | ast.DictComp, scope: Scope) -> Value:

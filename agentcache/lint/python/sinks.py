@@ -55,7 +55,7 @@ class Sinks:
             if node.args:
                 self.system_sink(node.args[0], args[0])
             for keyword in node.keywords:
-                if keyword.arg in ("content", "template"):
+                if keyword.arg in ("content", "template", "name"):  # a message's name is sent with it
                     self.system_sink(keyword.value, kwargs[keyword.arg])
         elif name in words.tool_binders and node.args:
             self.tools_sink(node.args[0], args[0])
@@ -65,8 +65,8 @@ class Sinks:
             keyword.arg == "role" and self.is_system_role(keyword.value) for keyword in node.keywords
         ):
             for keyword in node.keywords:
-                if keyword.arg == "content":
-                    self.system_sink(keyword.value, kwargs["content"])
+                if keyword.arg in ("content", "name"):
+                    self.system_sink(keyword.value, kwargs[keyword.arg])
 
     def named_sink(self, name: str, node: ast.expr | None, value: Value, owner: str | None = None) -> None:
         """A binding whose name says system prompt or tools is a sink of its own, but for tool calls the model
