@@ -244,14 +244,19 @@ def lint_paths(
                 continue
             verdicts[path] = (display, explicit, outcome.verdict)
         for name, session in run.sessions.items():
-            named = session.revisit()
-            again = [(path, *verdicts[path][:2]) for path in named]
-            ready = early.ready(name, named) if early is not None else {}
-            for (path, display, explicit), outcome in zip(
-                again, _outcomes(again, run, cache, pool, jobs, {name: session.state()}, ready), strict=True
-            ):
-                if outcome.verdict is not None:
-                    verdicts[path] = (display, explicit, outcome.verdict)
+            # A file checked again can teach what another file it taught nothing before needs (a class's field
+            # made by a helper in a third module): again, until none is named, as deep as such chains go.
+            for depth in range(MAX_REVISITS):
+                named = session.revisit()
+                if not named:
+                    break
+                again = [(path, *verdicts[path][:2]) for path in named]
+                ready = early.ready(name, named) if early is not None and depth == 0 else {}
+                for (path, display, explicit), outcome in zip(
+                    again, _outcomes(again, run, cache, pool, jobs, {name: session.state()}, ready), strict=True
+                ):
+                    if outcome.verdict is not None:
+                        verdicts[path] = (display, explicit, outcome.verdict)
     findings: list[Finding] = []
     fixed: list[Finding] = []
     rewrites: list[tuple[Path, str, bytes]] = []
@@ -284,6 +289,9 @@ def lint_paths(
 #: Fewer files than this are checked in the calling process whatever ``jobs`` says: starting worker processes
 #: costs more than it saves.
 PARALLEL_FILES = 100
+#: Rounds of checking files again at the end, at most: each round follows one more link of a chain of modules that
+#: teach each other (a helper, the class field it makes, the subclass that sends it); real code needs two or three.
+MAX_REVISITS = 8
 #: Files per task handed to a worker process, at most: small enough to share the work out evenly.
 CHUNK_FILES = 200
 #: Tasks per worker process, at least, as long as they stay under :data:`CHUNK_FILES`: the modules checked again at

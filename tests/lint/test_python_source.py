@@ -526,6 +526,35 @@ def test_a_helper_in_another_module_is_followed(tmp_path: Path) -> None:
     assert "`get_today_str()`" in finding.message
 
 
+def test_a_field_of_a_base_class_in_another_module_is_followed(tmp_path: Path) -> None:
+    """semantic-kernel's shape: the base class gives every agent a random name by ``default_factory`` (through a
+    helper in a third module), and a subclass in another module sends it as its system message's name. The
+    subclass's module is walked first, and parallel workers must agree."""
+    package = tmp_path / "kernel"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a_chat.py").write_text(
+        "from .base import Agent\n\n"
+        "class ChatAgent(Agent):\n"
+        "    def messages(self, history):\n"
+        "        return [Message(role='system', content=self.instructions, name=self.name), *history]\n"
+    )
+    (package / "base.py").write_text(
+        "from pydantic import BaseModel, Field\n"
+        "from .naming import random_name\n\n"
+        "class Agent(BaseModel):\n"
+        "    instructions: str = 'You help.'\n"
+        "    name: str = Field(default_factory=lambda: f'agent_{random_name()}')\n"
+    )
+    (package / "naming.py").write_text(
+        "import random\nimport string\n\n"
+        "def random_name(length=8):\n    return ''.join(random.choices(string.ascii_letters, k=length))\n"
+    )
+    result = lint_paths([tmp_path])
+    assert [(Path(f.path).name, f.line, f.code) for f in result.findings] == [("a_chat.py", 5, "AC101")]
+    assert lint_paths([tmp_path], jobs=2).findings == result.findings
+
+
 def test_syntax_newer_than_the_interpreter_is_a_note_not_a_finding(tmp_path: Path) -> None:
     path = tmp_path / "new.py"
     path.write_text('type Pair = tuple[int, int]\ndef system_prompt[T](items: list[T]) -> T:\n    return f"{"x"}"\n')

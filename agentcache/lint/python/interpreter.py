@@ -75,7 +75,8 @@ class Interpreter(Statements):
 
     def exports(self) -> dict[str, frozenset[Origin]]:
         """After :meth:`run`: the origins of what each top-level function that takes no arguments returns
-        (``name()``) and of each module-level name, for the modules that import them."""
+        (``name()``), of each module-level name, and of each field a top-level class sets (``Class().field``), for
+        the modules that import them."""
         found = {name: value.origins for name, value in self.globals.vars.items() if "." not in name}
         for node in self.tree.body:
             if (
@@ -85,6 +86,8 @@ class Interpreter(Statements):
                 and None not in node.args.kw_defaults
             ):  # callable without arguments, as get_today_str()
                 found[f"{node.name}()"] = self.invoke(node, {}).origins
+        for name, fields in self.instance_fields.items():  # Agent().name: a field of every Agent made
+            found.update((f"{name}().{key[5:]}", value.origins) for key, value in fields.items())
         return found
 
     def expr(self, node: ast.expr | None, scope: Scope) -> Value:
@@ -107,7 +110,17 @@ class Interpreter(Statements):
     def attribute(self, node: ast.Attribute, scope: Scope) -> Value:
         key = dotted(node)
         known = scope.lookup(key) if key else None
-        return known if known is not None else combine(self.expr(node.value, scope))
+        if known is not None:
+            return known
+        if self.stack and isinstance(node.value, ast.Name) and node.value.id == "self":
+            for base in self.bases.get(id(self.stack[-1]), ()):  # a field set by a class in another module
+                kind = self.learned.get(f"{base}().{node.attr}")
+                if kind:
+                    return Value(frozenset({Origin.at(node, kind)}))
+        return combine(self.expr(node.value, scope))
+
+    def imported(self, node: ast.expr) -> str | None:
+        return self.qualname(node, self.globals)
 
     def fstring(self, node: ast.JoinedStr, scope: Scope) -> Value:
         parts = []

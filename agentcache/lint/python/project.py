@@ -26,7 +26,8 @@ class Lesson:
     path: Path
     module: str
     exports: dict[str, str]
-    """Its volatile names (``name`` or ``name()`` for a helper) -> the origin kind they give."""
+    """Its volatile names (``name``, ``name()`` for a helper, ``Class().field`` for a class's field) -> the origin
+    kind they give."""
     imports: frozenset[str]
     """Every dotted name it imports."""
     reads: dict[str, str | None] = field(default_factory=dict)
@@ -108,7 +109,7 @@ class Project:
         """Record what a checked module exports, and which of its imports could still turn out volatile."""
         for name, kind in lesson.exports.items():
             self.exports[f"{lesson.module}.{name}"] = kind
-            self.names.add(f"{lesson.module}.{name.removesuffix('()')}")
+            self.names.add(f"{lesson.module}.{name.partition('(')[0]}")  # helper(), Class().field: as imported
         self.imported[lesson.path] = frozenset(name for name in lesson.imports if name not in self.names)
 
     def know(self, exports: dict[str, str]) -> None:

@@ -42,6 +42,11 @@ class Statements(ABC):
         calls (class attributes, dataclass and pydantic fields made by a ``default_factory``, ``__init__``'s)."""
         self.class_fields: dict[int, dict[str, Value]] = {}
         """Class (by id) -> the attributes its body binds that may differ, as ``self.x``."""
+        self.instance_fields: dict[str, dict[str, Value]] = {}
+        """Top-level class (by name) -> the ``self.x`` its body and ``__init__`` set that may differ: exported."""
+        self.bases: dict[int, tuple[str, ...]] = {}
+        """Method (by id) -> the imported classes its class derives from, by dotted name: their fields are read
+        from the project's exports."""
         self.loops = 0
         self.order: frozenset[Origin] = frozenset()
         """The undefined orders of the loops being run (a set's, a shuffle's): what a loop body adds to a
@@ -51,21 +56,37 @@ class Statements(ABC):
     def expr(self, node: ast.expr | None, scope: Scope) -> Value:
         """What ``node`` evaluates to in ``scope`` (CLEAN for no node)."""
 
+    @abstractmethod
+    def imported(self, node: ast.expr) -> str | None:
+        """The dotted name of the imported object ``node`` names at module level (None: not an import)."""
+
     def run(self) -> None:
-        """The module body, then each class's ``__init__`` (the ``self.x`` it and the class body set are known in
-        the class's other methods), then every function on its own."""
+        """The module body, then each class's ``__init__`` (the ``self.x`` it, the class body and the module's
+        own base classes set are known in the class's other methods), then every function on its own."""
         self.block(self.tree.body, self.globals, [])
+        classes = {node.name: node for node in self.nodes if isinstance(node, ast.ClassDef)}
+        top = {id(node) for node in self.tree.body}
         for node in self.nodes:
             if isinstance(node, ast.ClassDef):
                 init = next(
                     (item for item in node.body if isinstance(item, ast.FunctionDef) and item.name == "__init__"), None
                 )
-                fields = dict(self.class_fields.get(id(node), {}))
+                fields: dict[str, Value] = {}
+                for base in node.bases:
+                    local = classes.get(base.id) if isinstance(base, ast.Name) else None
+                    if local is not None and local is not node:
+                        fields.update(self.class_fields.get(id(local), {}))
+                fields.update(self.class_fields.get(id(node), {}))
                 if init is not None:
                     self.invoke(init, {}, fields)
+                bases = tuple(name for name in map(self.imported, node.bases) if name)
                 for item in node.body:
-                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item is not init:
-                        self.fields[id(item)] = fields
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        self.bases[id(item)] = bases
+                        if item is not init:
+                            self.fields[id(item)] = fields
+                if id(node) in top:
+                    self.instance_fields[node.name] = fields
         for node in self.nodes:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.invoke(node, {})
