@@ -362,6 +362,12 @@ NEGATIVE = {
                     client.chat.completions.create(
                         model="m", messages=[{"role": "system", "content": prompt}, {"role": "user", "content": sample}]
                     )
+
+        def count_prompt(skills):
+            count = 0
+            for skill in set(skills):
+                count += 1
+            return {"role": "system", "content": f"You have {count} skills."}
     """,
     "a_sentinel_default_and_a_session_id_given_to_a_method": """
         import uuid

@@ -113,8 +113,8 @@ class Statements(ABC):
 
     def augmented_assignment(self, node: ast.AugAssign, scope: Scope, returns: list[Value]) -> None:
         old, new = self.read(node.target, scope), self.expr(node.value, scope)
-        if self.order:
-            new = Value(new.origins | self.order)  # built up across a loop's iterations, in its order
+        if self.order and isinstance(node.op, ast.Add) and not _number(node.value):
+            new = Value(new.origins | self.order)  # built up across a loop's iterations, in its order (not a count)
         if isinstance(node.op, ast.Add):
             value = concat([old, new])
         elif isinstance(node.op, SET_OPERATORS) and old.unordered:
@@ -282,3 +282,8 @@ class Statements(ABC):
         result = reduce(join, returns) if returns else CLEAN
         self.memo[key] = result
         return result
+
+
+def _number(node: ast.expr) -> bool:
+    """Whether ``node`` is a number constant (``count += 1``: a sum is the same in any order)."""
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float)
