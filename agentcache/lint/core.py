@@ -159,6 +159,17 @@ SKIP_DIRS = frozenset(
     }
 )
 
+
+def is_test_code(name: str, folder: bool) -> bool:
+    """Whether a directory or file name says tests (``tests``, ``tests_integ``, ``unit_tests``, ``test_x.py``,
+    ``conftest.py``): test code and fixtures are not what a deployment sends, so a walk leaves them out (its
+    uuids and clocks make each run's prompt unique on purpose; its request files are never sent)."""
+    stem = name.lower() if folder else name.lower().rpartition(".")[0]
+    if folder and stem in ("test", "tests", "testing"):
+        return True
+    return stem == "conftest" or stem.startswith(("test_", "tests_")) or stem.endswith(("_test", "_tests"))
+
+
 _KINDS: dict[str, FileKind] = {}
 
 
@@ -215,8 +226,9 @@ def lint_paths(
     cache: CacheOptions | None = None,
     jobs: int = 1,
 ) -> LintResult:
-    """Lint files and directories (walked, skipping :data:`SKIP_DIRS`); with ``fix``, rewrite what can be fixed.
-    ``config`` selects the rules reported per file and holds the kinds' settings (default: every rule, defaults).
+    """Lint files and directories (walked, skipping :data:`SKIP_DIRS` and test code); with ``fix``, rewrite what
+    can be fixed. ``config`` selects the rules reported per file and holds the kinds' settings (default: every
+    rule, defaults).
     Traces are replayed through ``cache`` (explain's server model), by default SGLang's with o200k_base tokens.
     ``jobs`` > 1 checks the files in that many worker processes when there are at least :data:`PARALLEL_FILES`
     of them; the result is the same as in one process.
@@ -497,17 +509,21 @@ def _targets(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Target]:
 
 
 def _walk(root: Path) -> Iterator[tuple[Path, Path]]:
-    """(path, resolved path) of each file of a registered kind under ``root``. A directory is resolved once for
+    """(path, resolved path) of each file of a registered kind under ``root``, but test code below it
+    (:func:`is_test_code`) unless ``root`` is in a test folder, as it is written. A directory is resolved once for
     all its files (resolving costs a system call per path component); a file that is a symlink, on its own."""
 
     def refuse(error: OSError) -> None:
         raise InputError(f"cannot read {error.filename}: {error.strerror}")
 
+    tests = any(is_test_code(part, True) for part in root.parts)  # a test folder named: its tests are wanted
     for directory, subdirs, names in os.walk(root, onerror=refuse):
-        subdirs[:] = sorted(name for name in subdirs if name not in SKIP_DIRS)
+        subdirs[:] = sorted(
+            name for name in subdirs if name not in SKIP_DIRS and (tests or not is_test_code(name, True))
+        )
         folder = Path(directory)
         real = folder.resolve()
         for name in sorted(names):
-            if Path(name).suffix.lower() in _KINDS:
+            if Path(name).suffix.lower() in _KINDS and (tests or not is_test_code(name, False)):
                 path = folder / name
                 yield path, path.resolve() if path.is_symlink() else real / name

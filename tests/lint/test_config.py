@@ -77,3 +77,27 @@ def test_cli_statistics_and_command_line_selection(tmp_path: Path) -> None:
     assert run("--statistics") == "2\tAC101\tvolatile-system-prompt\nFound 2 findings in 2 files.\n"
     assert run("--statistics", "--ignore", "AC101") == "Found 0 findings in 2 files.\n"
     assert run("--select", "AC2", "--format", "json").count('"code"') == 0
+
+
+def test_a_walk_leaves_test_code_out_unless_a_test_folder_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tests make each run's prompt unique on purpose: below the path walked, test folders and files are left out;
+    named (or walked from a test folder, as the path is written), they are linted."""
+    root = _project(tmp_path / "project", "")
+    for folder in ("tests_integ", "src/unit_tests"):
+        (root / folder).mkdir()
+        (root / folder / "agent.py").write_text(AGENT)
+    (root / "src" / "conftest.py").write_text(AGENT)
+    monkeypatch.chdir(tmp_path)
+
+    def found(*paths: str) -> list[str]:
+        return sorted({Path(f.path).as_posix() for f in lint_paths(paths).findings})
+
+    assert found("project") == ["project/src/agent.py"]
+    assert found("project/tests") == ["project/tests/test_agent.py"]
+    assert found("project/src/conftest.py", "project/tests_integ") == [
+        "project/src/conftest.py",
+        "project/tests_integ/agent.py",
+    ]
+

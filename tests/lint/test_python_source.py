@@ -383,6 +383,18 @@ NEGATIVE = {
                 new_session_id = str(uuid.uuid4())[:8]
                 self.tools = [tool.clone_for_new_session(new_session_id) for tool in tools]
     """,
+    "one_element_of_a_returned_tuple_is_volatile": """
+        from datetime import datetime
+
+        class Manager:
+            def rebuild(self, agent):
+                note = f"Memory edited at {datetime.now()}"
+                return agent, note
+
+            def update(self, client, agent):
+                agent, note = self.rebuild(agent)
+                client.messages.create(system=agent.system, messages=[{"role": "user", "content": note}])
+    """,
     "stable_schemas_in_prompts": """
         import json
 

@@ -169,6 +169,8 @@ class Interpreter(Statements):
                 items.append(self.expr(item, scope))
         if isinstance(node, ast.Tuple) and len(node.elts) == 2 and constant(node.elts[0]) in self.words.system_roles:
             self.sinks.system_sink(node.elts[1], items[1])  # LangChain's ("system", text) message tuples
+        if isinstance(node, ast.Tuple) and not any(isinstance(item, ast.Starred) for item in node.elts):
+            return Value(combine(*items).origins, items=tuple(items))
         return combine(*items)
 
     def set_display(self, node: ast.Set, scope: Scope) -> Value:

@@ -246,8 +246,12 @@ class Statements(ABC):
                 self.sinks.named_sink(target.slice.value, source, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             pairs = unpacked(target, source)
-            for part, part_source in pairs:
-                part_value = self.expr(part_source, scope) if part_source is not None else combine(value)
+            items = value.items if value.items is not None and len(value.items) == len(pairs) else None
+            for index, (part, part_source) in enumerate(pairs):
+                if part_source is not None:
+                    part_value = self.expr(part_source, scope)
+                else:
+                    part_value = combine(value) if items is None or isinstance(part, ast.Starred) else items[index]
                 self.assign(part, part_value, scope, part_source)
         elif isinstance(target, ast.Starred):
             self.assign(target.value, combine(value), scope, None)

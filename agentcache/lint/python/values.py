@@ -50,6 +50,9 @@ class Value:
     unordered: Origin | None = None
     text: str | None = None
     shape: tuple[int | Value, ...] | None = None
+    items: tuple[Value, ...] | None = None
+    """A tuple's elements, one value each (``return state, prompt``), so that unpacking it gives each name its
+    own: the tuple as a whole still carries all their origins."""
 
 
 CLEAN = Value()
@@ -68,11 +71,15 @@ def join(first: Value, second: Value) -> Value:
     """A value that is one of these two (branches that merge)."""
     if first is second or first == second:
         return first
+    items = None
+    if first.items is not None and second.items is not None and len(first.items) == len(second.items):
+        items = tuple(map(join, first.items, second.items))
     return Value(
         first.origins | second.origins,
         first.unordered or second.unordered,
         first.text if first.text == second.text else None,
         first.shape if first.shape == second.shape else None,
+        items,
     )
 
 
