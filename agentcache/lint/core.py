@@ -508,6 +508,17 @@ def _targets(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Target]:
             raise InputError(f"cannot read {raw}: no such file or directory")
 
 
+def _as_written(root: Path) -> Path:
+    """The part of ``root`` its user chose: below the working directory, or its last name for a path elsewhere
+    (a temporary or CI folder called ``test_...`` above it says nothing of what is in it)."""
+    if not root.is_absolute():
+        return root
+    try:
+        return root.relative_to(Path.cwd())
+    except ValueError:
+        return Path(root.name)
+
+
 def _walk(root: Path) -> Iterator[tuple[Path, Path]]:
     """(path, resolved path) of each file of a registered kind under ``root``, but test code below it
     (:func:`is_test_code`) unless ``root`` is in a test folder, as it is written. A directory is resolved once for
@@ -516,7 +527,7 @@ def _walk(root: Path) -> Iterator[tuple[Path, Path]]:
     def refuse(error: OSError) -> None:
         raise InputError(f"cannot read {error.filename}: {error.strerror}")
 
-    tests = any(is_test_code(part, True) for part in root.parts)  # a test folder named: its tests are wanted
+    tests = any(is_test_code(part, True) for part in _as_written(root).parts)  # a test folder named: lint its tests
     for directory, subdirs, names in os.walk(root, onerror=refuse):
         subdirs[:] = sorted(
             name for name in subdirs if name not in SKIP_DIRS and (tests or not is_test_code(name, True))

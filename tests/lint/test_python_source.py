@@ -232,6 +232,53 @@ POSITIVE = {
                 system = Message(role=AuthorRole.SYSTEM, content=self.instructions, name=self.name)  # expect: AC101
                 return [system, *history]
     """,
+    "times_given_to_functions_and_a_name_compared_elsewhere": """
+        import time
+        import uuid
+        from datetime import datetime
+
+        def other(message, system_prompt):
+            return message is system_prompt
+
+        def build(client):
+            current_time = time.localtime()
+            system = "Now " + time.strftime("%H:%M", current_time)
+            system_prompt = f"Today {datetime.now()}"  # expect: AC101
+            client.messages.create(system=system, messages=[])  # expect: AC101
+            return system_prompt
+
+        def tool_call_schema():
+            return [{"type": "function", "function": {"name": "f_" + uuid.uuid4().hex}}]
+
+        def send(client):
+            return client.chat.completions.create(model="m", messages=[], tools=tool_call_schema())  # expect: AC102
+    """,
+    "text_rebuilt_in_a_loop_over_a_set": """
+        def system(skills):
+            text = "Skills:"
+            for skill in set(skills):
+                text = text + " " + skill
+            return {"role": "system", "content": text}  # expect: AC103
+    """,
+    "fields_read_in_init_and_from_a_base_in_the_module": """
+        import uuid
+        from pydantic import BaseModel, Field
+
+        class Session(BaseModel):
+            session: str = Field(default_factory=lambda: uuid.uuid4().hex)
+
+            def __init__(self, **data):
+                super().__init__(**data)
+                self.system_prompt = f"Session {self.session}"  # expect: AC101
+
+        class Base:
+            def __init__(self):
+                self.run = uuid.uuid4().hex
+
+        class Chat(Base):
+            def messages(self):
+                return [{"role": "system", "content": f"Run {self.run}"}]  # expect: AC101
+    """,
     "template_filled_with_a_date_helper": """
         from datetime import date
         from string import Template
@@ -395,6 +442,19 @@ NEGATIVE = {
                 agent, note = self.rebuild(agent)
                 client.messages.create(system=agent.system, messages=[{"role": "user", "content": note}])
     """,
+    "counts_and_sorted_orders": """
+        import random
+
+        def prompt(skills, examples):
+            total = 0
+            stats = {"total": 0}
+            for skill in set(skills):
+                total += len(skill)
+                stats["total"] += 1
+            random.shuffle(examples)
+            ordered = sorted(examples)
+            return {"role": "system", "content": f"{total} {stats['total']} {', '.join(ordered)}"}
+    """,
     "stable_schemas_in_prompts": """
         import json
 
@@ -547,7 +607,7 @@ def test_a_helper_in_another_module_is_followed(tmp_path: Path) -> None:
 def test_a_field_of_a_base_class_in_another_module_is_followed(tmp_path: Path) -> None:
     """semantic-kernel's shape: the base class gives every agent a random name by ``default_factory`` (through a
     helper in a third module), and a subclass in another module sends it as its system message's name. The
-    subclass's module is walked first, and parallel workers must agree."""
+    subclass's module is walked first."""
     package = tmp_path / "kernel"
     package.mkdir()
     (package / "__init__.py").write_text("")
@@ -570,7 +630,14 @@ def test_a_field_of_a_base_class_in_another_module_is_followed(tmp_path: Path) -
     )
     result = lint_paths([tmp_path])
     assert [(Path(f.path).name, f.line, f.code) for f in result.findings] == [("a_chat.py", 5, "AC101")]
-    assert lint_paths([tmp_path], jobs=2).findings == result.findings
+    # The base module imported as a module (from . import base; base.Agent): found whatever the walk order.
+    (package / "a_chat.py").write_text(
+        "from . import base\n\n"
+        "class ChatAgent(base.Agent):\n"
+        "    def messages(self, history):\n"
+        "        return [Message(role='system', content=self.instructions, name=self.name), *history]\n"
+    )
+    assert lint_paths([tmp_path]).findings == result.findings
 
 
 def test_syntax_newer_than_the_interpreter_is_a_note_not_a_finding(tmp_path: Path) -> None:

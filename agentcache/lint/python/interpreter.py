@@ -18,6 +18,7 @@ from agentcache.lint.python.syntax import Function, constant, definitions, dotte
 from agentcache.lint.python.values import (
     CLEAN,
     KEY_ORDER,
+    MAX_ITEMS,
     ORDER,
     SHUFFLE,
     Origin,
@@ -27,6 +28,7 @@ from agentcache.lint.python.values import (
     concat,
     element,
     join,
+    order_free,
     ordered,
     orders,
     sequence_order,
@@ -169,7 +171,11 @@ class Interpreter(Statements):
                 items.append(self.expr(item, scope))
         if isinstance(node, ast.Tuple) and len(node.elts) == 2 and constant(node.elts[0]) in self.words.system_roles:
             self.sinks.system_sink(node.elts[1], items[1])  # LangChain's ("system", text) message tuples
-        if isinstance(node, ast.Tuple) and not any(isinstance(item, ast.Starred) for item in node.elts):
+        if (
+            isinstance(node, ast.Tuple)
+            and len(items) <= MAX_ITEMS
+            and not any(isinstance(e, ast.Starred) for e in node.elts)
+        ):
             return Value(combine(*items).origins, items=tuple(items))
         return combine(*items)
 
@@ -261,7 +267,7 @@ class Interpreter(Statements):
         else:
             filled = []
         given = args
-        if isinstance(func, ast.Attribute) and not made and callee not in TEXT_METHODS:
+        if isinstance(func, ast.Attribute) and name is None and not made and callee not in TEXT_METHODS:
             given = [value for arg, value in zip(node.args, args, strict=True) if not self._names_an_id(arg)]
         everything = combine(receiver, *given, *filled, *spread)
         if isinstance(func, ast.Name) and scope.lookup(func.id) is None and func.id not in self.imports:
@@ -297,7 +303,7 @@ class Interpreter(Statements):
             added = combine(*args).origins | self.order
             self.mutate(key, Value(receiver.origins | added, receiver.unordered), node, scope)
         elif key and attr == "sort":
-            scope.update(key, Value(volatile(receiver.origins)))
+            scope.update(key, Value(order_free(receiver.origins)))
         if attr in SET_ALGEBRA and receiver.unordered:
             return Value(combine(receiver, *args).origins, receiver.unordered)
         if isinstance(func.value, ast.Name) and func.value.id in ("self", "cls") and attr in self.methods:
@@ -324,7 +330,7 @@ class Interpreter(Statements):
 
     def _names_an_id(self, node: ast.expr) -> bool:
         name = last_name(node)
-        return name is not None and self.words.is_bookkeeping(name)
+        return name is not None and (name in ("id", "uuid") or name.endswith("_id"))
 
     def mutate(self, key: str, value: Value, node: ast.expr, scope: Scope) -> None:
         """An in-place change (``append``, ``shuffle``) to the object bound to ``key``: a rebinding, for sinks too."""
@@ -383,7 +389,7 @@ def builtin(name: str, node: ast.Call, args: list[Value]) -> Value | None:
     if name in OPAQUE:
         return CLEAN
     if name in ORDER_FREE:
-        return Value(volatile(combine(*args).origins))
+        return Value(order_free(combine(*args).origins))
     if name in ("set", "frozenset"):
         return Value(combine(*args).origins, Origin.at(node, ORDER))
     if name in SEQUENCERS:

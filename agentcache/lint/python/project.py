@@ -12,6 +12,7 @@ gives the same reads (:meth:`Project.holds`), so a parallel run finds exactly wh
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -109,13 +110,20 @@ class Project:
         """Record what a checked module exports, and which of its imports could still turn out volatile."""
         for name, kind in lesson.exports.items():
             self.exports[f"{lesson.module}.{name}"] = kind
-            self.names.add(f"{lesson.module}.{name.partition('(')[0]}")  # helper(), Class().field: as imported
+        self._name(f"{lesson.module}.{name}" for name in lesson.exports)
         self.imported[lesson.path] = frozenset(name for name in lesson.imports if name not in self.names)
 
     def know(self, exports: dict[str, str]) -> None:
         """Know these exports (another project's :attr:`exports`), as if their modules had been checked here."""
         self.exports.update(exports)
-        self.names.update(name.removesuffix("()") for name in exports)
+        self._name(exports)
+
+    def _name(self, exports: Iterable[str]) -> None:
+        """Add the names an import of these exports takes: ``pkg.dates.today`` for ``pkg.dates.today()`` and
+        ``pkg.base.Agent`` for ``pkg.base.Agent().name``, and the module that holds each (``from . import base``)."""
+        for export in exports:
+            name = export.partition("(")[0]
+            self.names.update((name, name.rpartition(".")[0]))
 
     def revisit(self) -> dict[Path, frozenset[str]]:
         """Modules checked before an export they import was learned (their findings may change), sorted, each with

@@ -31,10 +31,10 @@ class Sinks:
         """The functions being run, innermost last (the interpreter's call stack)."""
         self.reports: dict[tuple[str, int, int], Report] = {}
         self.bound: dict[tuple[int, int], str] = {}
-        """Position of a value bound to a name that says system prompt or tools -> that name."""
+        """Position of a value bound at module level to a name that says system prompt or tools -> that name."""
         self.sentinels: set[str] = set()
-        """Names compared by identity (``if prompt is DEFAULT_PROMPT``): markers for "not given", replaced before
-        anything is sent, so what they are bound to is no sink."""
+        """Names compared by identity (``if prompt is DEFAULT_PROMPT``): a module-level one is a marker for "not
+        given", replaced before anything is sent, so what it is bound to is no sink."""
 
     def call_sinks(self, node: ast.Call, args: list[Value], kwargs: dict[str, Value]) -> None:
         """The sinks among a call's arguments: ``system=``, ``tools=``, ``SystemMessage(...)``, ``bind_tools``,
@@ -75,7 +75,8 @@ class Sinks:
         where it is iterated (a set kept for membership tests never is)."""
         if node is None:
             return
-        self.bound[node.lineno, node.col_offset] = name
+        if not self.stack:
+            self.bound[node.lineno, node.col_offset] = name
         lowered = name.lower()
         if lowered.endswith(self.words.system_names):
             self.system_sink(node, value, taken=True)

@@ -61,11 +61,12 @@ class Statements(ABC):
         """The dotted name of the imported object ``node`` names at module level (None: not an import)."""
 
     def run(self) -> None:
-        """The module body, then each class's ``__init__`` (the ``self.x`` it, the class body and the module's
-        own base classes set are known in the class's other methods), then every function on its own."""
+        """The module body, then each class's ``__init__`` (the ``self.x`` it, the class body and the class's bases
+        in this module set are known in its methods), then every function on its own."""
         self.block(self.tree.body, self.globals, [])
         classes = {node.name: node for node in self.nodes if isinstance(node, ast.ClassDef)}
         top = {id(node) for node in self.tree.body}
+        made: dict[int, dict[str, Value]] = {}  # class id -> its instances' self.x: local bases', body's, __init__'s
         for node in self.nodes:
             if isinstance(node, ast.ClassDef):
                 init = next(
@@ -75,16 +76,16 @@ class Statements(ABC):
                 for base in node.bases:
                     local = classes.get(base.id) if isinstance(base, ast.Name) else None
                     if local is not None and local is not node:
-                        fields.update(self.class_fields.get(id(local), {}))
+                        fields.update(made.get(id(local), self.class_fields.get(id(local), {})))
                 fields.update(self.class_fields.get(id(node), {}))
-                if init is not None:
-                    self.invoke(init, {}, fields)
                 bases = tuple(name for name in map(self.imported, node.bases) if name)
-                for item in node.body:
-                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                        self.bases[id(item)] = bases
-                        if item is not init:
-                            self.fields[id(item)] = fields
+                methods = [item for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))]
+                for item in methods:  # before __init__ runs: the methods it calls see the fields known so far
+                    self.bases[id(item)], self.fields[id(item)] = bases, fields
+                if init is not None:
+                    self.fields[id(init)] = dict(fields)  # __init__ starts from the class's fields, adds its own
+                    self.invoke(init, {}, fields)
+                made[id(node)] = fields
                 if id(node) in top:
                     self.instance_fields[node.name] = fields
         for node in self.nodes:
@@ -104,6 +105,8 @@ class Statements(ABC):
 
     def assignment(self, node: ast.Assign, scope: Scope, returns: list[Value]) -> None:
         value = self.expr(node.value, scope)
+        if self.order and _extends(node):  # text = text + s, text = f"{text}, {s}": built up in the loop's order
+            value = Value(value.origins | self.order, value.unordered, value.text, value.shape)
         for target in node.targets:
             self.assign(target, value, scope, node.value)
 
@@ -113,7 +116,7 @@ class Statements(ABC):
 
     def augmented_assignment(self, node: ast.AugAssign, scope: Scope, returns: list[Value]) -> None:
         old, new = self.read(node.target, scope), self.expr(node.value, scope)
-        if self.order and isinstance(node.op, ast.Add) and not _number(node.value):
+        if self.order and isinstance(node.op, ast.Add) and not _count(node.value):
             new = Value(new.origins | self.order)  # built up across a loop's iterations, in its order (not a count)
         if isinstance(node.op, ast.Add):
             value = concat([old, new])
@@ -121,7 +124,9 @@ class Statements(ABC):
             value = Value(old.origins | new.origins, old.unordered)
         else:
             value = combine(old, new)
+        outer, self.order = self.order, frozenset()  # d[k] += ...: no key is added, in any order
         self.assign(node.target, value, scope, node.value)
+        self.order = outer
 
     def return_statement(self, node: ast.Return, scope: Scope, returns: list[Value]) -> None:
         returns.append(self.expr(node.value, scope))
@@ -288,6 +293,25 @@ class Statements(ABC):
         return result
 
 
-def _number(node: ast.expr) -> bool:
-    """Whether ``node`` is a number constant (``count += 1``: a sum is the same in any order)."""
+def _count(node: ast.expr) -> bool:
+    """Whether ``node`` is a number (``count += 1``, ``total += len(s)``): a sum is the same in any order."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return node.func.id in ("len", "sum", "int", "float", "abs", "round", "min", "max")
     return isinstance(node, ast.Constant) and type(node.value) in (int, float)
+
+
+def _extends(node: ast.Assign) -> bool:
+    """Whether ``name = name + ...`` or ``name = f"{name}..."`` extends the name it rebinds."""
+    if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+        return False
+    name, value = node.targets[0].id, node.value
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
+        while isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):  # text + " " + s: its first operand
+            value = value.left
+        return isinstance(value, ast.Name) and value.id == name
+    if isinstance(value, ast.JoinedStr):
+        return any(
+            isinstance(part, ast.FormattedValue) and isinstance(part.value, ast.Name) and part.value.id == name
+            for part in value.values
+        )
+    return False

@@ -15,6 +15,8 @@ from agentcache.lint.python.syntax import code
 CLOCK, RANDOM, FRESH_ID, SHUFFLE = "clock", "random", "id", "shuffle"
 ORDER, KEY_ORDER = "order", "key-order"
 _ORDERS = frozenset({ORDER, KEY_ORDER})
+#: Elements a tuple value keeps one by one (:attr:`Value.items`): enough for a function's several results.
+MAX_ITEMS = 8
 #: The kinds that are a sequence's order, not its items': an item read from the sequence does not carry them.
 _SEQUENCE_ORDERS = frozenset({ORDER, SHUFFLE})
 
@@ -51,8 +53,9 @@ class Value:
     text: str | None = None
     shape: tuple[int | Value, ...] | None = None
     items: tuple[Value, ...] | None = None
-    """A tuple's elements, one value each (``return state, prompt``), so that unpacking it gives each name its
-    own: the tuple as a whole still carries all their origins."""
+    """A short tuple's elements, one value each (``return state, prompt``), so that unpacking it gives each name
+    its own: the tuple as a whole still carries all their origins. Kept up to :data:`MAX_ITEMS` elements: values
+    are memo keys, hashed on every call."""
 
 
 CLEAN = Value()
@@ -109,6 +112,12 @@ def concat(values: Sequence[Value]) -> Value:
 def volatile(origins: frozenset[Origin]) -> frozenset[Origin]:
     """The origins that differ from call to call (hash order differs only between processes)."""
     return frozenset(origin for origin in origins if origin.kind not in _ORDERS)
+
+
+def order_free(origins: frozenset[Origin]) -> frozenset[Origin]:
+    """The origins left when the order of what was read is dropped (``sorted``, ``.sort()``, ``sum``): a set's
+    order and a shuffle's go, clocks, draws and ids stay."""
+    return frozenset(origin for origin in origins if origin.kind not in _ORDERS and origin.kind != SHUFFLE)
 
 
 def orders(value: Value, taken: bool = False) -> frozenset[Origin]:

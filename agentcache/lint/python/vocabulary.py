@@ -80,7 +80,11 @@ class Vocabulary:
         ``parse_tool_calls``): what it returns is read from a reply, whatever order or ids went into finding them.
         A function that returns tool definitions says tools, schemas or specs."""
         words = _words(function)
-        return "tool" in words and not words.isdisjoint(("call", "calls", "message", "messages"))
+        return (
+            "tool" in words
+            and not words.isdisjoint(("call", "calls", "message", "messages"))
+            and words.isdisjoint(_DEFINITION_WORDS)
+        )
 
     def extend(self, extra: dict[str, list[str]]) -> Vocabulary:
         """This vocabulary with more names; ``extra`` maps a field (``-`` or ``_`` between words) to names."""
@@ -100,6 +104,9 @@ def _words(name: str) -> frozenset[str]:
     """The words of an identifier, lowercased: asked of every class and method called, most of them many times."""
     return frozenset(word.lower() for word in _WORD.findall(name))
 
+
+#: Words that say a function makes tool definitions, even when it names tool calls (``tool_call_schema``).
+_DEFINITION_WORDS = frozenset({"schema", "schemas", "spec", "specs", "definition", "definitions", "param", "params"})
 
 VOCABULARY = Vocabulary()
 FIELDS = frozenset(field.name for field in fields(Vocabulary))
