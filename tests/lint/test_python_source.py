@@ -582,22 +582,27 @@ def test_unicode_digit_format_fields_and_columns_in_code_points(tmp_path: Path) 
     assert (finding.code, finding.line, finding.column) == ("AC001", 1, 22)
 
 
+def _package(folder: Path, **modules: str) -> Path:
+    """A package of these modules (name -> source) in ``folder``."""
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    for name, source in modules.items():
+        (folder / f"{name}.py").write_text(source)
+    return folder
+
+
 def test_a_helper_in_another_module_is_followed(tmp_path: Path) -> None:
     """The issue's example: ``prompt.format(date=get_today_str())``, the helper and the template in other modules,
     reached through a relative import; the importer is walked first, so it is checked again at the end."""
-    package = tmp_path / "agent"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "a_graph.py").write_text(
-        "from langchain_core.messages import SystemMessage\n"
+    _package(
+        tmp_path / "agent",
+        a_graph="from langchain_core.messages import SystemMessage\n"
         "from .prompts import research_prompt\n"
         "from .utils import get_today_str\n\n"
         "def node(state):\n"
-        "    return [SystemMessage(content=research_prompt.format(date=get_today_str()))]\n"
-    )
-    (package / "prompts.py").write_text('research_prompt = """You research. Today is {date}."""\n')
-    (package / "utils.py").write_text(
-        "from datetime import datetime\n\ndef get_today_str():\n    return datetime.now().strftime('%a %b %d')\n"
+        "    return [SystemMessage(content=research_prompt.format(date=get_today_str()))]\n",
+        prompts='research_prompt = """You research. Today is {date}."""\n',
+        utils="from datetime import datetime\n\ndef get_today_str():\n    return datetime.now().strftime('%a %b %d')\n",
     )
     [finding] = lint_paths([tmp_path]).findings
     assert (Path(finding.path).name, finding.line, finding.code) == ("a_graph.py", 6, "AC101")
@@ -608,35 +613,26 @@ def test_a_field_of_a_base_class_in_another_module_is_followed(tmp_path: Path) -
     """semantic-kernel's shape: the base class gives every agent a random name by ``default_factory`` (through a
     helper in a third module), and a subclass in another module sends it as its system message's name. The
     subclass's module is walked first."""
-    package = tmp_path / "kernel"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "a_chat.py").write_text(
-        "from .base import Agent\n\n"
-        "class ChatAgent(Agent):\n"
+    chat = (
+        "class ChatAgent({}):\n"
         "    def messages(self, history):\n"
         "        return [Message(role='system', content=self.instructions, name=self.name), *history]\n"
     )
-    (package / "base.py").write_text(
-        "from pydantic import BaseModel, Field\n"
+    package = _package(
+        tmp_path / "kernel",
+        a_chat="from .base import Agent\n\n" + chat.format("Agent"),
+        base="from pydantic import BaseModel, Field\n"
         "from .naming import random_name\n\n"
         "class Agent(BaseModel):\n"
         "    instructions: str = 'You help.'\n"
-        "    name: str = Field(default_factory=lambda: f'agent_{random_name()}')\n"
-    )
-    (package / "naming.py").write_text(
-        "import random\nimport string\n\n"
-        "def random_name(length=8):\n    return ''.join(random.choices(string.ascii_letters, k=length))\n"
+        "    name: str = Field(default_factory=lambda: f'agent_{random_name()}')\n",
+        naming="import random\nimport string\n\n"
+        "def random_name(length=8):\n    return ''.join(random.choices(string.ascii_letters, k=length))\n",
     )
     result = lint_paths([tmp_path])
     assert [(Path(f.path).name, f.line, f.code) for f in result.findings] == [("a_chat.py", 5, "AC101")]
     # The base module imported as a module (from . import base; base.Agent): found whatever the walk order.
-    (package / "a_chat.py").write_text(
-        "from . import base\n\n"
-        "class ChatAgent(base.Agent):\n"
-        "    def messages(self, history):\n"
-        "        return [Message(role='system', content=self.instructions, name=self.name), *history]\n"
-    )
+    (package / "a_chat.py").write_text("from . import base\n\n" + chat.format("base.Agent"))
     assert lint_paths([tmp_path]).findings == result.findings
 
 
