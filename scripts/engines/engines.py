@@ -6,7 +6,8 @@ venv or build under the cache folder, which a second run reuses. The pins each o
 
     python scripts/engines/engines.py install model|llama-server|sglang|vllm|cluster [--force]
     python scripts/engines/engines.py start ENGINE [--port P]   # prints the base URL when healthy
-    python scripts/engines/engines.py start cluster [--workers N] [--policy P]   # SMG in front of N SGLang workers
+    python scripts/engines/engines.py start cluster [--workers N] [--policy P] [--worker-engine sglang|vllm]
+                                                # SMG in front of N SGLang (or vLLM) workers
     python scripts/engines/engines.py stop ENGINE
     python scripts/engines/engines.py status [ENGINE]
     python scripts/engines/engines.py check ENGINE              # cached tokens + tokenizer agreement
@@ -251,7 +252,7 @@ def install_vllm(force: bool) -> None:
     Venv("vllm").create([VLLM, "-", *VLLM_CUDA_EXTRAS], install, force)
 
 
-def launch_vllm(port: int) -> tuple[list[str], dict[str, str]]:
+def launch_vllm(port: int, kv_pool: int = CONTEXT) -> tuple[list[str], dict[str, str]]:
     # `vllm serve` looks up a distribution named vllm and fails; the module entry point works.
     cmd = [str(VENVS / "vllm" / "bin" / "python"), "-m", "vllm.entrypoints.openai.api_server"]
     cmd += ["--model", str(MODEL_DIR), "--served-model-name", SERVED_NAME, "--host", "127.0.0.1", "--port", str(port)]
@@ -263,7 +264,7 @@ def launch_vllm(port: int) -> tuple[list[str], dict[str, str]]:
     cmd += ["--trust-request-chat-template"]
     # A pool as small as SGLang's (CONTEXT tokens), so a test can make the server evict with a few prompts; the
     # override works on CPU too (without it, 1 GiB holds 524,288 tokens of the test model).
-    cmd += ["--num-gpu-blocks-override", str(CONTEXT // VLLM_BLOCK)]
+    cmd += ["--num-gpu-blocks-override", str(kv_pool // VLLM_BLOCK)]
     # The server's own record of what it stored and evicted. vLLM binds only wildcard hosts, `::`, ipc and inproc
     # (it connects to any other address), so it publishes on a socket file in the run folder (in the run record).
     socket = RUN / f"vllm-{port}.kv"
@@ -322,8 +323,14 @@ def worker_name(index: int) -> str:
     return f"cluster-worker-{index}"
 
 
-def spawn_worker(index: int, port: int, kv_pool: int = CONTEXT) -> tuple[str, subprocess.Popen[bytes], str]:
-    """Launch the cluster's worker ``index`` on ``port`` (also how a test brings back a worker it killed)."""
+def spawn_worker(
+    index: int, port: int, kv_pool: int = CONTEXT, engine: str = "sglang"
+) -> tuple[str, subprocess.Popen[bytes], str]:
+    """Launch the cluster's worker ``index`` (an SGLang or a vLLM server) on ``port`` (also how a test brings back
+    a worker it killed)."""
+    if engine == "vllm":  # SMG tells a vLLM worker by its /v1/models (owned_by "vllm"): it needs no flag
+        cmd, env = launch_vllm(port, kv_pool)
+        return spawn(worker_name(index), cmd, env, port)
     cmd, env = launch_sglang(port, kv_pool)
     # On CPU, SGLang sizes its pools from the host memory free at start-up, and fails when other processes took
     # some while it loaded ("Loaded weights leave no GPU memory for the KV cache"), which workers starting side by
@@ -332,32 +339,40 @@ def spawn_worker(index: int, port: int, kv_pool: int = CONTEXT) -> tuple[str, su
     return spawn(worker_name(index), cmd, env, port)
 
 
-def start_cluster(workers: int, policy: str, port: int | None, kv_pool: int) -> None:
-    """Start ``workers`` SGLang workers side by side, then SMG in front of them; print the gateway's URL.
+def start_cluster(workers: int, policy: str, port: int | None, kv_pool: int, engine: str = "sglang") -> None:
+    """Start ``workers`` SGLang (or vLLM) workers side by side, then SMG in front of them; print the gateway's URL.
 
     Each worker has a run record of its own (``cluster-worker-I``), so one can be stopped alone (a fault test);
     the gateway's record (``cluster``) lists them, and ``stop cluster`` stops them all."""
     if (info := running("cluster")) is not None:
         print(info["url"])
         return
-    if not (ENGINES["sglang"].installed() and Venv("smg").stamp.is_file()):
-        sys.exit("cluster is not installed: run engines.py install cluster")
+    if not (ENGINES[engine].installed() and Venv("smg").stamp.is_file()):
+        sys.exit(f"cluster is not installed: run engines.py install cluster (and install {engine})")
     began = time.monotonic()
     try:
-        spawned = [spawn_worker(index, free_port(), kv_pool) for index in range(workers)]
+        spawned = [spawn_worker(index, free_port(), kv_pool, engine) for index in range(workers)]
         # Workers start side by side, sharing the cores: give them the time one takes, times their number.
+        health, timeout = ENGINES[engine].health_path, workers * ENGINES[engine].start_timeout
         for name, process, url in spawned:
-            wait_healthy(name, process, url + "/health_generate", workers * ENGINES["sglang"].start_timeout, began)
+            wait_healthy(name, process, url + health, timeout, began)
         port = port or free_port()
         urls = [url for _, _, url in spawned]
         gateway = spawn(
-            "cluster", launch_gateway(port, urls, policy), {}, port, workers=urls, policy=policy, kv_pool=kv_pool
+            "cluster",
+            launch_gateway(port, urls, policy),
+            {},
+            port,
+            workers=urls,
+            policy=policy,
+            kv_pool=kv_pool,
+            worker_engine=engine,
         )
         wait_gateway(*gateway, workers)
     except SystemExit:
         stop_cluster()  # no worker is left behind by a failed start
         raise
-    log(f"cluster of {workers} workers ({policy}) ready after {time.monotonic() - began:.1f} s")
+    log(f"cluster of {workers} {engine} workers ({policy}) ready after {time.monotonic() - began:.1f} s")
     print(gateway[2])
 
 
@@ -607,7 +622,8 @@ def main() -> None:
     start_p = sub.add_parser("start")
     start_p.add_argument("engine", choices=SERVERS)
     start_p.add_argument("--port", type=int, default=None)
-    start_p.add_argument("--workers", type=int, default=2, help="cluster: how many SGLang workers")
+    start_p.add_argument("--workers", type=int, default=2, help="cluster: how many workers")
+    start_p.add_argument("--worker-engine", choices=("sglang", "vllm"), default="sglang", help="cluster: the workers")
     start_p.add_argument("--policy", choices=POLICIES, default="cache_aware", help="cluster: SMG's routing policy")
     start_p.add_argument("--kv-pool", type=int, default=CONTEXT, help="cluster: KV pool of each worker, in tokens")
     sub.add_parser("stop").add_argument("engine", choices=SERVERS)
@@ -617,7 +633,7 @@ def main() -> None:
     if args.action == "install":
         ENGINES[args.engine].install(args.force)
     elif args.action == "start" and args.engine == "cluster":
-        start_cluster(args.workers, args.policy, args.port, args.kv_pool)
+        start_cluster(args.workers, args.policy, args.port, args.kv_pool, args.worker_engine)
     elif args.action == "start":
         start(ENGINES[args.engine], args.port)
     elif args.action == "stop" and args.engine == "cluster":
