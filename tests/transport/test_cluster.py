@@ -143,21 +143,27 @@ def test_a_move_to_a_worker_that_holds_the_prefix_is_no_miss() -> None:
 
 
 def test_a_turn_that_changed_and_moved_is_named_by_what_re_billed_more() -> None:
-    """A late change (the last user message edited) re-bills a few tokens; the move to a worker without the prefix
-    re-bills all before it: the move names the turn, and its detail names the change too. An early change (the
-    system prompt's first word) re-bills more than the move could: the change names it."""
+    """The guarantee: a turn that both changed and moved to a worker without its prefix is named by the larger of
+    what the move re-billed (the prefix before the change, less what the new worker held) and what the change
+    re-billed (the previous prompt after it). Both sides are exercised: a late change (the last user message
+    edited) re-bills less than the move; an early one (the system prompt's first word) more."""
     long = {"role": "user", "content": " ".join(f"read module {i} and note what it exports" for i in range(60))}
     first = {"model": "m", "messages": [{"role": "system", "content": SYSTEM}, long]}
     late = {"model": "m", "messages": [*first["messages"][:-1], {**long, "content": long["content"] + " carefully"}]}
-    replay = _replay()
-    replay.diagnose_turn(first, session="late", worker="a")
-    turn = replay.diagnose_turn(late, session="late", worker="b")
-    assert turn.cause == causes.WORKER_CHANGED and turn.predicted_cached == 0, turn
-    assert "it also changed (" in turn.detail
     early = {"model": "m", "messages": [{"role": "system", "content": "Hello. " + SYSTEM}, long]}
-    replay.diagnose_turn(first, session="early", worker="a")
-    turn = replay.diagnose_turn(early, session="early", worker="b")
-    assert turn.cause not in (causes.WORKER_CHANGED, causes.WORKER_LOST, causes.NONE), turn
+    replay = _replay()
+    named_by_the_move = []
+    for session, changed in (("late", late), ("early", early)):
+        replay.diagnose_turn(first, session=session, worker="a")
+        turn = replay.diagnose_turn(changed, session=session, worker="b")
+        assert turn.divergence is not None and turn.divergence_token is not None, turn
+        moved = turn.divergence_token - turn.predicted_cached
+        if moved > turn.wasted_tokens:
+            assert turn.cause == causes.WORKER_CHANGED and "it also changed (" in turn.detail, turn
+        else:
+            assert turn.cause not in (causes.WORKER_CHANGED, causes.WORKER_LOST, causes.NONE), turn
+        named_by_the_move.append(moved > turn.wasted_tokens)
+    assert named_by_the_move == [True, False]
 
 
 # --- through the real gateway and workers -------------------------------------------------------------

@@ -12,7 +12,7 @@ from functools import reduce
 from typing import Any, ClassVar
 
 from agentcache.lint.python.project import Reading
-from agentcache.lint.python.sinks import sorts_keys
+from agentcache.lint.python.sinks import MESSAGE_FIELDS, sorts_keys
 from agentcache.lint.python.statements import Statements
 from agentcache.lint.python.syntax import Function, constant, definitions, dotted, imports, last_name
 from agentcache.lint.python.values import (
@@ -191,7 +191,7 @@ class Interpreter(Statements):
         fields = {constant(key): index for index, key in enumerate(node.keys) if key is not None}
         role = fields.get("role")
         if role is not None and self.sinks.is_system_role(node.values[role]):
-            for field in ("content", "name"):  # a message's name is sent with it
+            for field in MESSAGE_FIELDS:
                 if field in fields:
                     self.sinks.system_sink(node.values[fields[field]], values[fields[field]])
         return combine(*keys, *values)

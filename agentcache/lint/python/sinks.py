@@ -21,6 +21,9 @@ from agentcache.lint.python.syntax import Function, last_name
 from agentcache.lint.python.values import KEY_ORDER, Origin, Value, orders, stable_tail, volatile
 from agentcache.lint.python.vocabulary import Vocabulary
 
+#: The fields of a system message that are sent as part of it: its text, and its name (OpenAI's ``name``).
+MESSAGE_FIELDS = ("content", "name")
+
 
 class Sinks:
     """The reports of one module, keyed by rule and position so a sink reached twice is one report."""
@@ -55,7 +58,7 @@ class Sinks:
             if node.args:
                 self.system_sink(node.args[0], args[0])
             for keyword in node.keywords:
-                if keyword.arg in ("content", "template", "name"):  # a message's name is sent with it
+                if keyword.arg in MESSAGE_FIELDS or keyword.arg == "template":
                     self.system_sink(keyword.value, kwargs[keyword.arg])
         elif name in words.tool_binders and node.args:
             self.tools_sink(node.args[0], args[0])
@@ -65,7 +68,7 @@ class Sinks:
             keyword.arg == "role" and self.is_system_role(keyword.value) for keyword in node.keywords
         ):
             for keyword in node.keywords:
-                if keyword.arg in ("content", "name"):
+                if keyword.arg in MESSAGE_FIELDS:
                     self.system_sink(keyword.value, kwargs[keyword.arg])
 
     def named_sink(self, name: str, node: ast.expr | None, value: Value, owner: str | None = None) -> None:

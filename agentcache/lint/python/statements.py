@@ -305,13 +305,11 @@ def _extends(node: ast.Assign) -> bool:
     if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
         return False
     name, value = node.targets[0].id, node.value
-    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
-        while isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):  # text + " " + s: its first operand
-            value = value.left
-        return isinstance(value, ast.Name) and value.id == name
     if isinstance(value, ast.JoinedStr):
         return any(
             isinstance(part, ast.FormattedValue) and isinstance(part.value, ast.Name) and part.value.id == name
             for part in value.values
         )
-    return False
+    while isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):  # text + " " + s: its first operand
+        value = value.left
+    return value is not node.value and isinstance(value, ast.Name) and value.id == name
