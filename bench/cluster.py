@@ -273,7 +273,7 @@ class Running:
             return None
         workers = record["workers"]
         assert isinstance(workers, list)
-        records = (engine_script.running(engine_script.worker_name(i)) or {} for i in range(len(workers)))
+        records = (engine_script.running(engine_script.worker_name("cluster", i)) or {} for i in range(len(workers)))
         events = {str(r["url"]): str(r["kv_events"]) for r in records if r.get("kv_events")}
         pool = int(str(record["kv_pool"]))
         return cls(str(record["url"]), str(record["policy"]), tuple(map(str, workers)), pool, events)

@@ -26,17 +26,26 @@ from pathlib import Path
 import httpx
 import pytest
 
+from agentcache.cache.options import CacheOptions
+
 ROOT = Path(__file__).resolve().parent.parent
 ENGINES_PY = ROOT / "scripts" / "engines" / "engines.py"
 sys.path.insert(0, str(ENGINES_PY.parent))
 import engines as engine_script  # noqa: E402  # the one place that knows the engines' folders
 
-FIXTURES = {"llama_server": "llama-server", "sglang": "sglang", "vllm": "vllm", "cluster": "cluster"}
+FIXTURES = {
+    "llama_server": "llama-server",
+    "sglang": "sglang",
+    "vllm": "vllm",
+    "cluster": "cluster",
+    "vllm_cluster": "cluster-vllm",
+}
 """Fixture name (and marker) to engine name."""
 SERVED_MODEL = engine_script.SERVED_NAME
 CLUSTER_START = ("--workers", "2", "--policy", "consistent_hashing")
-"""The shared cluster: two SGLang workers behind SMG hashing agentcache's routing keys (tests that need another
-policy put a gateway of their own in front of the same workers: :func:`gateway`)."""
+"""Each shared cluster: two workers (SGLang in ``cluster``, vLLM in ``cluster-vllm``) behind SMG hashing
+agentcache's routing keys (tests that need another policy put a gateway of their own in front of the same
+workers: :func:`gateway`)."""
 
 
 @dataclass(frozen=True)
@@ -47,16 +56,28 @@ class EngineInfo:
     model_dir: Path
     started_here: bool
     workers: tuple[str, ...] = ()
-    """The cluster's SGLang workers behind its gateway (``url``); empty for a single engine."""
+    """The cluster's workers behind its gateway (``url``); empty for a single engine."""
     kv_events: str | None = None
     """Where the engine publishes its KV cache events (SGLang, vLLM), else None."""
     worker_events: tuple[tuple[str, str], ...] = ()
     """``(worker, endpoint)``: where each of the cluster's workers publishes its KV cache events."""
 
     @property
+    def engine(self) -> str:
+        """The engine that answers: a cluster's workers' (SGLang or vLLM), else this one's own name."""
+        return engine_script.CLUSTERS.get(self.name, self.name)
+
+    @property
     def profile(self) -> str:
-        """The agentcache server profile of this engine (a cluster's workers are SGLang)."""
-        return {"llama-server": "llama.cpp", "cluster": "sglang"}.get(self.name, self.name)
+        """The agentcache server profile of the engine that answers."""
+        return {"llama-server": "llama.cpp"}.get(self.engine, self.engine)
+
+    @property
+    def cache_options(self) -> CacheOptions:
+        """How a cache-aware transport or ``explain`` models this engine exactly: with the model folder, and vLLM's
+        block size (engines.py starts vLLM with ``--block-size`` of its ``VLLM_BLOCK``)."""
+        block = {"block_size": engine_script.VLLM_BLOCK} if self.engine == "vllm" else {}
+        return CacheOptions(self.profile, model_dir=str(self.model_dir), **block)  # type: ignore[arg-type]
 
     @property
     def python(self) -> Path:
@@ -65,28 +86,25 @@ class EngineInfo:
 
     def empty_cache(self) -> None:
         """Drop every cached prefix, so a test starts from the state a fresh client-side model assumes."""
-        for worker in self.workers:  # each worker of a cluster, straight, not through the gateway
-            _flush(worker)
-        with httpx.Client(base_url=self.url, timeout=60) as http:
-            if self.name == "cluster":
-                return
-            if self.name == "sglang":
-                http.post("/flush_cache").raise_for_status()
-            elif self.name == "vllm":  # dev-mode endpoint (engines.py starts vLLM with VLLM_SERVER_DEV_MODE=1)
-                http.post("/reset_prefix_cache").raise_for_status()
-            else:  # erasing needs --slot-save-path, which engines.py passes
-                for slot in http.get("/slots").json():
-                    http.post(f"/slots/{slot['id']}", params={"action": "erase"}).raise_for_status()
+        for server in self.workers or (self.url,):  # a cluster's workers straight, not through the gateway
+            _flush(self.engine, server)
 
 
-def _flush(worker: str, attempts: int = 60) -> None:
-    """Flush an SGLang worker's cache; it refuses (400) while a request runs, such as the gateway's probe."""
-    for _ in range(attempts):
-        response = httpx.post(f"{worker}/flush_cache", timeout=60)
-        if response.status_code != 400:
-            break
-        time.sleep(0.5)
-    response.raise_for_status()
+def _flush(engine: str, server: str, attempts: int = 60) -> None:
+    """Empty one server's prefix cache. SGLang refuses (400) while a request runs, such as a gateway's probe."""
+    with httpx.Client(base_url=server, timeout=60) as http:
+        if engine == "llama-server":  # erasing needs --slot-save-path, which engines.py passes
+            for slot in http.get("/slots").json():
+                http.post(f"/slots/{slot['id']}", params={"action": "erase"}).raise_for_status()
+            return
+        # vLLM's is a dev-mode endpoint (engines.py starts vLLM with VLLM_SERVER_DEV_MODE=1)
+        path = "/reset_prefix_cache" if engine == "vllm" else "/flush_cache"
+        for _ in range(attempts):
+            response = http.post(path)
+            if response.status_code != 400:
+                break
+            time.sleep(0.5)
+        response.raise_for_status()
 
 
 _started: dict[str, Future[EngineInfo]] = {}
@@ -113,11 +131,11 @@ def _bring_up(engine: str) -> EngineInfo:
         _engines_py("install", "model")
         _engines_py("install", engine)
     was_running = engine_script.run_file(engine).is_file() and "running" in _engines_py("status", engine)
-    url = _engines_py("start", engine, *CLUSTER_START if engine == "cluster" else ()).splitlines()[-1]
+    url = _engines_py("start", engine, *CLUSTER_START if engine in engine_script.CLUSTERS else ()).splitlines()[-1]
     record = engine_script.running(engine) or {}
     workers = tuple(map(str, record.get("workers", ())))  # type: ignore[call-overload]
     events = record.get("kv_events")
-    worker_records = (engine_script.running(engine_script.worker_name(i)) or {} for i in range(len(workers)))
+    worker_records = (engine_script.running(engine_script.worker_name(engine, i)) or {} for i in range(len(workers)))
     worker_events = tuple((str(r["url"]), str(r["kv_events"])) for r in worker_records if r.get("kv_events"))
     return EngineInfo(
         engine,
@@ -157,15 +175,22 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     needed: list[str] = []
     for item in items:
-        for fixture, engine in FIXTURES.items():
-            if fixture in getattr(item, "fixturenames", ()):
-                item.add_marker(getattr(pytest.mark, fixture))
-                if engine not in needed:
-                    needed.append(engine)
-    items.sort(key=lambda item: any(f in getattr(item, "fixturenames", ()) for f in FIXTURES))  # stable: engines last
+        for fixture in _engine_fixtures(item):
+            item.add_marker(getattr(pytest.mark, fixture))
+            if FIXTURES[fixture] not in needed:
+                needed.append(FIXTURES[fixture])
+    items.sort(key=lambda item: bool(_engine_fixtures(item)))  # stable: engines last
     for engine in needed:
         if not _skipped(engine):
             _future(engine)
+
+
+def _engine_fixtures(item: pytest.Item) -> list[str]:
+    """The engine fixtures ``item`` uses: by name, or as the parameter of a fixture that picks one (such as
+    :func:`each_cluster`)."""
+    callspec = getattr(item, "callspec", None)
+    used = {*getattr(item, "fixturenames", ()), *(callspec.params.values() if callspec else ())}
+    return [fixture for fixture in FIXTURES if fixture in used]
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -199,6 +224,18 @@ def vllm() -> EngineInfo:
 @pytest.fixture(scope="session")
 def cluster() -> EngineInfo:
     return _engine("cluster")
+
+
+@pytest.fixture(scope="session")
+def vllm_cluster() -> EngineInfo:
+    return _engine("cluster-vllm")
+
+
+@pytest.fixture(params=["cluster", "vllm_cluster"])
+def each_cluster(request: pytest.FixtureRequest) -> EngineInfo:
+    """Each shared cluster in turn: SGLang workers, then vLLM workers, each behind SMG."""
+    info: EngineInfo = request.getfixturevalue(request.param)
+    return info
 
 
 @contextmanager

@@ -4,10 +4,10 @@ Plain standard library, so any venv (the test venv included) can drive it; each 
 venv or build under the cache folder, which a second run reuses. The pins each one installs are in
 ``requirements/*.txt`` beside this file:
 
-    python scripts/engines/engines.py install model|llama-server|sglang|vllm|cluster [--force]
+    python scripts/engines/engines.py install model|llama-server|sglang|vllm|cluster|cluster-vllm [--force]
     python scripts/engines/engines.py start ENGINE [--port P]   # prints the base URL when healthy
-    python scripts/engines/engines.py start cluster [--workers N] [--policy P] [--worker-engine sglang|vllm]
-                                                # SMG in front of N SGLang (or vLLM) workers
+    python scripts/engines/engines.py start cluster|cluster-vllm [--workers N] [--policy P] [--kv-pool T]
+                                                # SMG in front of N SGLang (cluster) or vLLM (cluster-vllm) workers
     python scripts/engines/engines.py stop ENGINE
     python scripts/engines/engines.py status [ENGINE]
     python scripts/engines/engines.py check ENGINE              # cached tokens + tokenizer agreement
@@ -276,7 +276,7 @@ def launch_vllm(port: int, kv_pool: int = CONTEXT) -> tuple[list[str], dict[str,
     return cmd, {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_SERVER_DEV_MODE": "1"}
 
 
-# --- SMG, the Shepherd Model Gateway, in front of N SGLang workers --------------------------------------
+# --- SMG, the Shepherd Model Gateway, in front of N SGLang or vLLM workers ------------------------------
 
 (SMG,) = requirements("smg")
 POLICIES = ("round_robin", "cache_aware", "prefix_hash", "consistent_hashing", "manual", "random")
@@ -304,9 +304,20 @@ def install_smg(force: bool) -> None:
     Venv("smg").create([SMG], lambda v: v.pip("install", SMG), force)
 
 
-def install_cluster(force: bool) -> None:
-    install_sglang(force)
-    install_smg(force)
+CLUSTERS = {"cluster": "sglang", "cluster-vllm": "vllm"}
+"""Each cluster's name (its gateway's run record) and the engine its workers run: two can run side by side."""
+
+
+def install_cluster(name: str) -> Callable[[bool], None]:
+    def install(force: bool) -> None:
+        ENGINES[CLUSTERS[name]].install(force)
+        install_smg(force)
+
+    return install
+
+
+def cluster_installed(name: str) -> Callable[[], bool]:
+    return lambda: ENGINES[CLUSTERS[name]].installed() and Venv("smg").stamp.is_file()
 
 
 def launch_gateway(port: int, worker_urls: Sequence[str], policy: str) -> list[str]:
@@ -319,60 +330,70 @@ def launch_gateway(port: int, worker_urls: Sequence[str], policy: str) -> list[s
     return [*cmd, *GATEWAY_FLAGS, "--log-level", "warn"]
 
 
-def worker_name(index: int) -> str:
-    return f"cluster-worker-{index}"
+def worker_name(cluster: str, index: int) -> str:
+    return f"{cluster}-worker-{index}"
 
 
 def spawn_worker(
-    index: int, port: int, kv_pool: int = CONTEXT, engine: str = "sglang"
+    cluster: str, index: int, port: int, kv_pool: int = CONTEXT
 ) -> tuple[str, subprocess.Popen[bytes], str]:
-    """Launch the cluster's worker ``index`` (an SGLang or a vLLM server) on ``port`` (also how a test brings back
+    """Launch ``cluster``'s worker ``index`` (an SGLang or a vLLM server) on ``port`` (also how a test brings back
     a worker it killed)."""
-    if engine == "vllm":  # SMG tells a vLLM worker by its /v1/models (owned_by "vllm"): it needs no flag
+    if CLUSTERS[cluster] == "vllm":  # SMG tells a vLLM worker by its /v1/models (owned_by "vllm"): it needs no flag
         cmd, env = launch_vllm(port, kv_pool)
-        return spawn(worker_name(index), cmd, env, port)
+        return spawn(worker_name(cluster, index), cmd, env, port)
     cmd, env = launch_sglang(port, kv_pool)
     # On CPU, SGLang sizes its pools from the host memory free at start-up, and fails when other processes took
     # some while it loaded ("Loaded weights leave no GPU memory for the KV cache"), which workers starting side by
     # side on a shared machine do. The pool is capped by --max-total-tokens anyway: let it claim what it needs.
     cmd += ["--mem-fraction-static", "0.95"]
-    return spawn(worker_name(index), cmd, env, port)
+    return spawn(worker_name(cluster, index), cmd, env, port)
 
 
-def start_cluster(workers: int, policy: str, port: int | None, kv_pool: int, engine: str = "sglang") -> None:
-    """Start ``workers`` SGLang (or vLLM) workers side by side, then SMG in front of them; print the gateway's URL.
+def start_cluster(name: str, workers: int, policy: str, port: int | None, kv_pool: int) -> None:
+    """Start ``workers`` workers of cluster ``name`` side by side, then SMG in front of them; print its URL.
 
-    Each worker has a run record of its own (``cluster-worker-I``), so one can be stopped alone (a fault test);
-    the gateway's record (``cluster``) lists them, and ``stop cluster`` stops them all."""
-    if (info := running("cluster")) is not None:
+    Each worker has a run record of its own (``NAME-worker-I``), so one can be stopped alone (a fault test); the
+    gateway's record (``NAME``) lists them, and ``stop NAME`` stops them all. A running cluster is reused only
+    when it is the one asked for: another shape is refused, not handed out as if it were."""
+    engine = CLUSTERS[name]
+    if (info := running(name)) is not None:
+        asked = {"workers": workers, "policy": policy, "kv_pool": kv_pool}
+        urls = info.get("workers")
+        have = {
+            "workers": len(urls) if isinstance(urls, list) else None,
+            **{k: info.get(k) for k in ("policy", "kv_pool")},
+        }
+        if have != asked:
+            shape = ", ".join(f"{key} {value}" for key, value in have.items())
+            sys.exit(f"{name} already runs with {shape}; stop it first (engines.py stop {name}) to start another")
         print(info["url"])
         return
-    if not (ENGINES[engine].installed() and Venv("smg").stamp.is_file()):
-        sys.exit(f"cluster is not installed: run engines.py install cluster (and install {engine})")
+    if not ENGINES[name].installed():
+        sys.exit(f"{name} is not installed: run engines.py install {name}")
     began = time.monotonic()
     try:
-        spawned = [spawn_worker(index, free_port(), kv_pool, engine) for index in range(workers)]
+        spawned = [spawn_worker(name, index, free_port(), kv_pool) for index in range(workers)]
         # Workers start side by side, sharing the cores: give them the time one takes, times their number.
         health, timeout = ENGINES[engine].health_path, workers * ENGINES[engine].start_timeout
-        for name, process, url in spawned:
-            wait_healthy(name, process, url + health, timeout, began)
+        for worker, process, url in spawned:
+            wait_healthy(worker, process, url + health, timeout, began)
         port = port or free_port()
         urls = [url for _, _, url in spawned]
         gateway = spawn(
-            "cluster",
+            name,
             launch_gateway(port, urls, policy),
             {},
             port,
             workers=urls,
             policy=policy,
             kv_pool=kv_pool,
-            worker_engine=engine,
         )
         wait_gateway(*gateway, workers)
     except SystemExit:
-        stop_cluster()  # no worker is left behind by a failed start
+        stop_cluster(name)  # no worker is left behind by a failed start
         raise
-    log(f"cluster of {workers} {engine} workers ({policy}) ready after {time.monotonic() - began:.1f} s")
+    log(f"{name}: {workers} {engine} workers ({policy}) ready after {time.monotonic() - began:.1f} s")
     print(gateway[2])
 
 
@@ -389,13 +410,12 @@ def wait_gateway(name: str, process: subprocess.Popen[bytes], url: str, workers:
     wait_healthy(name, process, url + "/readiness", 60.0, time.monotonic(), all_ready)
 
 
-def stop_cluster() -> None:
-    info = running("cluster")
-    if info is not None:
-        stop("cluster")
+def stop_cluster(name: str) -> None:
+    if running(name) is not None:
+        stop(name)
     for index in range(64):
-        if run_file(worker_name(index)).is_file():
-            stop(worker_name(index))
+        if run_file(worker_name(name, index)).is_file():
+            stop(worker_name(name, index))
 
 
 # --- the command line ---------------------------------------------------------------------------------
@@ -420,11 +440,11 @@ ENGINES = {
         Engine("llama-server", install_llama_server, LLAMA_SERVER.is_file, launch_llama_server, "/health", 60.0),
         Engine("sglang", install_sglang, Venv("sglang").stamp.is_file, launch_sglang, "/health_generate", 300.0),
         Engine("vllm", install_vllm, Venv("vllm").stamp.is_file, launch_vllm, "/health", 300.0),
-        Engine("cluster", install_cluster, Venv("smg").stamp.is_file),
+        *(Engine(name, install_cluster(name), cluster_installed(name)) for name in CLUSTERS),
     )
 }
-SERVERS = (*(name for name, engine in ENGINES.items() if engine.launch), "cluster")
-"""What ``start`` and ``stop`` take: the engines that serve, and the cluster (SMG in front of SGLang workers)."""
+SERVERS = (*(name for name, engine in ENGINES.items() if engine.launch), *CLUSTERS)
+"""What ``start`` and ``stop`` take: the engines that serve, and the clusters (SMG in front of their workers)."""
 _HANDED_OUT: set[int] = set()
 
 
@@ -623,7 +643,6 @@ def main() -> None:
     start_p.add_argument("engine", choices=SERVERS)
     start_p.add_argument("--port", type=int, default=None)
     start_p.add_argument("--workers", type=int, default=2, help="cluster: how many workers")
-    start_p.add_argument("--worker-engine", choices=("sglang", "vllm"), default="sglang", help="cluster: the workers")
     start_p.add_argument("--policy", choices=POLICIES, default="cache_aware", help="cluster: SMG's routing policy")
     start_p.add_argument("--kv-pool", type=int, default=CONTEXT, help="cluster: KV pool of each worker, in tokens")
     sub.add_parser("stop").add_argument("engine", choices=SERVERS)
@@ -632,12 +651,12 @@ def main() -> None:
     args = parser.parse_args()
     if args.action == "install":
         ENGINES[args.engine].install(args.force)
-    elif args.action == "start" and args.engine == "cluster":
-        start_cluster(args.workers, args.policy, args.port, args.kv_pool, args.worker_engine)
+    elif args.action == "start" and args.engine in CLUSTERS:
+        start_cluster(args.engine, args.workers, args.policy, args.port, args.kv_pool)
     elif args.action == "start":
         start(ENGINES[args.engine], args.port)
-    elif args.action == "stop" and args.engine == "cluster":
-        stop_cluster()
+    elif args.action == "stop" and args.engine in CLUSTERS:
+        stop_cluster(args.engine)
     elif args.action == "stop":
         stop(args.engine)
     elif args.action == "status":
