@@ -1,9 +1,11 @@
 """Agent sessions and a tree search through SMG in front of two SGLang workers, under three routing policies.
 
-Run: ``python bench/cluster.py [--sessions 16] [--turns 8] [--kv-pool 32768]``. It uses the project's cluster
-(``scripts/engines/engines.py start cluster --workers 2 --policy consistent_hashing``), started here (and
-stopped at the end) unless it is running already. For each policy it routes by, other than the running gateway's
-own, it puts one more SMG over the same workers for the time of that policy, then stops it.
+Run: ``python bench/cluster.py [--sessions 16] [--turns 8] [--kv-pool 32768] [--cluster cluster-vllm]``. It uses
+the project's cluster (``scripts/engines/engines.py start cluster --workers 2 --policy consistent_hashing``, or
+with ``--cluster cluster-vllm`` the same with vLLM workers, where the tree search, which forks on SGLang's
+``/generate``, is left out), started here (and stopped at the end) unless it is running already. For each
+policy it routes by, other than the running gateway's own, it puts one more SMG over the same workers for the time
+of that policy, then stops it.
 
 Each policy gets the same workload, on caches flushed on both workers first:
 
@@ -63,6 +65,7 @@ sys.path.insert(0, str(ENGINES_PY.parent))
 import engines as engine_script  # noqa: E402  # the one place that knows the engines' folders
 
 from agentcache.backends import AsyncSGLangClient  # noqa: E402
+from agentcache.cache.options import CacheOptions  # noqa: E402
 from agentcache.canon import CanonicalPolicy  # noqa: E402
 from agentcache.demo.live import SCALE  # noqa: E402
 from agentcache.demo.scenario import session  # noqa: E402
@@ -98,7 +101,8 @@ KEYS_OVER_ROUND_ROBIN = 2 / 3
 class Result:
     policy: Policy
     turns: list[Turn]
-    tree: SearchTree
+    tree: SearchTree | None
+    """The tree search's, on SGLang workers (None on vLLM's)."""
     tree_workers: set[str]
     seconds: float
 
@@ -221,11 +225,12 @@ async def search(url: str, worker: str, keys: bool) -> tuple[SearchTree, set[str
 
 
 async def one_policy(
-    url: str, workers: tuple[str, ...], policy: Policy, requests: list[list[dict[str, Any]]], events: dict[str, str]
+    url: str, cluster: Running, policy: Policy, requests: list[list[dict[str, Any]]], events: dict[str, str]
 ) -> Result:
+    block = {"block_size": engine_script.VLLM_BLOCK} if cluster.engine == "vllm" else {}
     transport = AsyncCacheAwareTransport(
-        server="sglang",
-        model_dir=engine_script.MODEL_DIR,
+        server=cluster.engine,
+        cache=CacheOptions(cluster.engine, model_dir=str(engine_script.MODEL_DIR), **block),  # type: ignore[arg-type]
         cluster=Cluster() if policy.keys else Cluster(routing_key_header=None),
         policy=CanonicalPolicy(relocate_volatile=True),
         ask_output_ids=True,
@@ -233,17 +238,24 @@ async def one_policy(
         kv_events=events or None,
     )
     began = time.monotonic()
+    if cluster.engine != "sglang":
+        await agents(url, transport, requests)
+        return Result(policy, transport.middleware.ledger.turns(), None, set(), time.monotonic() - began)
     _, (tree, tree_workers) = await asyncio.gather(
-        agents(url, transport, requests), search(url, workers[0], policy.keys)
+        agents(url, transport, requests), search(url, cluster.workers[0], policy.keys)
     )
     seconds = time.monotonic() - began
     return Result(policy, transport.middleware.ledger.turns(), tree, tree_workers, seconds)
 
 
-async def flush(workers: tuple[str, ...]) -> None:
+async def flush(cluster: Running) -> None:
     """Empty every worker's cache, straight (not through the gateway), so each policy starts from the empty cache
     a fresh client-side model assumes. SGLang refuses while a request runs, such as the gateway's health probe."""
-    for worker in workers:
+    for worker in cluster.workers:
+        if cluster.engine == "vllm":  # a dev-mode endpoint: engines.py starts vLLM with VLLM_SERVER_DEV_MODE=1
+            async with httpx.AsyncClient(base_url=worker, timeout=60) as http:
+                (await http.post("/reset_prefix_cache")).raise_for_status()
+            continue
         async with AsyncSGLangClient(worker) as client:
             for attempt in itertools.count():
                 try:
@@ -257,8 +269,9 @@ async def flush(workers: tuple[str, ...]) -> None:
 
 @dataclass(frozen=True)
 class Running:
-    """The project's cluster, from its run record."""
+    """One of the project's clusters, from its run record."""
 
+    name: str
     url: str
     policy: str
     workers: tuple[str, ...]
@@ -267,16 +280,21 @@ class Running:
     """Where each worker publishes its KV cache events, by its URL (the name the gateway gives it)."""
 
     @classmethod
-    def read(cls) -> Running | None:
-        record = engine_script.running("cluster")
+    def read(cls, name: str) -> Running | None:
+        record = engine_script.running(name)
         if record is None:
             return None
         workers = record["workers"]
         assert isinstance(workers, list)
-        records = (engine_script.running(engine_script.worker_name("cluster", i)) or {} for i in range(len(workers)))
+        records = (engine_script.running(engine_script.worker_name(name, i)) or {} for i in range(len(workers)))
         events = {str(r["url"]): str(r["kv_events"]) for r in records if r.get("kv_events")}
         pool = int(str(record["kv_pool"]))
-        return cls(str(record["url"]), str(record["policy"]), tuple(map(str, workers)), pool, events)
+        return cls(name, str(record["url"]), str(record["policy"]), tuple(map(str, workers)), pool, events)
+
+    @property
+    def engine(self) -> str:
+        """What the workers run: ``sglang`` or ``vllm``."""
+        return str(engine_script.CLUSTERS[self.name])
 
     @contextmanager
     def gateway(self, policy: str) -> Iterator[str]:
@@ -302,24 +320,30 @@ def engines_py(*args: str) -> str:
 
 
 def report(results: list[Result], sessions: int, turns: int) -> int:
-    first = results[0].tree.account()
+    trees = [r.tree for r in results if r.tree is not None]
     print(
         f"{'policy':<14}{'hit ratio':>10}{'prefill':>9}{'p50 s':>7}{'run s':>7}{'mispredicted':>13}{'moved':>6}"
         f"{'turns/worker':>13}{'MCTS prefill':>13}{'vs bound':>9}{'MCTS workers':>13}"
     )
     for r in results:
-        acc = r.tree.account()
-        prefill = acc.server_prefill or 0
+        tree = "{:>13}{:>9}{:>13}".format("-", "-", "-")
+        if r.tree is not None:
+            acc = r.tree.account()
+            prefill = acc.server_prefill or 0
+            tree = f"{prefill:>13,}{prefill / acc.lower_bound:>8.2f}x{len(r.tree_workers):>13}"
         print(
             f"{r.policy.name:<14}{r.hit_ratio:>10.3f}{r.prefill:>9,}{r.p50:>7.2f}{r.seconds:>7.1f}"
-            f"{len(r.mispredicted):>13}{r.moved:>6}{r.split:>13}{prefill:>13,}{prefill / acc.lower_bound:>8.2f}x"
-            f"{len(r.tree_workers):>13}"
+            f"{len(r.mispredicted):>13}{r.moved:>6}{r.split:>13}{tree}"
         )
-    print(
-        f"MCTS: {len(results[0].tree.nodes)} nodes, {first.requests} requests, lower bound {first.lower_bound:,} "
-        f"of {first.unique_tokens:,} unique prompt tokens; the same tree under every policy: "
-        f"{all(single_server.shape(r.tree) == single_server.shape(results[0].tree) for r in results)}"
-    )
+    if trees:
+        first = trees[0].account()
+        print(
+            f"MCTS: {len(trees[0].nodes)} nodes, {first.requests} requests, lower bound {first.lower_bound:,} "
+            f"of {first.unique_tokens:,} unique prompt tokens; the same tree under every policy: "
+            f"{all(single_server.shape(tree) == single_server.shape(trees[0]) for tree in trees)}"
+        )
+    else:
+        print("MCTS: not run (it forks on SGLang's /generate; these workers are vLLM's)")
     for r in results:
         for t in r.mispredicted[:3]:
             print(
@@ -329,7 +353,6 @@ def report(results: list[Result], sessions: int, turns: int) -> int:
             )
     by = {r.policy.name: r for r in results}
     keys, aware, robin = by["routing keys"], by["cache_aware"], by["round_robin"]
-    bound = keys.tree.account()
     checks = [
         (
             "every turn recorded, predicted == reported, under every policy",
@@ -340,11 +363,15 @@ def report(results: list[Result], sessions: int, turns: int) -> int:
             f"routing keys' uncached tokens <= {KEYS_OVER_ROUND_ROBIN:.2f} x round_robin's",
             keys.prefill <= KEYS_OVER_ROUND_ROBIN * robin.prefill,
         ),
-        (
-            "MCTS prefill under routing keys <= 1.1 x lower bound",
-            (bound.server_prefill or 0) <= 1.1 * bound.lower_bound,
-        ),
     ]
+    if keys.tree is not None:
+        bound = keys.tree.account()
+        checks.append(
+            (
+                "MCTS prefill under routing keys <= 1.1 x lower bound",
+                (bound.server_prefill or 0) <= 1.1 * bound.lower_bound,
+            )
+        )
     for name, ok in checks:
         print(f"{'PASS' if ok else 'FAIL'}  {name}")
     return 0 if all(ok for _, ok in checks) else 1
@@ -362,29 +389,31 @@ def main() -> int:
         action="store_true",
         help="model each worker's evictions instead of reading its KV events (the pool must then hold the working set)",
     )
+    parser.add_argument(
+        "--cluster", choices=engine_script.CLUSTERS, default="cluster", help="cluster-vllm: vLLM workers, no MCTS"
+    )
     args = parser.parse_args()
-    started = Running.read() is None
+    started = Running.read(args.cluster) is None
     if started:
-        engines_py("install", "cluster")
-        engines_py(
-            "start", "cluster", "--workers", "2", "--policy", "consistent_hashing", "--kv-pool", str(args.kv_pool)
-        )
-    cluster = Running.read() or sys.exit("the cluster did not start: see engines.py status cluster")
+        engines_py("install", args.cluster)
+        start = ("--workers", "2", "--policy", "consistent_hashing", "--kv-pool", str(args.kv_pool))
+        engines_py("start", args.cluster, *start)
+    cluster = Running.read(args.cluster) or sys.exit(f"the cluster did not start: see engines.py status {args.cluster}")
     requests = workload(args.sessions, args.turns)
     results = []
     try:
         for policy in POLICIES:
-            asyncio.run(flush(cluster.workers))
+            asyncio.run(flush(cluster))
             with cluster.gateway(policy.gateway) as url:
                 events = {} if args.no_kv_events else cluster.events
-                results.append(asyncio.run(one_policy(url, cluster.workers, policy, requests, events)))
+                results.append(asyncio.run(one_policy(url, cluster, policy, requests, events)))
     finally:
         if started:
-            engines_py("stop", "cluster")
+            engines_py("stop", args.cluster)
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     print(
         f"{args.sessions} concurrent drifting sessions x {args.turns} turns + one MCTS (b=3, d=3), through SMG over "
-        f"{len(cluster.workers)} SGLang workers (KV pool {cluster.kv_pool} tokens each, KV events "
+        f"{len(cluster.workers)} {cluster.engine} workers (KV pool {cluster.kv_pool} tokens each, KV events "
         f"{'off' if args.no_kv_events or not cluster.events else 'read'}); load average {load}"
     )
     return report(results, args.sessions, args.turns)

@@ -171,15 +171,17 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{fixture}: needs the real {engine} engine (scripts/engines)")
 
 
-@pytest.hookimpl(trylast=True)  # after ``-k``/``-m`` deselection: start only the engines of tests that will run
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselection, so that the engines' markers select
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    needed: list[str] = []
     for item in items:
         for fixture in _engine_fixtures(item):
             item.add_marker(getattr(pytest.mark, fixture))
-            if FIXTURES[fixture] not in needed:
-                needed.append(FIXTURES[fixture])
     items.sort(key=lambda item: bool(_engine_fixtures(item)))  # stable: engines last
+
+
+@pytest.hookimpl(trylast=True)  # after ``-k``/``-m`` deselection: start only the engines of tests that will run
+def pytest_collection_finish(session: pytest.Session) -> None:
+    needed = dict.fromkeys(FIXTURES[fixture] for item in session.items for fixture in _engine_fixtures(item))
     for engine in needed:
         if not _skipped(engine):
             _future(engine)
@@ -189,7 +191,8 @@ def _engine_fixtures(item: pytest.Item) -> list[str]:
     """The engine fixtures ``item`` uses: by name, or as the parameter of a fixture that picks one (such as
     :func:`each_cluster`)."""
     callspec = getattr(item, "callspec", None)
-    used = {*getattr(item, "fixturenames", ()), *(callspec.params.values() if callspec else ())}
+    picked = [value for value in callspec.params.values() if isinstance(value, str)] if callspec else []
+    used = {*getattr(item, "fixturenames", ()), *picked}
     return [fixture for fixture in FIXTURES if fixture in used]
 
 

@@ -45,7 +45,16 @@ class PrefixCacheModel(Protocol):
 @runtime_checkable
 class ServerEvictions(Protocol):
     """A model an engine's KV events keep in step (:mod:`agentcache.servers.kv_events`): it drops what the server
-    said it evicted. The engines that publish them (SGLang, vLLM) have one; llama.cpp and the hosted APIs do not."""
+    said it evicted, and holds what the server held when it matched a request. The engines that publish them
+    (SGLang, vLLM) have one; llama.cpp and the hosted APIs do not."""
+
+    def peek(self, tokens: Sequence[int], extra_key: Hashable = None) -> int:
+        """The leading tokens of ``tokens`` held now, as the server would match them; the recency order untouched."""
+        ...
+
+    def insert(self, tokens: Sequence[int], extra_key: Hashable = None) -> int:
+        """Hold ``tokens`` as a request that computed them leaves them. Returns the tokens held before."""
+        ...
 
     def namespaces(self) -> list[Hashable]:
         """The ``extra_key`` of every namespace served so far."""

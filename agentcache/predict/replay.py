@@ -96,8 +96,9 @@ def _hold(model: PrefixCacheModel, tokens: Sequence[int], held: Held, namespace:
     What the server held and the model lacks is added: under concurrency the model learns a request's tokens when
     its turn is recorded, in the order responses ended, while the server stored them when it prefilled the request,
     and a request that ended later may already have matched them. What the events know the server no longer held
-    is dropped. A path that runs into blocks no event named is left to the model."""
-    if not isinstance(model, RadixCache):
+    is dropped. A path that runs into blocks no event named is left to the model. Both engines' models do this
+    (SGLang's radix tree, vLLM's block hashes), in the whole blocks the events name."""
+    if not isinstance(model, ServerEvictions):
         return
     has = model.peek(tokens, namespace)
     if has < held.tokens:

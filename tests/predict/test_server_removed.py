@@ -11,6 +11,7 @@ from agentcache.cache.options import CacheOptions
 from agentcache.predict.prompt import PromptTokenizer
 from agentcache.predict.replay import Replay
 from agentcache.servers import ChatTemplate, ServerPrompt
+from agentcache.servers.kv_events import Held
 from agentcache.tokens import get_tokenizer
 
 TEMPLATE = "{% for m in messages %}<{{ m.role }}>\n{{ m.content }}\n{% endfor %}"
@@ -36,3 +37,21 @@ def test_a_removal_is_dropped_in_the_namespace_of_its_salt_only(kind: str) -> No
     assert replay.serve(request("a")).cached == BLOCK  # the lookup stops where the eviction began
     assert replay.serve(request("b")).cached > 4 * BLOCK  # the other tenant's copy is untouched
     assert replay.server_evicted[None] >= BLOCK
+
+
+@pytest.mark.parametrize("kind", ["sglang", "vllm"])
+def test_what_the_server_held_at_the_match_is_what_the_model_holds_before_it_serves(kind: str) -> None:
+    """Under concurrency a request may match blocks another request stored, before that one's turn is recorded;
+    or miss blocks the model still holds. The events' word on what the server held of the path then (``Held``)
+    brings the model to it, whichever engine it models."""
+    server = ServerPrompt(kind, ChatTemplate(TEMPLATE, name="test template"), get_tokenizer("o200k_base"))
+    options = CacheOptions(kind, block_size=BLOCK) if kind == "vllm" else CacheOptions(kind)
+    replay = Replay(options, PromptTokenizer(get_tokenizer("o200k_base")), server_prompt=server)
+    tokens = server.tokens(request("a"))
+    assert len(tokens) > 4 * BLOCK
+    replay.before_serve = lambda path: Held(3 * BLOCK, known=False)  # stored by a request not recorded yet
+    assert replay.serve(request("a")).cached == 3 * BLOCK
+    replay.before_serve = lambda path: Held(BLOCK, known=True)  # the rest evicted by the time of the match
+    assert replay.serve(request("a")).cached == BLOCK
+    replay.before_serve = lambda path: Held(0, known=False)  # blocks no event named: the model keeps its own
+    assert replay.serve(request("a")).cached > 4 * BLOCK

@@ -43,6 +43,8 @@ from tests.transport.test_server_events import assert_exact_through_the_eviction
 
 TURNS = 4
 SYSTEM = "You are a coding agent working in a repository. Use the tools; answer briefly."
+GUIDE = SYSTEM + " " + " ".join(f"Rule {i}: module {i} stays small, typed and tested." for i in range(11))
+"""A system prompt of about 170 tokens: a prefix several sessions share, five of vLLM's 32-token blocks."""
 
 
 # --- without an engine --------------------------------------------------------------------------------
@@ -297,10 +299,12 @@ def test_round_robin_moves_turns_and_every_miss_it_causes_is_worker_changed(
 def test_concurrent_sessions_under_memory_pressure_are_predicted_exactly_from_the_workers_events(
     each_cluster: EngineInfo,
 ) -> None:
-    """Eight sessions at once through round robin, each with a document of its own: their working set, about
-    12,000 tokens, is three times what each worker's 4,096-token pool holds, so the workers evict while other
-    sessions' requests are in flight, and a session's turns move between workers. The workers' KV events keep
-    every prediction equal to the report (deliver 3: memory pressure)."""
+    """Eight sessions at once through round robin, each with a document of its own after a guide they all share:
+    their working set, about 12,000 tokens, is three times what each worker's 4,096-token pool holds, so the
+    workers evict while other sessions' requests are in flight, and a session's turns move between workers. The
+    shared guide (several of vLLM's blocks) is prefilled by whichever request comes first, and found by the others
+    while the first is still running, or not: the workers' KV events say which, so every prediction equals the
+    report (deliver 3: memory pressure)."""
     cluster = each_cluster
     cluster.empty_cache()
     transport = AsyncCacheAwareTransport(
@@ -314,7 +318,7 @@ def test_concurrent_sessions_under_memory_pressure_are_predicted_exactly_from_th
 
     async def session(http: httpx.AsyncClient, index: int) -> None:
         name = f"pressure-{index}"
-        history = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": document(name)}]
+        history = [{"role": "system", "content": GUIDE}, {"role": "user", "content": document(name)}]
         for step in range(TURNS):
             body = {"model": cluster.model, "messages": history, "max_tokens": 3, "temperature": 0}
             response = await http.post("/v1/chat/completions", json=body, headers={SESSION_HEADER: name})
