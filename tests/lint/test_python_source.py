@@ -292,6 +292,32 @@ POSITIVE = {
         def build(model):
             return model.invoke([SystemMessage(content=PROMPT.substitute(day=today()))])  # expect: AC101
     """,
+    "system_message_rebuilt_by_a_helper_named_so": """
+        import time
+        import uuid
+        from letta_like.prompts import PromptGenerator, compile_system_message
+
+        class Agent:
+            def rebuild(self, state):
+                edited = time.time()
+                text = compile_system_message(system_prompt=state.system, memory_last_edit=edited)  # expect: AC101
+                self.messages.update_message_by_id(state.message_ids[0], MessageUpdate(content=text))
+
+            async def step(self, state, messages):
+                messages[0].content[0].text = await PromptGenerator.compile_system_message_async(  # expect: AC101
+                    state.system, session=uuid.uuid4().hex
+                )
+
+        def refresh(memory):
+            return build_agent_system_prompt_for_memory(memory, f"{time.monotonic()}")  # expect: AC101
+
+        def _get_system_message(memories):
+            lines = [f"- [{memory.id or uuid.uuid4().hex[:8]}] {memory.text}" for memory in memories]
+            return "You keep these memories: " + "; ".join(lines)  # expect: AC101
+
+        def extract(model, memories, conversation):
+            model.invoke([_get_system_message(memories), Message(role="user", content=conversation)])
+    """,
 }
 
 NEGATIVE = {
@@ -468,6 +494,19 @@ NEGATIVE = {
     "shadowed_module_names": """
         def answer(time, uuid):
             return {"role": "system", "content": f"At {time.time()} for {uuid.uuid4()}"}
+    """,
+    "helpers_that_render_other_messages_or_take_a_system_message": """
+        import logging
+        import time
+        from letta_like.prompts import compile_system_message, compile_user_message, get_system_message
+
+        def turn(state, messages, question):
+            messages.append(compile_user_message(question, sent_at=time.time()))
+            logging.info(format_log_line(step="rebuild", at=time.time()))
+            current = get_system_message(agent_id=state.id, created_at=time.time())
+            text = compile_system_message(system_prompt=state.system, timezone=state.timezone)
+            if is_system_message(f"{time.time()}") or log_system_prompt(text, time.time()):
+                return current
     """,
     "silenced_with_noqa": """
         import time

@@ -252,17 +252,19 @@ class Interpreter(Statements):
                 return args[0]
         callee = last_name(func) or ""
         # What an unknown call returns depends on its receiver and positional arguments. Keyword arguments count
-        # where they fill a text (``template.format(date=...)``) or a constructor's fields, but for the ids and
-        # times a record keeps (``run_id=``, ``timestamp=``): an id passed to a method configures the call, by
-        # keyword or as a variable that says so (``toolkit.clone_for_session(new_session_id)``).
+        # where they fill a text (``template.format(date=...)``), a constructor's fields or a system prompt that a
+        # helper's name says it makes (``compile_system_message(last_edit=...)``), but for the ids and times a
+        # record keeps (``run_id=``, ``timestamp=``): an id passed to a method configures the call, by keyword or
+        # as a variable that says so (``toolkit.clone_for_session(new_session_id)``).
         made = callee if callee[:1].isupper() else _class_of(func)  # Tool(...), Tool.from_function(...)
         if made and self.words.is_record(made):
             return CLEAN  # a record's ids and times are its bookkeeping (see Vocabulary.record_words)
         if not made and self.words.returns_tool_calls(callee):
             return CLEAN  # the model's tool calls, parsed from its reply: not the definitions sent
+        system = self.words.makes_system_prompt(callee)
         if callee in TEXT_METHODS or callee in ("dict", "partial"):
             filled = list(kwargs.values())
-        elif made:
+        elif made or system:
             filled = [value for key, value in kwargs.items() if not self.words.is_bookkeeping(key)]
         else:
             filled = []
@@ -270,16 +272,19 @@ class Interpreter(Statements):
         if isinstance(func, ast.Attribute) and name is None and not made and callee not in TEXT_METHODS:
             given = [value for arg, value in zip(node.args, args, strict=True) if not self._names_an_id(arg)]
         everything = combine(receiver, *given, *filled, *spread)
+        result: Value | None = None
         if isinstance(func, ast.Name) and scope.lookup(func.id) is None and func.id not in self.imports:
             result = builtin(func.id, node, args)
-            if result is not None:
-                return result
             function = self.functions.get(func.id)
-            if function is not None:
-                return self.inline(function, node, args, kwargs, skip_self=False) or everything
-        if isinstance(func, ast.Attribute):
-            return self.method(func, node, receiver, args, kwargs, scope) or everything
-        return everything
+            if result is None and function is not None:
+                result = self.inline(function, node, args, kwargs, skip_self=False)
+        elif isinstance(func, ast.Attribute):
+            result = self.method(func, node, receiver, args, kwargs, scope)
+        if result is None:
+            result = everything
+            if system:  # a helper not followed: what it returns is the system prompt, wherever it is put
+                self.sinks.system_sink(node, result)
+        return result
 
     def method(
         self,

@@ -129,7 +129,12 @@ class Statements(ABC):
         self.order = outer
 
     def return_statement(self, node: ast.Return, scope: Scope, returns: list[Value]) -> None:
-        returns.append(self.expr(node.value, scope))
+        """What a function whose name says it makes a system prompt returns is one, wherever its caller puts it
+        (``messages[0].content = build_system_prompt()``)."""
+        value = self.expr(node.value, scope)
+        if node.value is not None and self.words.makes_system_prompt(self.stack[-1].name if self.stack else ""):
+            self.sinks.system_sink(node.value, value)
+        returns.append(value)
 
     def expression_statement(self, node: ast.Expr, scope: Scope, returns: list[Value]) -> None:
         self.expr(node.value, scope)

@@ -53,6 +53,10 @@ class Vocabulary:
     """Calls taking ``(model, tools, prompt=...)``."""
     system_names: tuple[str, ...] = ("system_prompt", "system_message", "custom_instructions")
     """A variable or attribute whose name ends so holds a system prompt."""
+    system_makers: frozenset[str] = frozenset(
+        {"get", "build", "compile", "render", "make", "create", "generate", "format", "compose", "construct"}
+    )
+    """Verbs that start the name of a function returning a system prompt (:meth:`makes_system_prompt`)."""
     system_roles: frozenset[str] = frozenset({"system", "developer"})
     """Message roles that make the system prompt."""
     record_words: frozenset[str] = frozenset(
@@ -70,6 +74,13 @@ class Vocabulary:
         """Whether a constructor's keyword argument is a record's id or time (``id=``, ``run_id=``,
         ``timestamp=``, ``created_at=``): the object carries it, but what it renders does not."""
         return keyword in ("id", "uuid", "timestamp", "time", "date") or keyword.endswith(("_id", "_at", "_time"))
+
+    def makes_system_prompt(self, function: str) -> bool:
+        """Whether a function's name says it returns a system prompt: a verb of ``system_makers``, then a name that
+        ends as ``system_names`` say, before what it is made from, for or with and an ``_async``
+        (``compile_system_message_async``, ``get_system_message_from_compiled_memory``). Other verbs take one
+        (``is_system_message``, ``log_system_prompt``)."""
+        return _makes(function, self.system_makers, self.system_names)
 
     def is_record(self, name: str) -> bool:
         """Whether an identifier names a record (``RunOutput``, ``tool_call``), by its words."""
@@ -103,6 +114,17 @@ _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 def _words(name: str) -> frozenset[str]:
     """The words of an identifier, lowercased: asked of every class and method called, most of them many times."""
     return frozenset(word.lower() for word in _WORD.findall(name))
+
+
+#: Where a function's name goes on from what it makes to what it is made of (``_from_memory``, ``_async``).
+_MADE_OF = re.compile(r"_(?:from|for|with|async)(?:_|$)")
+
+
+@lru_cache(maxsize=1 << 14)
+def _makes(function: str, verbs: frozenset[str], names: tuple[str, ...]) -> bool:
+    """:meth:`Vocabulary.makes_system_prompt`, once per name: asked of every call."""
+    verb, _, made = function.lstrip("_").lower().partition("_")
+    return verb in verbs and _MADE_OF.split(made, maxsplit=1)[0].endswith(names)
 
 
 #: Words that say a function makes tool definitions, even when it names tool calls (``tool_call_schema``).
