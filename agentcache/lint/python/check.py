@@ -96,6 +96,7 @@ class PythonSession:
         except RecursionError:
             return Checked((_unparsable(source, 1, 1, "not parsable: nesting too deep for Python's parser"),))
         module, package = self.project.module(source.path), self.project.package(source.path)
+        templates = self.project.templates(source.path)
         results: list[tuple[Rule, ast.expr, str]] = []
         exports: dict[str, frozenset[Origin]] = {}
         imported: set[str] = set()
@@ -103,7 +104,7 @@ class PythonSession:
         reading = self.project.reading()
         try:
             for part in itertools.chain([tree], trees):
-                analysis = Interpreter(part, self.words, package, reading, scope)
+                analysis = Interpreter(part, self.words, package, reading, scope, templates)
                 analysis.run()
                 results.extend(analysis.sinks.results())
                 exports.update(analysis.exports())

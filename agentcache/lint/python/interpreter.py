@@ -15,6 +15,7 @@ from agentcache.lint.python.project import Reading
 from agentcache.lint.python.sinks import MESSAGE_FIELDS, sorts_keys
 from agentcache.lint.python.statements import Statements
 from agentcache.lint.python.syntax import Function, constant, definitions, dotted, imports, last_name
+from agentcache.lint.python.templates import TemplateFiles, reads
 from agentcache.lint.python.values import (
     CLEAN,
     KEY_ORDER,
@@ -42,9 +43,11 @@ from agentcache.lint.python.vocabulary import (
     MUTATORS,
     OPAQUE,
     ORDER_FREE,
+    RENDERERS,
     SEQUENCERS,
     SET_ALGEBRA,
     SET_OPERATORS,
+    TEMPLATE_SOURCES,
     TEXT_METHODS,
     VOCABULARY,
     Vocabulary,
@@ -64,13 +67,16 @@ class Interpreter(Statements):
         package: str = "",
         learned: Reading | None = None,
         scope: Scope | None = None,
+        templates: TemplateFiles | None = None,
     ) -> None:
         """``package`` resolves relative imports; ``learned`` holds what other modules export
         (:class:`~agentcache.lint.python.project.Project`): ``mod.f()`` for a helper, ``mod.NAME`` for a constant.
-        ``scope``: the module-level names an earlier part of the same module bound."""
+        ``scope``: the module-level names an earlier part of the same module bound. ``templates``: the template
+        files and modules of the module's package, that a template rendered by name or class is read from."""
         super().__init__(tree, words)
         if scope is not None:
             self.globals = scope
+        self.templates = templates if templates is not None else TemplateFiles()
         self.imports = imports(self.nodes, package)
         self.functions, self.methods = definitions(self.nodes)
         self.learned = learned if learned is not None else Reading({})
@@ -251,6 +257,14 @@ class Interpreter(Statements):
             if name in LAYOUT_KEEPING and len(args) == 1:
                 return args[0]
         callee = last_name(func) or ""
+        if (callee in TEMPLATE_SOURCES and not _class_of(func)) or name in TEMPLATE_SOURCES:
+            template = self.template_source(callee, node, args)
+            if template is not None:
+                return template
+        elif callee in RENDERERS and isinstance(func, ast.Attribute):
+            rendered = self.rendered(func.value, node, receiver, scope)
+            if rendered is not None:
+                return rendered
         # What an unknown call returns depends on its receiver and positional arguments. Keyword arguments count
         # where they fill a text (``template.format(date=...)``), a constructor's fields or a system prompt that a
         # helper's name says it makes (``compile_system_message(last_edit=...)``), but for the ids and times a
@@ -314,6 +328,48 @@ class Interpreter(Statements):
         if isinstance(func.value, ast.Name) and func.value.id in ("self", "cls") and attr in self.methods:
             return self.inline(self.methods[attr], node, args, kwargs, skip_self=True)
         return None
+
+    def template_source(self, callee: str, node: ast.Call, args: list[Value]) -> Value | None:
+        """A template made from a text (``env.from_string(TEXT)``, ``jinja2.Template(TEXT)``) or loaded by a
+        literal name from the package (``env.get_template("agent.jinja")``): its value is its text, which
+        :meth:`rendered` reads (None: not known)."""
+        if not args:
+            return None
+        if callee == "get_template":
+            name = constant(node.args[0])
+            text = self.templates.named(name) if isinstance(name, str) else None
+            return Value(text=text) if text is not None else None
+        return args[0] if args[0].text is not None else None
+
+    def rendered(self, made: ast.expr, node: ast.Call, receiver: Value, scope: Scope) -> Value | None:
+        """``template.render(agent=...)`` of a template whose text is known (``receiver.text``, or the file its
+        class names when ``made`` constructs one, ``AgentTemplate(agent=self)``): of each variable, what the text
+        prints or iterates of it (``{{ agent.name }}`` reads ``self.name``, a field a class sets), iterated in
+        its order. None when the text or the variables are not known: then the call combines its inputs."""
+        text, given = receiver.text, node.keywords
+        if text is None and isinstance(made, ast.Call):
+            text, given = self.class_template(made.func, scope), [*made.keywords, *node.keywords]
+        found = reads(text) if text is not None else None
+        if found is None or node.args or any(keyword.arg is None for keyword in given):
+            return None
+        parts = [receiver] if receiver.text is not None else []
+        for keyword in given:
+            variable = keyword.arg or ""
+            for attribute in found.get(variable, ()):
+                read: ast.expr = keyword.value
+                site: ast.expr = ast.Name(variable)
+                if attribute is not None:
+                    read = ast.copy_location(ast.Attribute(read, attribute, ast.Load()), read)
+                    site = ast.Attribute(site, attribute, ast.Load())
+                parts.append(ordered(self.expr(read, scope), ast.copy_location(site, node)))
+        return combine(*parts)
+
+    def class_template(self, made: ast.expr, scope: Scope) -> str | None:
+        """The template text of the class ``made`` names, defined in this module or imported."""
+        if isinstance(made, ast.Name) and scope.lookup(made.id) is None and made.id not in self.imports:
+            return self.templates.class_template(made.id, self.tree)
+        name = self.qualname(made, scope)
+        return self.templates.class_template(name) if name else None
 
     def join_text(self, separator: str, node: ast.Call, iterable: Value, scope: Scope) -> Value:
         """``SEP.join([...])`` of a literal list is laid out like concatenation; of anything else, a whole."""

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agentcache.lint.python.templates import TemplateFiles
 from agentcache.lint.python.values import Origin, volatile
 from agentcache.lint.python.vocabulary import VOCABULARY, Vocabulary
 
@@ -85,6 +86,12 @@ class Project:
                 known = ""
             self._packages[folder] = known
         return known
+
+    def templates(self, path: Path) -> TemplateFiles:
+        """The template files and modules of the package ``path`` is in, found from its import root."""
+        module = self.module(path)
+        depth = module.count(".") + (path.stem == "__init__")
+        return TemplateFiles(path.parents[depth] if module else None, module)
 
     def reading(self) -> Reading:
         """A view of :attr:`exports` for one module's analysis, that records what it reads."""

@@ -148,6 +148,10 @@ TEXT_METHODS = frozenset(
     {"format", "format_map", "substitute", "safe_substitute", "format_messages", "format_prompt", "partial"}
     | {"replace", "join", "from_template", "from_messages", "render", "render_async"}  # and Jinja's
 )
+#: Calls that make a template from a text or a file's (:meth:`Interpreter.template_source`), and the methods that
+#: render one.
+TEMPLATE_SOURCES = frozenset({"from_string", "get_template", "jinja2.Template", "jinja2.environment.Template"})
+RENDERERS = frozenset({"render", "render_async"})
 #: Keyword arguments that give a factory called once per object made (dataclasses, pydantic, attrs).
 FACTORY_KEYWORDS = frozenset({"default_factory", "factory"})
 DUMPS = frozenset({"json.dumps", "json.dump", "orjson.dumps"})

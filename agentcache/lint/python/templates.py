@@ -1,0 +1,167 @@
+"""Templates rendered into a prompt (Jinja's ``render(agent=...)``): where their text is, and what of each variable
+it prints or iterates (``{{ agent.name }}``, ``{% for m in memories %}``), so that only those attributes of the
+objects passed flow into the rendered text, and a set it iterates leaves its order there.
+
+The text is found statically or not at all: a string the module holds, a file the module's package holds by the
+name the code gives (``env.get_template("agent.jinja")``), or the file a template class names in its body
+(``template_path: str = "agent.jinja"``). Jinja's own parser reads it when ``jinja2`` is installed (an optional
+dependency: it is imported when a template is first read), else a regular expression reads ``{{ ... }}`` and
+``{% for ... in ... %}``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+#: How the files of templates rendered by name end (Jinja's, and Markdown prompts rendered through Jinja).
+TEMPLATE_SUFFIXES = (".jinja", ".jinja2", ".j2", ".md")
+
+Reads = dict[str, frozenset[str | None]]
+"""Variable -> what the template puts into its text of it: attributes (``agent.name``), None for the value itself
+(``{{ memories }}``, ``{% for m in memories %}``)."""
+
+#: Tags that bring another template's text, whose reads are not known here.
+_OTHER_TEMPLATE = re.compile(r"\{%-?\s*(?:include|extends|import|from)\b")
+_EXPRESSIONS = re.compile(r"\{\{(.*?)\}\}|\{%-?\s*(?:for\s.*?\sin|set\s[^=%]*=)\s(.*?)-?%\}", re.DOTALL)
+_STRINGS = re.compile(r"'[^']*'|\"[^\"]*\"")
+_FILTERS = re.compile(r"\|\s*[A-Za-z_]\w*")
+_CHAIN = re.compile(r"(?<![\w.])([A-Za-z_]\w*)(?:\s*\.\s*([A-Za-z_]\w*))?")
+
+
+@lru_cache(maxsize=256)
+def reads(text: str) -> Reads | None:
+    """What ``text`` prints or iterates of each variable (None: it cannot tell, as for a template that includes
+    another or does not parse)."""
+    if _OTHER_TEMPLATE.search(text):
+        return None
+    try:
+        from jinja2 import Environment, TemplateSyntaxError, nodes
+    except ImportError:
+        return _read_by_pattern(text)
+    try:
+        tree = Environment().parse(text)
+    except TemplateSyntaxError:
+        return None
+    found: dict[str, set[str | None]] = {}
+    for node in tree.find_all((nodes.Output, nodes.For, nodes.Assign)):
+        expressions: list[Any]
+        if isinstance(node, nodes.Output):
+            expressions = node.nodes
+        else:
+            expressions = [node.iter if isinstance(node, nodes.For) else getattr(node, "node", None)]
+        for expression in expressions:
+            for name, attribute in _chains(expression, nodes):
+                found.setdefault(name, set()).add(attribute)
+    return {name: frozenset(attributes) for name, attributes in found.items()}
+
+
+def _chains(node: Any, nodes: Any) -> Iterator[tuple[str, str | None]]:
+    """The variables a Jinja expression reads, each with the attribute read of it first (``task.parent.id``:
+    ``task``'s ``parent``)."""
+    if isinstance(node, nodes.Name):
+        yield node.name, None
+        return
+    if isinstance(node, (nodes.Getattr, nodes.Getitem)) and isinstance(node.node, nodes.Name):
+        if isinstance(node, nodes.Getattr):
+            key = node.attr
+        else:
+            key = node.arg.value if isinstance(node.arg, nodes.Const) else None
+        yield node.node.name, key if isinstance(key, str) else None
+        if isinstance(node, nodes.Getitem):
+            yield from _chains(node.arg, nodes)
+        return
+    for child in node.iter_child_nodes():
+        yield from _chains(child, nodes)
+
+
+def _read_by_pattern(text: str) -> Reads:
+    """:func:`reads` without Jinja: the names and first attributes in ``{{ ... }}``, ``{% for ... in ... %}`` and
+    ``{% set ... = ... %}``, strings and filter names left out."""
+    found: dict[str, set[str | None]] = {}
+    for match in _EXPRESSIONS.finditer(text):
+        expression = _FILTERS.sub("|", _STRINGS.sub("''", match.group(1) or match.group(2) or ""))
+        for chain in _CHAIN.finditer(expression):
+            found.setdefault(chain.group(1), set()).add(chain.group(2))
+    return {name: frozenset(attributes) for name, attributes in found.items()}
+
+
+class TemplateFiles:
+    """The template files and modules of the package a module belongs to, found by the names its code gives."""
+
+    def __init__(self, root: Path | None = None, package: str = "") -> None:
+        """``root``: the folder the top-level package is in (the import root); ``package``: the module's
+        package, whose top level is searched for template files."""
+        self.root = root
+        top = package.partition(".")[0]
+        self.folder = root / top if root is not None and top else None
+
+    def named(self, name: str) -> str | None:
+        """The text of the one template file in the package whose path ends with ``name`` (None: none, or several
+        that the name does not tell apart)."""
+        if self.folder is None or not name.endswith(TEMPLATE_SUFFIXES):
+            return None
+        suffix = "/" + name.replace("\\", "/").lstrip("./")
+        found = [path for path in _template_files(self.folder) if path.as_posix().endswith(suffix)]
+        return _text(found[0]) if len(found) == 1 else None
+
+    def class_template(self, qualname: str, local: ast.Module | None = None) -> str | None:
+        """The text of the template file a template class names in its body or a base's in the same module:
+        ``local`` is the module a class defined there is looked up in, else the module ``qualname`` names."""
+        module, _, name = qualname.rpartition(".")
+        tree = local if local is not None else self._module(module)
+        classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)} if tree else {}
+        seen: set[str] = set()
+        while name in classes and name not in seen:
+            seen.add(name)
+            for file in _template_names(classes[name]):
+                text = self.named(file)
+                if text is not None:
+                    return text
+            name = next((base.id for base in classes[name].bases if isinstance(base, ast.Name)), "")
+        return None
+
+    def _module(self, dotted: str) -> ast.Module | None:
+        if self.root is None or not dotted:
+            return None
+        base = self.root.joinpath(*dotted.split("."))
+        for path in (base.with_suffix(".py"), base / "__init__.py"):
+            if path.is_file():
+                return _parsed(path)
+        return None
+
+
+def _template_names(node: ast.ClassDef) -> Iterator[str]:
+    """The template file names a class body gives its fields (``template_path: str = "agent.jinja"``,
+    ``source: Path = Path("agent.jinja")``)."""
+    for item in node.body:
+        value = item.value if isinstance(item, (ast.Assign, ast.AnnAssign)) else None
+        if isinstance(value, ast.Call) and len(value.args) == 1 and getattr(value.func, "id", None) == "Path":
+            value = value.args[0]
+        if isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value.endswith(TEMPLATE_SUFFIXES):
+            yield value.value
+
+
+@lru_cache(maxsize=64)
+def _template_files(folder: Path) -> tuple[Path, ...]:
+    return tuple(sorted(path for path in folder.rglob("*") if path.suffix in TEMPLATE_SUFFIXES and path.is_file()))
+
+
+@lru_cache(maxsize=256)
+def _text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+@lru_cache(maxsize=64)
+def _parsed(path: Path) -> ast.Module | None:
+    try:
+        return ast.parse(path.read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return None
