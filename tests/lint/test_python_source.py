@@ -648,10 +648,12 @@ def test_a_helper_in_another_module_is_followed(tmp_path: Path) -> None:
     assert "`get_today_str()`" in finding.message
 
 
-def test_a_field_of_a_base_class_in_another_module_is_followed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("other", ["", "    id: str = Field(default_factory=lambda: uuid.uuid4().hex)\n"])
+def test_a_field_of_a_base_class_in_another_module_is_followed(tmp_path: Path, other: str) -> None:
     """semantic-kernel's shape: the base class gives every agent a random name by ``default_factory`` (through a
     helper in a third module), and a subclass in another module sends it as its system message's name. The
-    subclass's module is walked first."""
+    subclass's module is walked first; the base's ``name`` is learned after its ``id`` (``other``), which the
+    subclass does not read: it is checked again for the field it reads."""
     chat = (
         "class ChatAgent({}):\n"
         "    def messages(self, history):\n"
@@ -660,10 +662,11 @@ def test_a_field_of_a_base_class_in_another_module_is_followed(tmp_path: Path) -
     package = _package(
         tmp_path / "kernel",
         a_chat="from .base import Agent\n\n" + chat.format("Agent"),
-        base="from pydantic import BaseModel, Field\n"
+        base="import uuid\nfrom pydantic import BaseModel, Field\n"
         "from .naming import random_name\n\n"
         "class Agent(BaseModel):\n"
         "    instructions: str = 'You help.'\n"
+        f"{other}"
         "    name: str = Field(default_factory=lambda: f'agent_{random_name()}')\n",
         naming="import random\nimport string\n\n"
         "def random_name(length=8):\n    return ''.join(random.choices(string.ascii_letters, k=length))\n",
@@ -673,6 +676,48 @@ def test_a_field_of_a_base_class_in_another_module_is_followed(tmp_path: Path) -
     # The base module imported as a module (from . import base; base.Agent): found whatever the walk order.
     (package / "a_chat.py").write_text("from . import base\n\n" + chat.format("base.Agent"))
     assert lint_paths([tmp_path]).findings == result.findings
+
+
+@pytest.mark.parametrize(
+    ("init", "text"),
+    [
+        ("__init__.py", "from .base import Agent\n"),
+        ("__init__.pyi", "from .base import Agent as Agent\n"),  # the stub of a package that imports lazily
+        # A lazy import's table, that __getattr__ imports from.
+        (
+            "__init__.py",
+            "import importlib\n_AGENTS = {'Agent': '.base'}\n\ndef __getattr__(name):\n"
+            "    return getattr(importlib.import_module(_AGENTS[name], __name__), name)\n",
+        ),
+    ],
+)
+def test_a_class_a_package_reexports_is_followed(tmp_path: Path, init: str, text: str) -> None:
+    """semantic-kernel's import: ``from kernel.agents import Agent``, the class defined in ``kernel.agents.base``
+    and re-exported by the package's ``__init__``; its random ``name`` reaches a subclass's system message."""
+    _package(tmp_path / "kernel")
+    agents = _package(
+        tmp_path / "kernel" / "agents",
+        base="import random\nfrom pydantic import BaseModel, Field\n\n"
+        "class Agent(BaseModel):\n"
+        "    name: str = Field(default_factory=lambda: f'agent_{random.randint(0, 999)}')\n"
+        "    label: str = 'helper'\n",
+    )
+    (agents / init).write_text(text)
+    chat = (
+        "from kernel.agents import {}\n\n"
+        "class ChatAgent({}):\n"
+        "    def messages(self, history):\n"
+        "        return [Message(role='system', content='You help.', name=self.{}), *history]\n"
+    )
+    (tmp_path / "kernel" / "a_chat.py").write_text(chat.format("Agent", "Agent", "name"))
+    findings = lint_paths([tmp_path]).findings
+    assert [(Path(f.path).name, f.line, f.code) for f in findings] == [("a_chat.py", 5, "AC101")]
+    # A stable field of it, or a class of the same name the package does not re-export, is not reported.
+    (tmp_path / "kernel" / "a_chat.py").write_text(chat.format("Agent", "Agent", "label"))
+    assert lint_paths([tmp_path]).findings == ()
+    (agents / init).write_text(text.replace("Agent", "Team"))
+    (tmp_path / "kernel" / "a_chat.py").write_text(chat.format("Agent", "Agent", "name"))
+    assert lint_paths([tmp_path]).findings == ()
 
 
 def test_syntax_newer_than_the_interpreter_is_a_note_not_a_finding(tmp_path: Path) -> None:

@@ -53,7 +53,7 @@ class PythonSession:
         """The syntax tree of the module last checked, when it was parsed whole: the breakpoint rules read it too,
         instead of parsing the file again (:class:`~agentcache.lint.python_breakpoints.WithBreakpoints`)."""
 
-    def revisit(self) -> dict[Path, frozenset[str]]:
+    def revisit(self) -> dict[Path, frozenset[tuple[str, str | None]]]:
         return self.project.revisit()
 
     def lesson(self) -> Lesson | None:
@@ -99,7 +99,6 @@ class PythonSession:
         templates = self.project.templates(source.path)
         results: list[tuple[Rule, ast.expr, str]] = []
         exports: dict[str, frozenset[Origin]] = {}
-        imported: set[str] = set()
         scope = None
         reading = self.project.reading()
         try:
@@ -108,14 +107,13 @@ class PythonSession:
                 analysis.run()
                 results.extend(analysis.sinks.results())
                 exports.update(analysis.exports())
-                imported.update(analysis.imports.values())
                 scope = analysis.globals
         except SyntaxError as exc:  # a later part of a large module: the whole module is unparsable
             line, column = exc.lineno or 1, exc.offset or 1
             return Checked((_unparsable(source, line, max(column, 1), f"not valid Python: {exc.msg}"),))
         except RecursionError:
             return Checked((_unparsable(source, 1, 1, "not analysed: expressions or branches nested too deep"),))
-        self.last = self.project.lesson(source.path, module, exports, imported, reading)
+        self.last = self.project.lesson(source.path, module, exports, reading)
         self.project.learn(self.last)
         if len(text) <= PART_BYTES:  # one part: the tree of the whole module
             self.tree = tree

@@ -2,8 +2,9 @@
 random value or a fresh id (``get_today_str()``), and module constants that hold one.
 
 Modules are checked one by one; each one's findings use what the modules checked before it exported. A module that
-imports a helper learned only later is checked again at the end (:meth:`Project.revisit`), so the order of the walk
-changes no finding.
+read a name before what it exports was learned (a helper, a class's field) is checked again at the end
+(:meth:`Project.revisit`), so the order of the walk changes no finding. A name a package re-exports from its
+``__init__`` is known under the package too (``from pkg.agents import Agent``).
 
 A worker process of a parallel run checks its share of the modules with a project of its own; each module's
 :class:`Lesson` records what it read there, and the parent keeps the worker's verdict only when the parent's project
@@ -12,10 +13,13 @@ gives the same reads (:meth:`Project.holds`), so a parallel run finds exactly wh
 
 from __future__ import annotations
 
+import ast
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agentcache.lint.python.syntax import imports
 from agentcache.lint.python.templates import TemplateFiles
 from agentcache.lint.python.values import Origin, volatile
 from agentcache.lint.python.vocabulary import VOCABULARY, Vocabulary
@@ -30,8 +34,6 @@ class Lesson:
     exports: dict[str, str]
     """Its volatile names (``name``, ``name()`` for a helper, ``Class().field`` for a class's field) -> the origin
     kind they give."""
-    imports: frozenset[str]
-    """Every dotted name it imports."""
     reads: dict[str, str | None] = field(default_factory=dict)
     """Each name it looked up among the project's exports -> what it found (None: nothing)."""
 
@@ -56,11 +58,14 @@ class Project:
         self.words = words
         self.exports: dict[str, str] = {}
         """Dotted name -> origin kind of what calling (a function) or reading (a constant) it gives."""
-        self.names: set[str] = set()
-        """The dotted names of :attr:`exports`, as an import names them."""
-        self.imported: dict[Path, frozenset[str]] = {}
-        """A checked module's imports that named no known export when it was checked."""
+        self.reads: dict[Path, dict[str, str | None]] = {}
+        """What each checked module read of :attr:`exports` (its lesson's reads)."""
+        self.readers: dict[str, set[Path]] = {}
+        """Export name -> the checked modules that read it."""
+        self.stale: set[Path] = set()
+        """Checked modules that read a name as something it no longer gives."""
         self._packages: dict[Path, str] = {}
+        self._reexports: dict[Path, dict[str, str]] = {}
 
     def module(self, path: Path) -> str:
         """The dotted module name of ``path``: its name under the folders that hold an ``__init__.py``."""
@@ -97,16 +102,14 @@ class Project:
         """A view of :attr:`exports` for one module's analysis, that records what it reads."""
         return Reading(self.exports)
 
-    def lesson(
-        self, path: Path, module: str, exported: dict[str, frozenset[Origin]], imports: set[str], reading: Reading
-    ) -> Lesson:
+    def lesson(self, path: Path, module: str, exported: dict[str, frozenset[Origin]], reading: Reading) -> Lesson:
         """What a checked module teaches: its exports that are volatile (by the first kind of their origins)."""
         exports = {}
         for name, origins in exported.items():
             kinds = sorted(origin.kind for origin in volatile(origins))
             if kinds:
                 exports[name] = kinds[0]
-        return Lesson(path, module, exports, frozenset(imports), dict(reading.reads))
+        return Lesson(path, module, exports, dict(reading.reads))
 
     def holds(self, lesson: Lesson) -> bool:
         """Whether the module, checked here, would read what it read where it was checked: then its verdict and
@@ -114,26 +117,84 @@ class Project:
         return all(self.exports.get(name) == found for name, found in lesson.reads.items())
 
     def learn(self, lesson: Lesson) -> None:
-        """Record what a checked module exports, and which of its imports could still turn out volatile."""
+        """Record what a checked module exports, also under each package that re-exports it, and which modules
+        checked before read those names as something else (they are stale: :meth:`revisit`)."""
+        self.reads[lesson.path] = lesson.reads
+        self.stale.discard(lesson.path)
+        for name in lesson.reads:
+            self.readers.setdefault(name, set()).add(lesson.path)
         for name, kind in lesson.exports.items():
-            self.exports[f"{lesson.module}.{name}"] = kind
-        self._name(f"{lesson.module}.{name}" for name in lesson.exports)
-        self.imported[lesson.path] = frozenset(name for name in lesson.imports if name not in self.names)
+            for module in self._exporters(lesson.path, lesson.module, _EXPORTED.split(name, maxsplit=1)[0]):
+                export = f"{module}.{name}"
+                if self.exports.get(export) != kind:
+                    self.exports[export] = kind
+                    self.stale.update(
+                        path for path in self.readers.get(export, ()) if self.reads[path].get(export) != kind
+                    )
+
+    def _exporters(self, path: Path, module: str, name: str) -> Iterable[str]:
+        """``module``, then each enclosing package whose ``__init__`` re-exports its ``name`` (``from .agent import
+        Agent``, or a lazy import's ``{"Agent": ".agent"}``): ``from pkg.agents import Agent`` is that object."""
+        yield module
+        folder = path.parent.parent if path.stem == "__init__" else path.parent
+        while (package := self._package(folder)) and self._reexported(folder, package).get(name) == module:
+            yield package
+            module, folder = package, folder.parent
+
+    def _reexported(self, folder: Path, package: str) -> dict[str, str]:
+        """Name -> the module it comes from, for the names the package's ``__init__.py`` (or its stub,
+        ``__init__.pyi``, which a lazily importing package keeps for type checkers) imports from its modules."""
+        known = self._reexports.get(folder)
+        if known is None:
+            known = self._reexports[folder] = {}
+            for stub in (folder / "__init__.pyi", folder / "__init__.py"):
+                try:
+                    tree = ast.parse(stub.read_bytes())
+                except (OSError, SyntaxError, ValueError):
+                    continue
+                nodes = list(ast.walk(tree))
+                found = imports([node for node in nodes if isinstance(node, ast.ImportFrom)], package)
+                known.update((local, target.rpartition(".")[0]) for local, target in found.items())
+                known.update(_lazy(nodes, package))
+        return known
 
     def know(self, exports: dict[str, str]) -> None:
         """Know these exports (another project's :attr:`exports`), as if their modules had been checked here."""
         self.exports.update(exports)
-        self._name(exports)
 
-    def _name(self, exports: Iterable[str]) -> None:
-        """Add the names an import of these exports takes: ``pkg.dates.today`` for ``pkg.dates.today()`` and
-        ``pkg.base.Agent`` for ``pkg.base.Agent().name``, and the module that holds each (``from . import base``)."""
-        for export in exports:
-            name = export.partition("(")[0]
-            self.names.update((name, name.rpartition(".")[0]))
+    def revisit(self) -> dict[Path, frozenset[tuple[str, str | None]]]:
+        """Modules that read a name before what it exports was learned (their findings may change), sorted, each
+        with those names and what they now give: a helper learned later, or another field of a class it had
+        already read one of."""
+        found = {}
+        for path in sorted(self.stale):
+            changed = frozenset(
+                (name, self.exports.get(name))
+                for name, read in self.reads[path].items()
+                if self.exports.get(name) != read
+            )
+            if changed:
+                found[path] = changed
+        return found
 
-    def revisit(self) -> dict[Path, frozenset[str]]:
-        """Modules checked before an export they import was learned (their findings may change), sorted, each with
-        those exports."""
-        found = {path: names & self.names for path, names in self.imported.items()}
-        return {path: found[path] for path in sorted(found) if found[path]}
+
+#: Where an export's name ends: ``Agent`` of ``Agent().name``, ``today`` of ``today()``.
+_EXPORTED = re.compile(r"[(.]")
+
+
+def _lazy(nodes: list[ast.AST], package: str) -> Iterable[tuple[str, str]]:
+    """(name, module) of a lazy import's table (``_AGENTS = {"Agent": ".agent"}``, that ``__getattr__`` imports
+    from): a dict literal of names to the modules of the package (``.agent``, ``pkg.agents.agent``)."""
+    for node in nodes:
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values, strict=True):
+                if (
+                    isinstance(key, ast.Constant)
+                    and isinstance(key.value, str)
+                    and key.value.isidentifier()
+                    and isinstance(value, ast.Constant)
+                    and isinstance(value.value, str)
+                ):
+                    module = f"{package}{value.value}" if value.value.startswith(".") else value.value
+                    if module.startswith(f"{package}."):
+                        yield key.value, module
