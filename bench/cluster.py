@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import itertools
 import os
 import statistics
 import subprocess
@@ -69,7 +68,6 @@ from agentcache.cache.options import CacheOptions  # noqa: E402
 from agentcache.canon import CanonicalPolicy  # noqa: E402
 from agentcache.demo.live import SCALE  # noqa: E402
 from agentcache.demo.scenario import session  # noqa: E402
-from agentcache.errors import BackendError  # noqa: E402
 from agentcache.httpx import SESSION_HEADER, AsyncCacheAwareTransport, Cluster, Turn  # noqa: E402
 from agentcache.predict import causes  # noqa: E402
 from agentcache.search import MCTS, ForkProposer, SearchTree  # noqa: E402
@@ -248,25 +246,6 @@ async def one_policy(
     return Result(policy, transport.middleware.ledger.turns(), tree, tree_workers, seconds)
 
 
-async def flush(cluster: Running) -> None:
-    """Empty every worker's cache, straight (not through the gateway), so each policy starts from the empty cache
-    a fresh client-side model assumes. SGLang refuses while a request runs, such as the gateway's health probe."""
-    for worker in cluster.workers:
-        if cluster.engine == "vllm":  # a dev-mode endpoint: engines.py starts vLLM with VLLM_SERVER_DEV_MODE=1
-            async with httpx.AsyncClient(base_url=worker, timeout=60) as http:
-                (await http.post("/reset_prefix_cache")).raise_for_status()
-            continue
-        async with AsyncSGLangClient(worker) as client:
-            for attempt in itertools.count():
-                try:
-                    await client.flush_cache()
-                    break
-                except BackendError as busy:
-                    if busy.status != 400 or attempt == 100:
-                        raise
-                    await asyncio.sleep(0.5)
-
-
 @dataclass(frozen=True)
 class Running:
     """One of the project's clusters, from its run record."""
@@ -303,7 +282,7 @@ class Running:
         if self.policy == policy:
             yield self.url
             return
-        name, port = f"gateway-{policy}", engine_script.free_port()
+        name, port = f"{self.name}-gateway-{policy}", engine_script.free_port()
         _, process, url = engine_script.spawn(name, engine_script.launch_gateway(port, self.workers, policy), {}, port)
         try:
             engine_script.wait_gateway(name, process, url, len(self.workers))
@@ -403,7 +382,8 @@ def main() -> int:
     results = []
     try:
         for policy in POLICIES:
-            asyncio.run(flush(cluster))
+            for worker in cluster.workers:  # each policy from empty caches, as a fresh client-side model assumes
+                engine_script.empty_cache(cluster.engine, worker)
             with cluster.gateway(policy.gateway) as url:
                 events = {} if args.no_kv_events else cluster.events
                 results.append(asyncio.run(one_policy(url, cluster, policy, requests, events)))
@@ -412,7 +392,8 @@ def main() -> int:
             engines_py("stop", args.cluster)
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     print(
-        f"{args.sessions} concurrent drifting sessions x {args.turns} turns + one MCTS (b=3, d=3), through SMG over "
+        f"{args.sessions} concurrent drifting sessions x {args.turns} turns"
+        f"{' + one MCTS (b=3, d=3)' if cluster.engine == 'sglang' else ''}, through SMG over "
         f"{len(cluster.workers)} {cluster.engine} workers (KV pool {cluster.kv_pool} tokens each, KV events "
         f"{'off' if args.no_kv_events or not cluster.events else 'read'}); load average {load}"
     )

@@ -16,14 +16,12 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
 
 from agentcache.cache.options import CacheOptions
@@ -41,6 +39,8 @@ FIXTURES = {
     "vllm_cluster": "cluster-vllm",
 }
 """Fixture name (and marker) to engine name."""
+PICKERS = ("each_cluster",)
+"""Fixtures whose parameter is the name of the engine fixture they return."""
 SERVED_MODEL = engine_script.SERVED_NAME
 CLUSTER_START = ("--workers", "2", "--policy", "consistent_hashing")
 """Each shared cluster: two workers (SGLang in ``cluster``, vLLM in ``cluster-vllm``) behind SMG hashing
@@ -87,24 +87,7 @@ class EngineInfo:
     def empty_cache(self) -> None:
         """Drop every cached prefix, so a test starts from the state a fresh client-side model assumes."""
         for server in self.workers or (self.url,):  # a cluster's workers straight, not through the gateway
-            _flush(self.engine, server)
-
-
-def _flush(engine: str, server: str, attempts: int = 60) -> None:
-    """Empty one server's prefix cache. SGLang refuses (400) while a request runs, such as a gateway's probe."""
-    with httpx.Client(base_url=server, timeout=60) as http:
-        if engine == "llama-server":  # erasing needs --slot-save-path, which engines.py passes
-            for slot in http.get("/slots").json():
-                http.post(f"/slots/{slot['id']}", params={"action": "erase"}).raise_for_status()
-            return
-        # vLLM's is a dev-mode endpoint (engines.py starts vLLM with VLLM_SERVER_DEV_MODE=1)
-        path = "/reset_prefix_cache" if engine == "vllm" else "/flush_cache"
-        for _ in range(attempts):
-            response = http.post(path)
-            if response.status_code != 400:
-                break
-            time.sleep(0.5)
-        response.raise_for_status()
+            engine_script.empty_cache(self.engine, server)
 
 
 _started: dict[str, Future[EngineInfo]] = {}
@@ -191,7 +174,7 @@ def _engine_fixtures(item: pytest.Item) -> list[str]:
     """The engine fixtures ``item`` uses: by name, or as the parameter of a fixture that picks one (such as
     :func:`each_cluster`)."""
     callspec = getattr(item, "callspec", None)
-    picked = [value for value in callspec.params.values() if isinstance(value, str)] if callspec else []
+    picked = [callspec.params[name] for name in PICKERS if name in callspec.params] if callspec else []
     used = {*getattr(item, "fixturenames", ()), *picked}
     return [fixture for fixture in FIXTURES if fixture in used]
 
@@ -245,7 +228,7 @@ def each_cluster(request: pytest.FixtureRequest) -> EngineInfo:
 def gateway(cluster: EngineInfo, policy: str) -> Iterator[str]:
     """One more SMG gateway, routing by ``policy`` to the shared cluster's workers; yields its URL, then stops it.
     It starts in about a second: a Rust binary, with the workers already up."""
-    name, port = f"gateway-{policy}", engine_script.free_port()
+    name, port = f"{cluster.name}-gateway-{policy}", engine_script.free_port()
     cmd = engine_script.launch_gateway(port, cluster.workers, policy)
     _, process, url = engine_script.spawn(name, cmd, {}, port)
     try:

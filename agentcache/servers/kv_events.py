@@ -38,6 +38,10 @@ PUBLISHERS = ("sglang", "vllm")
 """The servers (``CacheOptions.kind``) that publish KV events."""
 KEEPS_COPIES = ("vllm",)
 """The servers that can hold one block twice (:class:`ServerBlocks` ``copies``)."""
+PUBLISHES_BEFORE_ANSWER = ("vllm",)
+"""The servers that publish a step's events before that step's outputs go out (vLLM's
+``Scheduler.update_from_output``), so the events that arrived by a request's answer are all the server did until
+its last step; SGLang publishes a request's own events after its response."""
 CONNECT_SECONDS = 5
 """How long :meth:`KvEventStream.start` waits for the publisher (an engine not up yet still gets subscribed)."""
 STORE_WAIT = 0.5
@@ -332,6 +336,8 @@ class KvEventStream:
         self.error: str | None = None
         """Why the stream stopped reading, or None while it reads."""
         self._removals: deque[tuple[float, Removal]] = deque(maxlen=MAX_PENDING)
+        self._arrivals: deque[tuple[float, int]] = deque(maxlen=MAX_PENDING)
+        """``(time.monotonic(), the last event's position)`` of each message, oldest first."""
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -366,18 +372,21 @@ class KvEventStream:
                 frames = socket.recv_multipart()
                 if len(frames) != 3:
                     continue
-                seq = int.from_bytes(frames[1], "big")
-                events = decode_batch(frames[2])
-                with self._lock:
-                    if self.blocks.seq >= 0 and seq > self.blocks.seq + 1:
-                        self.missed += seq - self.blocks.seq - 1
-                    self.last_message = now = time.monotonic()
-                    self._removals.extend((now, removal) for removal in self.blocks.apply(events, seq, now))
+                self.receive(int.from_bytes(frames[1], "big"), decode_batch(frames[2]), time.monotonic())
         except Exception as exc:  # the stream is advice: a broken one says why and stops, the requests go on
             self.error = f"{type(exc).__name__}: {exc}"
         finally:
             self._ready.set()
             socket.close()
+
+    def receive(self, seq: int, events: list[Event], now: float) -> None:
+        """Apply one message (sequence number ``seq``) that arrived at ``now`` (``time.monotonic()``)."""
+        with self._lock:
+            if self.blocks.seq >= 0 and seq > self.blocks.seq + 1:
+                self.missed += seq - self.blocks.seq - 1
+            self.last_message = now
+            self._removals.extend((now, removal) for removal in self.blocks.apply(events, seq, now))
+            self._arrivals.append((now, self.blocks.order))
 
     def _connect(self, socket: Any) -> None:
         """Connect, and wait (up to a few seconds) until the handshake with the publisher is done, so the events
@@ -417,21 +426,41 @@ class KvEventStream:
             return self.blocks.evicted_since(tokens, seq)
 
     def at_match(
-        self, tokens: Sequence[int], sent: float, matched: int | None = None, wait: float = STORE_WAIT
+        self,
+        tokens: Sequence[int],
+        sent: float,
+        matched: int | None = None,
+        answered: float | None = None,
+        wait: float = STORE_WAIT,
     ) -> tuple[list[Removal], Held]:
         """The server's cache when it matched the request sent at ``sent`` (``time.monotonic()``) whose prompt is
         ``tokens``, as of the request's own first store (past the ``matched`` tokens the server reported cached,
         when it did): the removals published before it, not taken yet, less the blocks stored again before it;
-        and what the server held of the prompt's path then. The engine publishes that store just after the
-        response, so it is waited for, up to ``wait`` seconds; without it, the events that arrived so far."""
+        and what the server held of the prompt's path then. SGLang publishes that store just after the response,
+        so it is waited for, up to ``wait`` seconds. A request that stored no new block has none: then the events
+        that arrived by ``answered``, when the request's answer came from a server that publishes before it
+        answers (:data:`PUBLISHES_BEFORE_ANSWER`; a block the request matched is freed, and can be evicted, only
+        after its answer), else the events that arrived so far."""
         deadline = time.monotonic() + wait
         while True:
             with self._lock:
                 limit = self.blocks.first_store(tokens, sent, matched or 0)
-                if limit is not None or time.monotonic() >= deadline:
-                    limit = self.blocks.order + 1 if limit is None else limit
+                if limit is None and time.monotonic() >= deadline:
+                    limit = self._order_by(answered)
+                if limit is not None:
                     return self._take(limit), self.blocks.held_before(tokens, limit)
             time.sleep(0.005)
+
+    def _order_by(self, moment: float | None) -> int:
+        """The position just past the last event that arrived by ``moment`` (None: by now)."""
+        if moment is None:
+            return self.blocks.order + 1
+        last = 0
+        for arrived, order in self._arrivals:
+            if arrived > moment:
+                break
+            last = order
+        return last + 1
 
     def _take(self, limit: int) -> list[Removal]:
         taken = []

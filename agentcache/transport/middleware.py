@@ -379,6 +379,7 @@ class CacheMiddleware:
                 None if usage is None else usage.cached_tokens,
                 call.relocated,
                 sent_at=time.monotonic() - (time.time() - call.started),
+                answered_at=time.monotonic(),
             )
         waiters = [self.ledger.pending] if call.scope is None else [self.ledger.pending, call.scope.pending]
         defer(lambda: self._finish(call, result, job, ended), *waiters)

@@ -21,7 +21,7 @@ from agentcache.errors import AgentCacheError
 from agentcache.predict.prompt import PromptTokenizer
 from agentcache.predict.replay import Prediction, Replay
 from agentcache.servers import ServerProfile, ServerPrompt
-from agentcache.servers.kv_events import KEEPS_COPIES, Held, KvEventStream
+from agentcache.servers.kv_events import KEEPS_COPIES, PUBLISHES_BEFORE_ANSWER, Held, KvEventStream
 from agentcache.tokens import Tokenizer, get_tokenizer
 
 #: Distinct tool lists a predictor shares between bodies before it starts over (agents send a handful).
@@ -49,6 +49,9 @@ class PredictJob(NamedTuple):
     sent_at: float = 0.0
     """``time.monotonic()`` when the request went out: its own first store in the server's KV events is the
     first on its path to arrive after that."""
+    answered_at: float | None = None
+    """``time.monotonic()`` when its answer had come: a server that publishes its events before it answers has
+    published all it did for the request by then."""
 
 
 @dataclass(frozen=True)
@@ -155,7 +158,8 @@ class Predictor:
         then (the replay brings the model's hold on the prompt's path to it)."""
 
         def at_match(tokens: Sequence[int]) -> Held:
-            removals, held = stream.at_match(tokens, job.sent_at, job.reported_cached)
+            answered = job.answered_at if self.replay.options.kind in PUBLISHES_BEFORE_ANSWER else None
+            removals, held = stream.at_match(tokens, job.sent_at, job.reported_cached, answered)
             for removal in removals:
                 self.replay.server_removed(job.worker, removal.path, removal.start, removal.salt)
             return held

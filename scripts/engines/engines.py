@@ -509,6 +509,36 @@ def running(engine: str) -> dict[str, object] | None:
     return None
 
 
+def empty_cache(engine: str, url: str, attempts: int = 120) -> None:
+    """Empty the prefix cache of the ``engine`` server at ``url`` (straight, not through a gateway). SGLang refuses
+    (400) and vLLM declines (200, ``success: false``) while a request holds blocks, such as a gateway's probe:
+    both are asked again until they empty it. llama-server erases each slot (its ``--slot-save-path``)."""
+    if engine == "llama-server":
+        with urllib.request.urlopen(url + "/slots", timeout=60) as response:
+            slots = json.load(response)
+        for slot in slots:
+            _post(f"{url}/slots/{slot['id']}?action=erase")
+        return
+    path = "/reset_prefix_cache" if engine == "vllm" else "/flush_cache"  # vLLM's: VLLM_SERVER_DEV_MODE=1
+    for _ in range(attempts):
+        try:
+            answer = _post(url + path)
+        except urllib.error.HTTPError as refused:
+            if refused.code != 400:
+                raise
+        else:
+            if engine != "vllm" or json.loads(answer or b"{}").get("success", True):
+                return
+        time.sleep(0.5)
+    sys.exit(f"{engine} at {url} did not empty its cache in {attempts / 2:.0f} s: a request still holds its blocks")
+
+
+def _post(url: str) -> bytes:
+    with urllib.request.urlopen(urllib.request.Request(url, data=b"", method="POST"), timeout=60) as response:
+        body: bytes = response.read()
+        return body
+
+
 def healthy(url: str) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=5) as response:

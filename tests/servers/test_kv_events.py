@@ -186,3 +186,18 @@ def test_a_request_s_own_first_store_is_past_what_the_server_matched() -> None:
     assert blocks.first_store([5, 6, 7, 8], after=1.0) == 1  # the previous turn's store
     assert blocks.first_store([5, 6, 7, 8], after=1.0, beyond=2) == 2
     assert blocks.held_before([5, 6, 7, 8], 2) == Held(2, known=True)
+
+
+def test_without_a_store_of_its_own_a_request_is_matched_as_of_its_answer_where_the_server_publishes_first() -> None:
+    """A request matched 4 tokens and stored no new block (vLLM: its new tokens filled none). The server evicted
+    one of its blocks after it answered (vLLM frees a request's blocks, and may evict them, only then), and that
+    removal arrived while the prediction waited: as of the answer, the server still held all 4."""
+    stream = KvEventStream("unused")  # not started: messages are given to it as they would arrive
+    stored = {"type": "BlockStored", "parent_block_hash": None, "block_size": 2}
+    path = [5, 6, 7, 8]
+    stream.receive(0, decode_batch(batch({**stored, "block_hashes": [1, 2], "token_ids": path})), now=1.0)
+    stream.receive(1, decode_batch(batch({"type": "BlockRemoved", "block_hashes": [2]})), now=3.5)
+    removals, held = stream.at_match(path, sent=2.0, matched=4, answered=3.0, wait=0.0)
+    assert removals == [] and held == Held(4, known=False)
+    removals, held = stream.at_match(path, sent=2.0, matched=4, wait=0.0)  # without the answer: all events so far
+    assert [r.start for r in removals] == [2] and held == Held(2, known=True)
