@@ -318,6 +318,25 @@ POSITIVE = {
         def extract(model, memories, conversation):
             model.invoke([_get_system_message(memories), Message(role="user", content=conversation)])
     """,
+    "a_set_built_in_set_order_then_iterated_into_tools": """
+        class Skills:
+            def __init__(self, skills):
+                self.skills = skills
+                self.active = set()
+
+            def active_tools(self, client):
+                allowed = set()
+                for name in self.active:
+                    allowed.update(self.skills[name].tools)
+                client.create(tools=[{"name": tool} for tool in allowed])  # expect: AC103
+    """,
+    "tools_given_to_a_client_beside_a_reply_parser": """
+        from langchain_core.output_parsers import PydanticToolsParser
+
+        def chain(llm, tools):
+            ordered = list(set(tools))
+            return llm.bind(tools=ordered) | PydanticToolsParser(tools=ordered)  # expect: AC103
+    """,
 }
 
 NEGATIVE = {
@@ -507,6 +526,28 @@ NEGATIVE = {
             text = compile_system_message(system_prompt=state.system, timezone=state.timezone)
             if is_system_message(f"{time.time()}") or log_system_prompt(text, time.time()):
                 return current
+    """,
+    "a_set_of_tool_names_built_in_a_loop_over_a_set": """
+        class Skills:
+            def __init__(self, skills):
+                self.skills = skills
+                self.active = set()
+
+            def active_skill_tools(self):
+                tools = set()
+                for name in self.active:
+                    tools.update(self.skills[name].tools)
+                return tools
+    """,
+    "tools_given_to_what_reads_the_reply": """
+        from langchain_core.output_parsers import PydanticToolsParser
+
+        async def step(client, tools, request):
+            names = list(set(tools))
+            parser = PydanticToolsParser(tools=names)
+            interface = OpenAIStreamingInterface(tools=request.get("tools", names))
+            async for chunk in interface.process(await client.stream(request)):
+                yield parser.parse(chunk)
     """,
     "silenced_with_noqa": """
         import time

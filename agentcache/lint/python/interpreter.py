@@ -319,7 +319,8 @@ class Interpreter(Statements):
             return self.join_text(receiver.text, node, args[0], scope)
         key = dotted(func.value)
         if key and attr in MUTATORS:
-            added = combine(*args).origins | self.order
+            given = combine(*args)  # a set holds the same items whatever order they come in (a loop's too)
+            added = element(given).origins if receiver.unordered else given.origins | self.order
             self.mutate(key, Value(receiver.origins | added, receiver.unordered), node, scope)
         elif key and attr == "sort":
             scope.update(key, Value(order_free(receiver.origins)))

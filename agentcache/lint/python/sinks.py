@@ -48,7 +48,7 @@ class Sinks:
         for keyword in node.keywords:
             if keyword.arg in words.system_keywords or (keyword.arg == "prompt" and name in words.agent_factories):
                 self.system_sink(keyword.value, kwargs[keyword.arg])
-            elif keyword.arg in words.tools_keywords and not words.is_record(name):
+            elif keyword.arg in words.tools_keywords and not (words.is_record(name) or words.reads_reply(name)):
                 self.tools_sink(keyword.value, kwargs[keyword.arg])
         if name in words.system_messages or (
             name == "from_template"

@@ -65,6 +65,9 @@ class Vocabulary:
     )
     """Words that name a record of what happened (``RunOutput``, ``ToolExecution``, ``run.tools``): its ids and
     times are bookkeeping, and its ``tools=`` are the tool calls made, not tool definitions sent."""
+    reply_readers: tuple[str, ...] = ("Parser", "StreamingInterface")
+    """A class whose name ends so reads the model's reply (LangChain's ``PydanticToolsParser``, a streaming
+    interface that decodes the chunks): the ``tools=`` it is given are matched against the reply, not sent."""
     clock_calls: frozenset[str] = CLOCK_CALLS
     """Dotted names of calls that read the clock (add your project's ``myapp.utils.now``)."""
     id_calls: frozenset[str] = ID_CALLS
@@ -85,6 +88,10 @@ class Vocabulary:
     def is_record(self, name: str) -> bool:
         """Whether an identifier names a record (``RunOutput``, ``tool_call``), by its words."""
         return not self.record_words.isdisjoint(_words(name))
+
+    def reads_reply(self, name: str) -> bool:
+        """Whether a called class's name says it reads the model's reply (:attr:`reply_readers`)."""
+        return name.endswith(self.reply_readers)
 
     def returns_tool_calls(self, function: str) -> bool:
         """Whether a function's name says it returns the tool calls a model made (``get_tool_messages``,
