@@ -455,11 +455,8 @@ class KvEventStream:
         """The position just past the last event that arrived by ``moment`` (None: by now)."""
         if moment is None:
             return self.blocks.order + 1
-        last = 0
-        for arrived, order in self._arrivals:
-            if arrived > moment:
-                break
-            last = order
+        # Newest first: the moment is a just-answered request's, so the walk stops within the last few messages.
+        last = next((order for arrived, order in reversed(self._arrivals) if arrived <= moment), 0)
         return last + 1
 
     def _take(self, limit: int) -> list[Removal]:

@@ -21,16 +21,15 @@ import pytest
 from agentcache import CanonicalPolicy
 from agentcache.backends import output_token_ids
 from agentcache.cache.blockhash import token_array
-from agentcache.cache.options import CacheOptions
 from agentcache.cache.prefix import common_prefix
 from agentcache.httpx import SESSION_HEADER, AsyncCacheAwareTransport, CacheAwareTransport, Turn, session_scope
 from agentcache.predict import causes
 from agentcache.servers import ServerPrompt, get_profile
-from tests.conftest import EngineInfo
+from tests.conftest import EngineInfo, engine_script
 from tests.servers.realtemplates import Wire
 
 ENGINES = ["llama_server", "sglang", "vllm"]
-VLLM_BLOCK = 32  # engines.py starts vLLM with --block-size 32
+VLLM_BLOCK = engine_script.VLLM_BLOCK  # what engines.py starts vLLM with (--block-size)
 POLICY = CanonicalPolicy(relocate_volatile=True)
 TURNS = 4
 
@@ -41,10 +40,8 @@ def _engine(request: pytest.FixtureRequest, fixture: str) -> EngineInfo:
 
 
 def _transport(engine: EngineInfo, **options: Any) -> CacheAwareTransport:
-    if engine.name == "vllm":  # the model folder carried by the cache options, as `agentcache explain` takes it
-        cache = CacheOptions("vllm", block_size=VLLM_BLOCK, model_dir=str(engine.model_dir))
-        return CacheAwareTransport(server=engine.profile, cache=cache, **options)
-    return CacheAwareTransport(server=engine.profile, model_dir=engine.model_dir, **options)
+    # the model folder carried by the cache options (with vLLM's block size), as `agentcache explain` takes it
+    return CacheAwareTransport(server=engine.profile, cache=engine.cache_options, **options)
 
 
 def _tools(rng: random.Random, shuffle: bool) -> list[dict[str, Any]]:
