@@ -1,7 +1,7 @@
 """What agentcache's transport adds to each request's latency, against a plain httpx client in the same run.
 
 Run: ``python bench/transport.py [--sessions 64] [--turns 8] [--rounds 4] [--delay 1.0] [--together] [--url URL]
-[--predict-in process|thread]``.
+[--predict-in process|thread] [--floor-ms MS]``.
 
 Each round runs ``--sessions`` concurrent agent sessions on one asyncio event loop, every session sending
 ``--turns`` requests in sequence, its history growing by a tool call and its result each turn (20 tools with rich
@@ -19,6 +19,12 @@ Without ``--url`` the server is a local OpenAI-compatible stub in its own proces
 time of 0.5 to 1.5 times ``--delay``, drawn from its session and turn, so both clients meet the same server times;
 the script subtracts it, and compares the client time left (what the client side costs a request). ``--url`` points
 both clients at a real engine instead (its ``/v1/chat/completions``), and compares latencies.
+
+``--floor-ms MS`` adds a third client, in its rounds too: a transport that does nothing but spend ``MS`` ms of CPU on
+the event loop per request (the least any middleware that reads and rewrites a request spends), to show what that
+much CPU alone adds to the latency at the same concurrency and server time. Where the client's core is saturated
+(plain httpx queues already), every session's request waits for the others' added CPU, so the added latency is
+about the sessions times the CPU added, for agentcache and this floor alike.
 
 Targets (issue 14): added latency p50 <= 2 ms and p99 <= 10 ms at 64 concurrent sessions, every turn recorded. Exits
 1 when one is missed.
@@ -142,6 +148,23 @@ def cells(seconds: list[float]) -> str:
     return "".join(f"{percentile(seconds, q) * 1000:>10.1f}" for q in (50, 90, 99))
 
 
+class SpendingTransport(httpx.AsyncBaseTransport):
+    """A middleware that costs ``seconds`` of CPU on the event loop per request and does nothing else."""
+
+    def __init__(self, seconds: float) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.seconds = seconds
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        until = time.thread_time() + self.seconds
+        while time.thread_time() < until:
+            pass
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
 class Side:
     """One client's measurements: the latency of every request; its client time, the latency less the server
     time the request asked the stub for; the CPU seconds its rounds took in its process (``time.process_time``,
@@ -174,6 +197,10 @@ async def serve_side(url: str, args: argparse.Namespace) -> None:
         clients = [
             httpx.AsyncClient(transport=AsyncCacheAwareTransport(middleware=middleware), timeout=timeout)
             for _ in sessions
+        ]
+    elif args.side == "floor":
+        clients = [
+            httpx.AsyncClient(transport=SpendingTransport(args.floor_ms / 1000), timeout=timeout) for _ in sessions
         ]
     else:
         clients = [httpx.AsyncClient(timeout=timeout) for _ in sessions]
@@ -233,21 +260,22 @@ class SideProcess:
         return self.measured
 
 
-def measure(url: str, args: argparse.Namespace) -> tuple[Side, Side]:
-    """The plain and the agentcache clients over alternating rounds, each client in a process of its own, so that
-    each pays the garbage collections its own allocations bring: in one shared process, a full collection (tens
-    of milliseconds over the process's heap) pauses whichever round it falls in, whoever's allocations
-    triggered it."""
-    plain, wrapped = SideProcess("plain", url), SideProcess("agentcache", url)
+def measure(url: str, args: argparse.Namespace) -> list[Side]:
+    """The plain and the agentcache clients (and the floor's, with ``--floor-ms``) over alternating rounds, each
+    client in a process of its own, so that each pays the garbage collections its own allocations bring: in one
+    shared process, a full collection (tens of milliseconds over the process's heap) pauses whichever round it
+    falls in, whoever's allocations triggered it."""
+    names = ("plain", "agentcache", *(("floor",) if args.floor_ms is not None else ()))
+    sides = [SideProcess(name, url) for name in names]
     try:
-        for side in (plain, wrapped):
-            side.round("warm")  # warm both: connections, tokenizer, canonical memo
+        for side in sides:
+            side.round("warm")  # warm them all: connections, tokenizer, canonical memo
         for round_ in range(args.rounds):
-            plain.round(f"r{round_}")
-            wrapped.round(f"r{round_}")
-        return plain.close(), wrapped.close()
+            for side in sides:
+                side.round(f"r{round_}")
+        return [side.close() for side in sides]
     finally:
-        for side in (plain, wrapped):
+        for side in sides:
             side.process.kill()
 
 
@@ -266,8 +294,11 @@ def main() -> int:
     parser.add_argument(
         "--predict-in", choices=["process", "thread"], default="process", help="where agentcache predicts turns"
     )
+    parser.add_argument(
+        "--floor-ms", type=float, help="also run a client that only spends this much CPU per request, in ms"
+    )
     parser.add_argument("--serve-stub", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--side", choices=["plain", "agentcache"], help=argparse.SUPPRESS)
+    parser.add_argument("--side", choices=["plain", "agentcache", "floor"], help=argparse.SUPPRESS)
     parser.add_argument("--side-url", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_stub:
@@ -285,7 +316,7 @@ def main() -> int:
     else:
         base_url = args.url.rstrip("/")
     try:
-        base, ours = measure(f"{base_url}/v1/chat/completions", args)
+        base, ours, *floor = measure(f"{base_url}/v1/chat/completions", args)
     finally:
         if stub is not None:
             stub.kill()
@@ -293,6 +324,7 @@ def main() -> int:
     start = "all starting at once" if args.together else f"starting over {args.delay * 1000:.0f} ms"
     print(f"{args.sessions} concurrent sessions x {args.turns} turns x {args.rounds} rounds, {start}, {server}")
     sides = {"plain httpx": base, f"agentcache ({args.predict_in})": ours}
+    sides.update({f"floor ({args.floor_ms} ms CPU)": side for side in floor})
     print(f"{'latency':<22}{'p50 ms':>10}{'p90 ms':>10}{'p99 ms':>10}{'CPU ms/req':>12}{'+ predictor':>13}")
     for name, side in sides.items():
         cpu = [side.cpu / len(side.latencies) * 1000, side.cpu_elsewhere / len(side.latencies) * 1000]
@@ -303,9 +335,13 @@ def main() -> int:
         judged = {name: side.client_times for name, side in sides.items()}
         for name, times in judged.items():
             print(f"{name:<22}{cells(times)}")
-    plain, wrapped = judged.values()
+    plain, wrapped, *floors = judged.values()
     added = {q: (percentile(wrapped, q) - percentile(plain, q)) * 1000 for q in (50, 90, 99)}
-    print(f"{'added':<22}" + "".join(f"{added[q]:>+10.1f}" for q in (50, 90, 99)))
+    for name, times in (("added", wrapped), *(("added by the floor", times) for times in floors)):
+        print(
+            f"{name:<22}"
+            + "".join(f"{(percentile(times, q) - percentile(plain, q)) * 1000:>+10.1f}" for q in (50, 90, 99))
+        )
     sent = args.rounds * args.sessions * args.turns
     recorded = ours.recorded
     print(f"turns recorded: {recorded:,} of {sent:,} requests")

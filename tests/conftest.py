@@ -73,10 +73,21 @@ class EngineInfo:
         return {"llama-server": "llama.cpp"}.get(self.engine, self.engine)
 
     @property
+    def block(self) -> int:
+        """The tokens the engine caches in: vLLM's ``--block-size`` (engines.py's ``VLLM_BLOCK``); SGLang's page on
+        CPU and llama-server's slot hold single tokens."""
+        return engine_script.VLLM_BLOCK if self.engine == "vllm" else 1
+
+    def reusable(self, prompt_tokens: int) -> int:
+        """What a prompt of ``prompt_tokens`` finds cached when it was sent before: all but its last token (which
+        is computed again for the answer's first logits), in whole blocks."""
+        return (prompt_tokens - 1) // self.block * self.block
+
+    @property
     def cache_options(self) -> CacheOptions:
-        """How a cache-aware transport or ``explain`` models this engine exactly: with the model folder, and vLLM's
-        block size (engines.py starts vLLM with ``--block-size`` of its ``VLLM_BLOCK``)."""
-        block = {"block_size": engine_script.VLLM_BLOCK} if self.engine == "vllm" else {}
+        """How a cache-aware transport or ``explain`` models this engine exactly: with the model folder, and the
+        block size."""
+        block = {"block_size": self.block} if self.engine == "vllm" else {}
         return CacheOptions(self.profile, model_dir=str(self.model_dir), **block)  # type: ignore[arg-type]
 
     @property

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +21,7 @@ from agentcache.errors import InputError
 from agentcache.tokens.hf import HFTokenizer, load_tokenizer_json
 from agentcache.usage import CacheUsage
 from tests.backends import stable_text
-from tests.conftest import EngineInfo
-
-VLLM_BLOCK = 32
-"""scripts/engines launches vLLM with --block-size 32; its prefix cache hits whole blocks only."""
-
-ALL_BUT_LAST: Callable[[int], int] = lambda n: n - 1  # noqa: E731
-WHOLE_BLOCKS: Callable[[int], int] = lambda n: (n - 1) // VLLM_BLOCK * VLLM_BLOCK  # noqa: E731
-
+from tests.conftest import EngineInfo, engine_script
 
 MAX_TOKENS = 4
 
@@ -46,9 +39,7 @@ def tokenizer(model_dir: Path) -> HFTokenizer:
     return load_tokenizer_json(model_dir / "tokenizer.json")
 
 
-def check_engine(
-    engine: EngineInfo, tokenizer: HFTokenizer, ask_ids: Mapping[str, Any], cached: Callable[[int], int]
-) -> None:
+def check_engine(engine: EngineInfo, tokenizer: HFTokenizer, ask_ids: Mapping[str, Any]) -> None:
     """chat twice (usage, cache, output ids), then stream the same request (chunks, text, usage)."""
     body = fresh_body()
     with OpenAICompatClient(engine.url, model=engine.model) as client:
@@ -59,8 +50,8 @@ def check_engine(
         chunks = list(stream)
     assert first.usage is not None and again.usage is not None and first.usage.cached_tokens is not None
     n = first.usage.prompt_tokens
-    assert n is not None and n > 2 * VLLM_BLOCK
-    assert again.usage.cached_tokens == cached(n) > first.usage.cached_tokens
+    assert n is not None and n > 2 * engine_script.VLLM_BLOCK
+    assert again.usage.cached_tokens == engine.reusable(n) > first.usage.cached_tokens
     # The three answers from the cache take one numeric path; the first, prefilled whole, another, and on vLLM's
     # bfloat16 the two can differ in a near-tied greedy token. So the first is compared with its own ids only.
     # What the random model writes (it may be nothing but ids the server does not print) is not checked.
@@ -72,20 +63,21 @@ def check_engine(
         assert stable_text(tokenizer, answer.output_ids) == answer.text.rstrip("\ufffd")
     assert plain.output_ids is None  # not asked for
     assert len(chunks) > completion // 2  # one chunk per token or so, not one buffered answer
-    assert stream.usage is not None and stream.usage.prompt_tokens == n and stream.usage.cached_tokens == cached(n)
+    assert stream.usage is not None and stream.usage.prompt_tokens == n
+    assert stream.usage.cached_tokens == engine.reusable(n)
     assert stream.usage == plain.usage
 
 
 def test_llama_server(llama_server: EngineInfo, tokenizer: HFTokenizer) -> None:
-    check_engine(llama_server, tokenizer, {"return_tokens": True, "verbose": True}, ALL_BUT_LAST)
+    check_engine(llama_server, tokenizer, {"return_tokens": True, "verbose": True})
 
 
 def test_sglang(sglang: EngineInfo, tokenizer: HFTokenizer) -> None:
-    check_engine(sglang, tokenizer, {"return_token_ids": True}, ALL_BUT_LAST)
+    check_engine(sglang, tokenizer, {"return_token_ids": True})
 
 
 def test_vllm(vllm: EngineInfo, tokenizer: HFTokenizer) -> None:
-    check_engine(vllm, tokenizer, {"return_token_ids": True}, WHOLE_BLOCKS)
+    check_engine(vllm, tokenizer, {"return_token_ids": True})
 
 
 def test_llama_server_verbose_alone_gives_no_ids(llama_server: EngineInfo) -> None:

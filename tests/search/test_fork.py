@@ -31,9 +31,6 @@ from agentcache.search.fork import (
 from tests.conftest import EngineInfo
 from tests.search import GREEDY, run
 
-VLLM_BLOCK = 32
-"""scripts/engines launches vLLM with --block-size 32; its prefix cache hits whole blocks only."""
-
 
 def puzzle(label: str) -> str:
     return f"{label} {uuid.uuid4().hex}: move the three disks from peg A to peg C, one at a time. " * 3
@@ -175,7 +172,7 @@ def test_chat_fork_on_vllm_hits_whole_blocks_of_the_warm_prompt(vllm: EngineInfo
     assert [b.seed for b in result.branches] == [11, 12, 13]
     for branch in rest:
         assert branch.prompt_tokens == first.prompt_tokens
-        assert branch.cached_tokens == (first.prompt_tokens - 1) // VLLM_BLOCK * VLLM_BLOCK
+        assert branch.cached_tokens == vllm.reusable(first.prompt_tokens)
     assert result.prefilled == sum(b.prefilled or 0 for b in result.branches)
     assert result.prefilled == first.prompt_tokens + 2 * (first.prompt_tokens - (rest[0].cached_tokens or 0))
 

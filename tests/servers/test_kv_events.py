@@ -19,9 +19,6 @@ from agentcache.servers import ServerPrompt
 from agentcache.servers.kv_events import KEEPS_COPIES, Held, KvEventStream, ServerBlocks, decode_batch
 from tests.conftest import EngineInfo
 
-BLOCK = {"sglang": 1, "vllm": 32}
-"""What each server caches in: SGLang's page on CPU, vLLM's ``--block-size`` (engines.py)."""
-
 
 def document(name: str, words: int = 350) -> str:
     return f"Document {name}. " + " ".join(f"{name}{i % 97} item{i}" for i in range(words))
@@ -46,7 +43,6 @@ def test_what_the_events_hold_is_what_the_server_reports_cached_under_eviction(
     bodies = [body(engine, document(name)) for name in ("alpha", "beta", "gamma")]
     tokens = [prompt.tokens(b) for b in bodies]
     assert all(1_200 < len(t) < 2_000 for t in tokens)  # three do not fit a pool of 4,096 together
-    block = BLOCK[engine.name]
     checked: list[tuple[int, int]] = []
     with stream_of(engine) as stream, httpx.Client(base_url=engine.url, timeout=300) as http:
         engine.empty_cache()
@@ -59,7 +55,7 @@ def test_what_the_events_hold_is_what_the_server_reports_cached_under_eviction(
             assert response.status_code == 200, response.text
             reported = response.json()["usage"]["prompt_tokens_details"]["cached_tokens"]
             # the last prompt token is always computed again; vLLM reports whole blocks
-            checked.append((reported, min(held, len(tokens[index]) - 1) // block * block))
+            checked.append((reported, engine.reusable(min(held + 1, len(tokens[index])))))
             seen.append(seq)
         assert stream.settle()
         assert stream.error is None and stream.missed == 0

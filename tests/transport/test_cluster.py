@@ -366,8 +366,7 @@ def test_a_fork_family_shares_one_routing_key_so_every_sibling_lands_on_the_pare
         assert len(siblings) == 2 and {t.routing_key for t in (prime, *siblings)} == {family}
         assert {t.worker for t in siblings} == {prime.worker}  # where the parent is cached
         # each found the whole parent there: all of the prompt but its last token (SGLang), in whole blocks (vLLM)
-        block = engine_script.VLLM_BLOCK if cluster.engine == "vllm" else 1
-        assert all(t.reported_cached == (t.reported_prompt_tokens - 1) // block * block for t in siblings), siblings
+        assert all(t.reported_cached == cluster.reusable(t.reported_prompt_tokens) for t in siblings), siblings
 
 
 def test_a_killed_worker_loses_no_turn_and_the_ledger_names_the_turns_its_loss_cost(each_cluster: EngineInfo) -> None:

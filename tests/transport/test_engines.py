@@ -25,11 +25,10 @@ from agentcache.cache.prefix import common_prefix
 from agentcache.httpx import SESSION_HEADER, AsyncCacheAwareTransport, CacheAwareTransport, Turn, session_scope
 from agentcache.predict import causes
 from agentcache.servers import ServerPrompt, get_profile
-from tests.conftest import EngineInfo, engine_script
+from tests.conftest import EngineInfo
 from tests.servers.realtemplates import Wire
 
 ENGINES = ["llama_server", "sglang", "vllm"]
-VLLM_BLOCK = engine_script.VLLM_BLOCK  # what engines.py starts vLLM with (--block-size)
 POLICY = CanonicalPolicy(relocate_volatile=True)
 TURNS = 4
 
@@ -119,7 +118,7 @@ def _ideal(engine: EngineInfo, sent: list[dict[str, Any]], outputs: list[list[in
     for before, output, now in zip(tokens, outputs, tokens[1:], strict=False):
         held = token_array(before + output[:-1])
         shared = min(common_prefix(held, token_array(now)), len(now) - 1)
-        ideal.append(shared // VLLM_BLOCK * VLLM_BLOCK if engine.name == "vllm" else shared)
+        ideal.append(shared // engine.block * engine.block)
     return ideal
 
 
@@ -183,8 +182,7 @@ def test_openai_sdk_streams_through_unbuffered_and_usage_comes_from_the_last_chu
         assert turn.stream and turn.reported_prompt_tokens == turn.predicted_prompt_tokens == usage.prompt_tokens
         assert not turn.output_ids_known  # streamed: the output was re-tokenized from its text
     assert first.reported_cached == first.predicted_cached == 0
-    block = VLLM_BLOCK if engine.name == "vllm" else 1
-    assert second.reported_cached == second.predicted_cached == (usage.prompt_tokens - 1) // block * block
+    assert second.reported_cached == second.predicted_cached == engine.reusable(usage.prompt_tokens)
 
 
 def test_cache_salt_isolates_tenants_on_sglang(sglang: EngineInfo) -> None:

@@ -13,12 +13,11 @@ from typing import Any
 import httpx
 import pytest
 
-from agentcache.cache import CacheOptions
 from agentcache.httpx import SESSION_HEADER, CacheAwareTransport
 from agentcache.predict import causes
 from agentcache.transport.process import PredictIn
 from tests.conftest import EngineInfo
-from tests.servers.test_kv_events import BLOCK, document
+from tests.servers.test_kv_events import document
 
 ORDER = ("alpha", "alpha", "beta", "gamma", "alpha")
 """Alpha's third turn comes after gamma pushed it out of a 4,096-token pool."""
@@ -68,7 +67,8 @@ def test_vllm_s_evictions_keep_predictions_exact(vllm: EngineInfo) -> None:
     the same ones."""
     assert vllm.kv_events is not None
     vllm.empty_cache()
-    cache = CacheOptions("vllm", block_size=BLOCK["vllm"], model_dir=str(vllm.model_dir))
-    transport = CacheAwareTransport(server="vllm", cache=cache, kv_events=vllm.kv_events, predict_in="thread")
+    transport = CacheAwareTransport(
+        server="vllm", cache=vllm.cache_options, kv_events=vllm.kv_events, predict_in="thread"
+    )
     through_an_eviction(vllm.url, transport, vllm.model, {})
     assert_exact_through_the_eviction(transport)
