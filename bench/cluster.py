@@ -73,7 +73,11 @@ from agentcache.predict import causes  # noqa: E402
 from agentcache.search import MCTS, ForkProposer, SearchTree  # noqa: E402
 from agentcache.search.fork import branch_markers  # noqa: E402
 from agentcache.tokens import get_tokenizer  # noqa: E402
-from agentcache.transport.cluster import SMG_ROUTING_KEY_HEADER, SMG_WORKER_HEADER  # noqa: E402
+from agentcache.transport.cluster import (  # noqa: E402
+    SMG_RETYPING_POLICIES,
+    SMG_ROUTING_KEY_HEADER,
+    SMG_WORKER_HEADER,
+)
 
 
 @dataclass(frozen=True)
@@ -229,7 +233,10 @@ async def one_policy(
     transport = AsyncCacheAwareTransport(
         server=cluster.engine,
         cache=CacheOptions(cluster.engine, model_dir=str(engine_script.MODEL_DIR), **block),  # type: ignore[arg-type]
-        cluster=Cluster() if policy.keys else Cluster(routing_key_header=None),
+        cluster=Cluster(
+            routing_key_header=SMG_ROUTING_KEY_HEADER if policy.keys else None,
+            retypes=policy.gateway in SMG_RETYPING_POLICIES,  # the worker renders the gateway's body
+        ),
         policy=CanonicalPolicy(relocate_volatile=True),
         ask_output_ids=True,
         telemetry=False,

@@ -18,12 +18,20 @@ moved off it and the gateway's worker list (SMG: ``GET /workers``) says it is un
 Each request gets a routing key unless it carries one already: the session's id (or its digest when it is not a
 short printable ASCII string), so a session's turns stay on one worker. A fork family shares a key: send the prime
 and its siblings with one routing key header (or in one session), and they land where the parent is cached.
+
+What a worker renders is the body the gateway forwards. SMG forwards the bytes sent under ``round_robin`` and
+``consistent_hashing``, but under ``cache_aware`` it reads a chat request into its own request type (to route it by
+its text) and forwards that type's serialization: each tool's function then has its keys in the type's order (name,
+description, parameters, strict), and SGLang renders them in the order it receives them. ``Cluster(retypes=True)``
+predicts from that body: without it, past the first tool the worker's tokens are not the ones the client's model
+renders, the worker's KV events never name the model's paths, and the worker's evictions never reach the model.
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 
@@ -32,6 +40,11 @@ SMG_ROUTING_KEY_HEADER = "x-smg-routing-key"
 SMG_WORKERS_PATH = "/workers"
 MAX_ROUTING_KEY_BYTES = 128
 """SMG ignores longer routing keys."""
+SMG_RETYPING_POLICIES = ("cache_aware",)
+"""SMG's policies under which it forwards its own serialization of a chat request, not the bytes sent (measured on
+SMG 1.13.0 for ``cache_aware``, ``round_robin`` and ``consistent_hashing``)."""
+SMG_FUNCTION_KEYS = ("name", "description", "parameters", "strict")
+"""A tool's function keys in the order SMG's request type writes them."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +57,9 @@ class Cluster:
     workers_path: str | None = SMG_WORKERS_PATH
     """Where the gateway lists its workers and their health: asked when a session's turn lands on another worker
     than its previous turn, to tell a worker that went away (``worker_lost``) from a routing choice."""
+    retypes: bool = False
+    """Whether the gateway forwards its own serialization of a chat request (SMG under ``cache_aware``,
+    :data:`SMG_RETYPING_POLICIES`): the turns are predicted from the body as :func:`retyped` writes it."""
 
     def routing_key(self, request: httpx.Request, session: str) -> str | None:
         """The request's own routing key, else the session's (None when routing keys are off)."""
@@ -78,3 +94,22 @@ def session_key(session: str) -> str:
     if session.isascii() and session.isprintable() and len(session) <= MAX_ROUTING_KEY_BYTES:
         return session
     return "sha256-" + hashlib.sha256(session.encode()).hexdigest()[:40]
+
+
+def retyped(request: dict[str, Any]) -> dict[str, Any]:
+    """``request`` as SMG forwards it when it re-serializes it, in what SGLang renders of it: each tool's function
+    with its keys in SMG's order (:data:`SMG_FUNCTION_KEYS`, those sent), any others after them. That is the one
+    difference measured in the prompts of tool-using agent sessions (``bench/cluster.py``); the nested parameters
+    keep the order sent."""
+    tools = request.get("tools")
+    if not isinstance(tools, list):
+        return request
+    return {**request, "tools": [_retyped_tool(tool) for tool in tools]}
+
+
+def _retyped_tool(tool: Any) -> Any:
+    function = tool.get("function") if isinstance(tool, dict) else None
+    if not isinstance(function, dict):
+        return tool
+    ordered = {key: function[key] for key in SMG_FUNCTION_KEYS if key in function}
+    return {**tool, "function": {**ordered, **{k: v for k, v in function.items() if k not in ordered}}}

@@ -167,10 +167,11 @@ class CacheMiddleware:
             raise InputError("kv_events name the server's own tokens: give model_dir (the folder the server loads)")
         if events:  # the server says what it evicted: the model simulates no pool of its own
             self.cache_options = options = dataclasses.replace(options, capacity=None)
+        retypes = cluster is not None and cluster.retypes
         spec = None
         if isinstance(tokenizer, str) and prompt is None:
             prompt_dir, prompt_server = source or (None, self.profile)
-            spec = PredictorSpec(options, tokenizer, prompt_dir, prompt_server, tuple(events.items()))
+            spec = PredictorSpec(options, tokenizer, prompt_dir, prompt_server, tuple(events.items()), retypes)
         if source is not None:
             prompt = ServerPrompt.from_pretrained(*source)
         if prompt is not None and options.kind == "anthropic":
@@ -192,7 +193,9 @@ class CacheMiddleware:
         self.prompt = prompt
         """The server's own prompt, given or from ``model_dir`` (here or in ``cache``): predictions are exact."""
         self.tokenizer = encoder
-        self.predictions = Predictions(spec, lambda: Predictor(options, encoder, self.prompt, events), predict_in)
+        self.predictions = Predictions(
+            spec, lambda: Predictor(options, encoder, self.prompt, events, retypes), predict_in
+        )
         """Where the turns are predicted (:attr:`~Predictions.where`), and why not in a process when asked to."""
         if events:  # subscribed before the first request, so its events are seen
             self.predictions.prepare()

@@ -23,6 +23,7 @@ from agentcache.predict.replay import Prediction, Replay
 from agentcache.servers import ServerProfile, ServerPrompt
 from agentcache.servers.kv_events import KEEPS_COPIES, PUBLISHES_BEFORE_ANSWER, Held, KvEventStream
 from agentcache.tokens import Tokenizer, get_tokenizer
+from agentcache.transport.cluster import retyped
 
 #: Distinct tool lists a predictor shares between bodies before it starts over (agents send a handful).
 MAX_TOOL_LISTS = 64
@@ -68,6 +69,9 @@ class PredictorSpec:
     prompt_server: ServerProfile | str
     kv_events: tuple[tuple[str, str], ...] = ()
     """``(worker, endpoint)`` of each server whose KV events keep its model in step ("" for a single server)."""
+    retyped: bool = False
+    """Whether the gateway forwards its own serialization of each body (``Cluster.retypes``): the turns are predicted
+    from the body as it writes it (:func:`~agentcache.transport.cluster.retyped`)."""
 
     def build(self, prompts: dict[tuple[str, str], ServerPrompt]) -> Predictor:
         """The predictor; a server prompt already loaded from the same folder for the same server is reused
@@ -78,7 +82,7 @@ class PredictorSpec:
             prompt = prompts.get(key)
             if prompt is None:
                 prompt = prompts[key] = ServerPrompt.from_pretrained(self.prompt_dir, self.prompt_server)
-        return Predictor(self.options, get_tokenizer(self.tokenizer), prompt, dict(self.kv_events))
+        return Predictor(self.options, get_tokenizer(self.tokenizer), prompt, dict(self.kv_events), self.retyped)
 
 
 def prompt_source(
@@ -99,7 +103,9 @@ class Predictor:
     ``kv_events`` maps a worker (``""``: the single server) to the endpoint of its KV cache events
     (:mod:`agentcache.servers.kv_events`); the streams subscribe as the predictor is built. Before a turn on that
     server is served, the model drops what the server evicted before matching it: the removals published before
-    the turn's own first store (the server stores a request's tokens right after matching its prefix)."""
+    the turn's own first store (the server stores a request's tokens right after matching its prefix). ``retyped``:
+    the gateway forwards its own serialization of each body (:func:`~agentcache.transport.cluster.retyped`), which
+    is what the worker renders."""
 
     def __init__(
         self,
@@ -107,8 +113,10 @@ class Predictor:
         encoder: Tokenizer,
         prompt: ServerPrompt | None,
         kv_events: Mapping[str, str] | None = None,
+        retyped: bool = False,
     ) -> None:
         self.prompt = prompt
+        self.retyped = retyped
         self.replay = Replay(options, PromptTokenizer(encoder), server_prompt=prompt)
         self._tools: dict[bytes, Any] = {}
         copies = options.kind in KEEPS_COPIES
@@ -120,6 +128,8 @@ class Predictor:
         session's last request; 64 sessions' own copies of the same 20 rich tools were most of the objects the
         garbage collector walks."""
         request: dict[str, Any] = orjson.loads(sent)
+        if self.retyped:
+            request = retyped(request)
         tools = request.get("tools")
         if isinstance(tools, list):
             if len(self._tools) >= MAX_TOOL_LISTS:
