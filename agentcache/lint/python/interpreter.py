@@ -407,7 +407,8 @@ class Interpreter(Statements):
         if any(isinstance(arg, ast.Starred) for arg in node.args) or any(kw.arg is None for kw in node.keywords):
             return None
         spec = function.args
-        positional = [arg.arg for arg in (*spec.posonlyargs, *spec.args)][1 if skip_self else 0 :]
+        static = any(last_name(decorator) == "staticmethod" for decorator in function.decorator_list)
+        positional = [arg.arg for arg in (*spec.posonlyargs, *spec.args)][1 if skip_self and not static else 0 :]
         named = {arg.arg for arg in (*spec.args, *spec.kwonlyargs)}
         bindings = dict(zip(positional, args, strict=False))
         bindings.update((key, value) for key, value in kwargs.items() if key in named)

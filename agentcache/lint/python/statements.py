@@ -36,7 +36,11 @@ class Statements(ABC):
         self.stack: list[Function] = []
         self.sinks = Sinks(words, self.stack)
         self.globals = Scope()
-        self.memo: dict[tuple[int, tuple[tuple[str, Value], ...]], Value] = {}
+        self.memo: dict[tuple[int, tuple[tuple[str, Value], ...]], tuple[Value, int]] = {}
+        """(function, bindings) -> what it returned, and how many calls deep it could follow when it cut one short
+        (else :data:`MAX_CALL_DEPTH`): :meth:`invoke`."""
+        self.cut = False
+        """Whether the function being run cut a call short, itself or through a call it made."""
         self.fields: dict[int, dict[str, Value]] = {}
         """Method (by id) -> the ``self.x`` values its class's body or ``__init__`` set that may differ between
         calls (class attributes, dataclass and pydantic fields made by a ``default_factory``, ``__init__``'s)."""
@@ -47,6 +51,9 @@ class Statements(ABC):
         self.bases: dict[int, tuple[str, ...]] = {}
         """Method (by id) -> the imported classes its class derives from, by dotted name: their fields are read
         from the project's exports."""
+        self.tuples: dict[str, tuple[Value, ...] | None] = {}
+        """Container (by dotted name) -> what each position of the tuples stored in it by key holds, joined over
+        the module (None: it holds something else too): :meth:`store`."""
         self.loops = 0
         self.order: frozenset[Origin] = frozenset()
         """The undefined orders of the loops being run (a set's, a shuffle's): what a loop body adds to a
@@ -252,11 +259,16 @@ class Statements(ABC):
             if key:
                 old = scope.lookup(key) or CLEAN
                 scope.update(key, Value(old.origins | value.origins | self.order, old.unordered))
+                self.store(key, value)
             if isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str):
                 self.sinks.named_sink(target.slice.value, source, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             pairs = unpacked(target, source)
-            items = value.items if value.items is not None and len(value.items) == len(pairs) else None
+            items = value.items
+            if items is None and isinstance(source, ast.Subscript):
+                items = self.stored_items(source, value)
+            if items is not None and len(items) != len(pairs):
+                items = None
             for index, (part, part_source) in enumerate(pairs):
                 if part_source is not None:
                     part_value = self.expr(part_source, scope)
@@ -266,17 +278,46 @@ class Statements(ABC):
         elif isinstance(target, ast.Starred):
             self.assign(target.value, combine(value), scope, None)
 
+    def store(self, key: str, value: Value) -> None:
+        """Record an item stored in the container ``key`` (``cache[url] = (schemas, time.time())``): while every
+        item stored in it is a tuple of one length, what each position holds (:meth:`stored_items`)."""
+        known = self.tuples.get(key, ())
+        if known is None or value.items is None or (known and len(known) != len(value.items)):
+            self.tuples[key] = None
+        else:
+            self.tuples[key] = tuple(map(join, known, value.items)) if known else value.items
+
+    def stored_items(self, read: ast.Subscript, value: Value) -> tuple[Value, ...] | None:
+        """The positions of an item read from a container that holds tuples of one length (``data, stamp =
+        cache[url]``): each the values stored there, with what else the container holds (``value``'s other
+        origins), so that the time a cache entry was stored does not reach the data stored beside it."""
+        key = dotted(read.value)
+        known = self.tuples.get(key) if key else None
+        if not known:
+            return None
+        stored = reduce(frozenset.union, (item.origins for item in known))
+        rest = value.origins - stored
+        return tuple(Value(item.origins | rest) if rest else item for item in known)
+
     def invoke(self, function: Function, bindings: dict[str, Value], fields: dict[str, Value] | None = None) -> Value:
         """The return value of ``function`` run with its parameters bound to ``bindings`` (others CLEAN); a method
-        starts with the ``self.x`` its class's ``__init__`` set, and ``fields`` collects those an ``__init__`` sets."""
+        starts with the ``self.x`` its class's ``__init__`` set, and ``fields`` collects those an ``__init__`` sets.
+        A run deep in a chain of calls that cut a call short (:data:`MAX_CALL_DEPTH`) is remembered with the depth
+        it had, and run again where it can follow more: its sinks then see what they are sent."""
         key = (id(function), tuple(sorted(bindings.items(), key=lambda item: item[0])))
+        depth = MAX_CALL_DEPTH - len(self.stack)
         known = self.memo.get(key)
-        if known is not None:
-            return known
-        if function in self.stack or len(self.stack) >= MAX_CALL_DEPTH:
+        if known is not None and known[1] >= depth:
+            self.cut = self.cut or known[1] < MAX_CALL_DEPTH  # what it returned then was cut short too
+            return known[0]
+        if function in self.stack:
+            return combine(*bindings.values())
+        if not depth:
+            self.cut = True
             return combine(*bindings.values())
         self.stack.append(function)
         outer, self.order = self.order, frozenset()  # a call's own collections are not the caller's loop's
+        outer_cut, self.cut = self.cut, False
         scope = Scope(self.globals)
         scope.vars.update(self.fields.get(id(function), {}))
         spec = function.args
@@ -294,7 +335,8 @@ class Statements(ABC):
         self.stack.pop()
         self.order = outer
         result = reduce(join, returns) if returns else CLEAN
-        self.memo[key] = result
+        self.memo[key] = (result, depth if self.cut else MAX_CALL_DEPTH)
+        self.cut = self.cut or outer_cut
         return result
 
 
