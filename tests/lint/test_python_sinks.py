@@ -15,6 +15,65 @@ import pytest
 from tests.lint.test_python_source import _expected, _lint
 
 POSITIVE = {
+    "role_first_message_built_by_a_prompt_function": """
+        from datetime import date
+        from chatkit import Message, Role
+
+        def prompt_today():
+            yield Message("system", f"Today is {date.today():%A %d %B}.")  # expect: AC101
+
+        def build_prompt(skills):
+            names = ", ".join({skill.name for skill in skills})
+            return [Message(Role.SYSTEM, "Skills: " + names)]  # expect: AC103
+    """,
+    "content_first_with_a_role_keyword_and_factory_methods": """
+        import time
+        import uuid
+        from griptape_like import Message
+        from haystack.dataclasses import ChatMessage
+
+        def messages(query):
+            session = uuid.uuid4().hex
+            return [
+                Message(f"You serve session {session}.", role=Message.SYSTEM_ROLE),  # expect: AC101
+                Message(query, role=Message.USER_ROLE),
+            ]
+
+        def opening():
+            return [ChatMessage.from_system(f"Started at {time.ctime()}")]  # expect: AC101
+    """,
+    "sinks_inside_yield_and_yield_from": """
+        import time
+        import uuid
+        from langchain_core.messages import SystemMessage
+
+        def opening():
+            yield Message(role="system", content=f"Started {time.ctime()}")  # expect: AC101
+
+        def traced():
+            yield from [{"role": "system", "content": f"Trace {uuid.uuid4()}"}]  # expect: AC101
+
+        def conversation():
+            reply = yield SystemMessage(content=f"Clock {time.time()}")  # expect: AC101
+            return reply
+    """,
+    "a_generator_yields_in_a_sets_order": """
+        def tool_specs(registry):
+            for name in set(registry):
+                yield {"type": "function", "function": {"name": name}}
+
+        def request(client, registry):
+            return client.create(tools=list(tool_specs(registry)))  # expect: AC103
+    """,
+    "the_system_message_among_other_roles": """
+        from datetime import date
+
+        def build(seen, question):
+            messages = [ChatMessage(content="; ".join(set(seen)), role="user")]
+            messages.append(ChatMessage(content=f"Date {date.today()}", role="system"))  # expect: AC101
+            system_message = messages.pop(0)
+            return system_message
+    """,
     "a_sink_first_reached_deep_in_a_chain_of_calls": """
         import time
 
@@ -51,6 +110,35 @@ POSITIVE = {
 }
 
 NEGATIVE = {
+    "role_first_notices_and_other_roles": """
+        import time
+        from chatkit import Message
+        from agentscope.message import UserMsg
+
+        def run_command(log, command):
+            yield Message("system", f"Ran {command} at {time.strftime('%H:%M:%S')}")
+            log.append(Message("user", f"Sent at {time.time()}"))
+            return UserMsg("system", content=f"Hint at {time.time()}")
+
+        def prompt_settings(settings):
+            return settings.get("system", f"{time.time()}")
+    """,
+    "other_roles_messages_do_not_reach_the_system_message": """
+        import time
+        import uuid
+
+        def build(history, system_prompt, seen):
+            messages = [ChatMessage(content="; ".join(set(seen)), role="user")]
+            messages.append({"role": "assistant", "content": f"Answered at {time.time()}"})
+            messages.append(HumanMessage(content=f"Request {uuid.uuid4()}"))
+            messages.append(ChatMessage(content=f"{time.time()}", role=MessageRole.TOOL))
+            messages.append(ChatMessage(content=system_prompt, role="system"))
+            return truncate(messages)
+
+        def truncate(messages):
+            system_message = messages.pop()
+            return [system_message, *messages[-10:]]
+    """,
     "a_cache_entry_stored_with_its_time": """
         import time
 

@@ -12,7 +12,7 @@ from functools import reduce
 from typing import Any, ClassVar
 
 from agentcache.lint.python.project import Reading
-from agentcache.lint.python.sinks import MESSAGE_FIELDS, sorts_keys
+from agentcache.lint.python.sinks import sorts_keys
 from agentcache.lint.python.statements import Statements
 from agentcache.lint.python.syntax import Function, constant, definitions, dotted, imports, last_name
 from agentcache.lint.python.templates import TemplateFiles, reads
@@ -194,12 +194,8 @@ class Interpreter(Statements):
     def mapping(self, node: ast.Dict, scope: Scope) -> Value:
         keys = [self.expr(key, scope) for key in node.keys]
         values = [self.expr(value, scope) for value in node.values]
-        fields = {constant(key): index for index, key in enumerate(node.keys) if key is not None}
-        role = fields.get("role")
-        if role is not None and self.sinks.is_system_role(node.values[role]):
-            for field in MESSAGE_FIELDS:
-                if field in fields:
-                    self.sinks.system_sink(node.values[fields[field]], values[fields[field]])
+        if self.sinks.dict_sinks(node, values):
+            return CLEAN  # a user's or an assistant's message
         return combine(*keys, *values)
 
     def comprehension(self, node: ast.ListComp | ast.GeneratorExp | ast.SetComp | ast.DictComp, scope: Scope) -> Value:
@@ -225,6 +221,11 @@ class Interpreter(Statements):
     def inner(self, node: ast.Await | ast.Starred, scope: Scope) -> Value:
         return self.expr(node.value, scope)
 
+    def sent(self, node: ast.Yield | ast.YieldFrom, scope: Scope) -> Value:
+        """``reply = yield message``: what the caller sends in, not known; the message is checked for sinks."""
+        self.yielded(node, scope)
+        return CLEAN
+
     def walrus(self, node: ast.NamedExpr, scope: Scope) -> Value:
         value = self.expr(node.value, scope)
         self.assign(node.target, value, scope, node.value)
@@ -242,7 +243,8 @@ class Interpreter(Statements):
             spread += [self.made_by(kw.value, scope) for kw in keywords if kw.arg in FACTORY_KEYWORDS]
         receiver = self.expr(func.value, scope) if isinstance(func, ast.Attribute) else CLEAN
         name = self.qualname(func, scope)
-        self.sinks.call_sinks(node, args, kwargs)
+        if self.sinks.call_sinks(node, args, kwargs):
+            return CLEAN  # a user's or an assistant's message
         if name is not None:
             kind = source_kind(name, len(node.args) + len(keywords), self.words) or self.learned.get(f"{name}()")
             if kind is not None:
@@ -441,6 +443,8 @@ class Interpreter(Statements):
         **dict.fromkeys((ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp), comprehension),
         ast.Subscript: subscript,
         ast.Await: inner,
+        ast.Yield: sent,
+        ast.YieldFrom: sent,
         ast.Starred: inner,
         ast.NamedExpr: walrus,
         ast.Slice: bounds,

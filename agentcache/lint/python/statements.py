@@ -12,7 +12,18 @@ from typing import Any, ClassVar
 
 from agentcache.lint.python.sinks import Sinks
 from agentcache.lint.python.syntax import Function, dotted, last_name, statements, unpacked
-from agentcache.lint.python.values import CLEAN, Origin, Scope, Value, combine, concat, element, join, sequence_order
+from agentcache.lint.python.values import (
+    CLEAN,
+    Origin,
+    Scope,
+    Value,
+    combine,
+    concat,
+    element,
+    join,
+    ordered,
+    sequence_order,
+)
 from agentcache.lint.python.vocabulary import SET_OPERATORS, Vocabulary
 
 #: Calls into the module's own functions are followed this deep.
@@ -144,7 +155,19 @@ class Statements(ABC):
         returns.append(value)
 
     def expression_statement(self, node: ast.Expr, scope: Scope, returns: list[Value]) -> None:
-        self.expr(node.value, scope)
+        """A ``yield`` adds to what the function returns: a generator's items are what its callers iterate."""
+        if isinstance(node.value, (ast.Yield, ast.YieldFrom)):
+            returns.append(self.yielded(node.value, scope))
+        else:
+            self.expr(node.value, scope)
+
+    def yielded(self, node: ast.Yield | ast.YieldFrom, scope: Scope) -> Value:
+        """What a ``yield`` gives the generator's caller (``yield from``: its iterable's items, in its order), in
+        the order of the loops around it."""
+        value = self.expr(node.value, scope)
+        if isinstance(node, ast.YieldFrom):
+            value = ordered(value, node.value)
+        return Value(value.origins | self.order) if self.order else value
 
     def with_statement(self, node: ast.With | ast.AsyncWith, scope: Scope, returns: list[Value]) -> None:
         for context in node.items:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 
 from agentcache.lint.python.values import CLOCK, FRESH_ID, RANDOM
@@ -29,6 +29,8 @@ CLOCK_UNLESS_GIVEN = {"time.strftime": 2, "time.ctime": 1, "time.asctime": 1, "t
 ID_CALLS = frozenset({"uuid.uuid1", "uuid.uuid4"})
 #: Module functions that draw nothing: seeding, state, in-place shuffles (handled as a mutation).
 NOT_DRAWS = frozenset({"random.seed", "random.getstate", "random.setstate", "random.shuffle", "secrets.compare_digest"})
+#: What :meth:`Vocabulary.role_named` and the sinks call the role of a system message (any of ``system_roles``).
+SYSTEM = "system"
 
 
 @dataclass(frozen=True)
@@ -45,8 +47,17 @@ class Vocabulary:
     """Keyword arguments that take a tool list."""
     system_messages: frozenset[str] = frozenset(
         {"SystemMessage", "SystemMessagePromptTemplate", "SystemPromptPart", "ChatMessage.system"}
+        | {"ChatMessage.from_system"}  # Haystack
     )
-    """Calls whose first argument (or ``content=``/``template=``) is a system prompt."""
+    """Calls whose first argument (or ``content=``/``template=``) is a system prompt; ``Class.method`` for a
+    factory method."""
+    message_words: frozenset[str] = frozenset({"message", "msg"})
+    """Last words of a message class's name. Without ``role=``, its first argument is the role when it is one
+    (``Message("system", text)``, then the content); a class named for another role (``HumanMessage``,
+    ``UserMsg``) makes a message of that role."""
+    other_roles: frozenset[str] = frozenset({"user", "assistant", "human", "ai", "tool", "function"})
+    """Roles of the other messages: what a message of one of them holds is never a system prompt or a tool list,
+    whatever list it is then put in."""
     tool_binders: frozenset[str] = frozenset({"bind_tools", "bind_functions"})
     """Methods whose first argument is a tool list."""
     agent_factories: frozenset[str] = frozenset({"create_agent", "create_react_agent"})
@@ -73,6 +84,14 @@ class Vocabulary:
     id_calls: frozenset[str] = ID_CALLS
     """Dotted names of calls that make a fresh id."""
 
+    system_factories: frozenset[str] = field(init=False, repr=False, compare=False)
+    """Methods that may make a system message (:meth:`is_system_message`), from ``system_messages``: asked of
+    every method call."""
+
+    def __post_init__(self) -> None:
+        methods = {name.rpartition(".")[2] for name in self.system_messages if "." in name}
+        object.__setattr__(self, "system_factories", frozenset({*methods, "from_template"}))
+
     def is_bookkeeping(self, keyword: str) -> bool:
         """Whether a constructor's keyword argument is a record's id or time (``id=``, ``run_id=``,
         ``timestamp=``, ``created_at=``): the object carries it, but what it renders does not."""
@@ -84,6 +103,36 @@ class Vocabulary:
         (``compile_system_message_async``, ``get_system_message_from_compiled_memory``). Other verbs take one
         (``is_system_message``, ``log_system_prompt``)."""
         return _makes(function, self.system_makers, self.system_names)
+
+    def is_system_message(self, owner: str | None, method: str) -> bool:
+        """Whether ``owner.method(...)`` makes a system message: a factory method of ``system_messages``
+        (``ChatMessage.from_system``), or ``from_template`` of one (``SystemMessagePromptTemplate``)."""
+        if owner is None:
+            return False
+        if method == "from_template":
+            return owner in self.system_messages
+        return f"{owner}.{method}" in self.system_messages
+
+    def message_role(self, callee: str) -> str | None:
+        """The role a message class's name gives (``user`` for ``UserMsg``, ``ai`` for ``AIMessage``), ``""`` for
+        a message class that takes its role (``Message``, ``ChatMessage``), None for anything else."""
+        if not callee[:1].isupper():
+            return None
+        words = _word_list(callee)
+        if words[-1] not in self.message_words:
+            return None
+        return words[0] if words[0] in self.other_roles else ""
+
+    def role_named(self, name: str) -> str | None:
+        """The role a name says a message has: :data:`SYSTEM` when it says system (``self.system_message_role``,
+        ``Role.SYSTEM``), a role of ``other_roles`` it names (``Role.USER``, ``Message.USER_ROLE``), else None."""
+        if "system" in name.lower():
+            return SYSTEM
+        return next(iter(self.other_roles.intersection(_words(name))), None)
+
+    def builds_prompt(self, function: str) -> bool:
+        """Whether a function's name says it builds a prompt (``prompt_timeinfo``, ``get_prompt``)."""
+        return "prompt" in _words(function)
 
     def is_record(self, name: str) -> bool:
         """Whether an identifier names a record (``RunOutput``, ``tool_call``), by its words."""
@@ -108,9 +157,9 @@ class Vocabulary:
         """This vocabulary with more names; ``extra`` maps a field (``-`` or ``_`` between words) to names."""
         changes: dict[str, frozenset[str] | tuple[str, ...]] = {}
         for key, names in extra.items():
-            field = key.replace("-", "_")
-            current = getattr(self, field)
-            changes[field] = (*current, *names) if isinstance(current, tuple) else current | set(names)
+            name = key.replace("-", "_")
+            current = getattr(self, name)
+            changes[name] = (*current, *names) if isinstance(current, tuple) else current | set(names)
         return replace(self, **changes)  # type: ignore[arg-type]
 
 
@@ -120,7 +169,13 @@ _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 @lru_cache(maxsize=1 << 16)
 def _words(name: str) -> frozenset[str]:
     """The words of an identifier, lowercased: asked of every class and method called, most of them many times."""
-    return frozenset(word.lower() for word in _WORD.findall(name))
+    return frozenset(_word_list(name))
+
+
+@lru_cache(maxsize=1 << 14)
+def _word_list(name: str) -> tuple[str, ...]:
+    """The words of an identifier in order, lowercased (``AIMessage``: ``ai``, ``message``)."""
+    return tuple(word.lower() for word in _WORD.findall(name))
 
 
 #: Where a function's name goes on from what it makes to what it is made of (``_from_memory``, ``_async``).
@@ -138,7 +193,7 @@ def _makes(function: str, verbs: frozenset[str], names: tuple[str, ...]) -> bool
 _DEFINITION_WORDS = frozenset({"schema", "schemas", "spec", "specs", "definition", "definitions", "param", "params"})
 
 VOCABULARY = Vocabulary()
-FIELDS = frozenset(field.name for field in fields(Vocabulary))
+FIELDS = frozenset(item.name for item in fields(Vocabulary) if item.init)
 
 #: Builtins whose result does not depend on the order of their iterable, or carries none of it.
 ORDER_FREE = frozenset({"sorted", "min", "max", "sum", "any", "all"})
