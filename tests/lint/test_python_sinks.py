@@ -65,6 +65,20 @@ POSITIVE = {
         def request(client, registry):
             return client.create(tools=list(tool_specs(registry)))  # expect: AC103
     """,
+    "instruction_keywords_and_setters": """
+        from datetime import datetime
+        from google.genai import types
+        from mcp_like import Agent
+
+        writer = Agent(name="writer", instruction=f"Report date: {datetime.now():%Y-%m-%d}. Be brief.")  # expect: AC101
+        config = types.GenerateContentConfig(system_instruction=f"Now {datetime.now()}")  # expect: AC101
+
+        def refresh(agent, signature, request):
+            agent.set_instruction(f"As of {datetime.now()}")  # expect: AC101
+            signature = signature.with_instructions(f"Started {datetime.now()}")  # expect: AC101
+            request.append_instructions([f"Clock: {datetime.now()}"])  # expect: AC101
+            agent.memory.add_system_message(f"Woke at {datetime.now()}")  # expect: AC101
+    """,
     "the_system_message_among_other_roles": """
         from datetime import date
 
@@ -122,6 +136,16 @@ NEGATIVE = {
 
         def prompt_settings(settings):
             return settings.get("system", f"{time.time()}")
+    """,
+    "instruction_as_a_template_placeholder": """
+        from datetime import datetime
+
+        USER_TEMPLATE = "Answer the instruction: {instruction}"
+
+        def ask(client, agent, question):
+            text = USER_TEMPLATE.format(instruction=f"{question} (asked {datetime.now()})")
+            client.create(messages=[{"role": "user", "content": text}])
+            agent.set_instruction_context({"asked": datetime.now()})
     """,
     "other_roles_messages_do_not_reach_the_system_message": """
         import time

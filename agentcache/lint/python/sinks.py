@@ -19,7 +19,7 @@ from agentcache.lint.python.rules import (
 )
 from agentcache.lint.python.syntax import Function, constant, last_name
 from agentcache.lint.python.values import KEY_ORDER, Origin, Value, orders, stable_tail, volatile
-from agentcache.lint.python.vocabulary import SYSTEM, Vocabulary
+from agentcache.lint.python.vocabulary import SYSTEM, TEXT_METHODS, Vocabulary
 
 #: The fields of a system message that are sent as part of it: its text, and its name (OpenAI's ``name``).
 MESSAGE_FIELDS = ("content", "name")
@@ -41,7 +41,7 @@ class Sinks:
 
     def call_sinks(self, node: ast.Call, args: list[Value], kwargs: dict[str, Value]) -> bool:
         """The sinks among a call's arguments: ``system=``, ``tools=``, ``SystemMessage(...)``, ``bind_tools``,
-        ``Message(role="system", content=...)``, ``Message("system", text)``... Returns
+        ``set_instruction(...)``, ``Message(role="system", content=...)``, ``Message("system", text)``... Returns
         whether the call makes a message of another role (``role="user"``, ``HumanMessage(...)``): what that holds
         is never a system prompt or a tool list, so the interpreter drops it, wherever the message is then put."""
         func = node.func
@@ -49,10 +49,11 @@ class Sinks:
         words = self.words
         role: ast.keyword | None = None
         if node.keywords:
+            placeholders = name in TEXT_METHODS
             for keyword in node.keywords:
                 if keyword.arg == "role":
                     role = keyword
-                elif keyword.arg in words.system_keywords or (
+                elif (keyword.arg in words.system_keywords and not placeholders) or (
                     keyword.arg == "prompt" and name in words.agent_factories
                 ):
                     self.system_sink(keyword.value, kwargs[keyword.arg])
@@ -70,6 +71,8 @@ class Sinks:
             self.tools_sink(node.args[0], args[0])
         elif len(node.args) > 1 and name in words.agent_factories:
             self.tools_sink(node.args[1], args[1])
+        elif node.args and words.sets_system_prompt(name):
+            self.system_sink(node.args[0], args[0])
         elif role is not None or name[:1].isupper():
             return self.role_sinks(node, role, name, args, kwargs)
         return False

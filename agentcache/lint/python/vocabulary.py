@@ -41,8 +41,11 @@ class Vocabulary:
     system_keywords: frozenset[str] = frozenset(
         {"system", "system_prompt", "system_message", "instructions"}  # OpenAI/Anthropic, LangChain, autogen, agents
         | {"system_template", "backstory", "custom_instructions"}  # CrewAI, open-interpreter
+        | {"instruction", "global_instruction", "static_instruction"}  # mcp-agent, fast-agent, google-adk
+        | {"system_instruction"}  # Gemini (google-genai, Vertex AI)
     )
-    """Keyword arguments that take a system prompt (``Agent(instructions=...)``)."""
+    """Keyword arguments that take a system prompt (``Agent(instructions=...)``), but not a template's placeholders
+    (``PROMPT.format(instruction=task)``: the filled text is checked where it is sent)."""
     tools_keywords: frozenset[str] = frozenset({"tools", "functions"})
     """Keyword arguments that take a tool list."""
     system_messages: frozenset[str] = frozenset(
@@ -51,6 +54,9 @@ class Vocabulary:
     )
     """Calls whose first argument (or ``content=``/``template=``) is a system prompt; ``Class.method`` for a
     factory method."""
+    system_setters: frozenset[str] = frozenset({"set", "update", "with", "add", "append"})
+    """Verbs that, before a name of ``system_keywords`` or ending as ``system_names`` say, make a method whose first
+    argument is a system prompt (``set_instruction``, ``with_instructions``, ``add_system_message``)."""
     message_words: frozenset[str] = frozenset({"message", "msg"})
     """Last words of a message class's name. Without ``role=``, its first argument is the role when it is one
     (``Message("system", text)``, then the content); a class named for another role (``HumanMessage``,
@@ -112,6 +118,12 @@ class Vocabulary:
         if method == "from_template":
             return owner in self.system_messages
         return f"{owner}.{method}" in self.system_messages
+
+    def sets_system_prompt(self, method: str) -> bool:
+        """Whether a method's name says it takes a system prompt first: a verb of ``system_setters``, then a name
+        of ``system_keywords`` or one ending as ``system_names`` say (``set_instruction``, ``add_system_message``;
+        not ``set_instruction_context``)."""
+        return _sets(method, self.system_setters, self.system_keywords, self.system_names)
 
     def message_role(self, callee: str) -> str | None:
         """The role a message class's name gives (``user`` for ``UserMsg``, ``ai`` for ``AIMessage``), ``""`` for
@@ -187,6 +199,13 @@ def _makes(function: str, verbs: frozenset[str], names: tuple[str, ...]) -> bool
     """:meth:`Vocabulary.makes_system_prompt`, once per name: asked of every call."""
     verb, _, made = function.lstrip("_").lower().partition("_")
     return verb in verbs and _MADE_OF.split(made, maxsplit=1)[0].endswith(names)
+
+
+@lru_cache(maxsize=1 << 14)
+def _sets(method: str, verbs: frozenset[str], keywords: frozenset[str], names: tuple[str, ...]) -> bool:
+    """:meth:`Vocabulary.sets_system_prompt`, once per name: asked of every call."""
+    verb, _, taken = method.partition("_")
+    return verb in verbs and (taken in keywords or taken.endswith(names))
 
 
 #: Words that say a function makes tool definitions, even when it names tool calls (``tool_call_schema``).
