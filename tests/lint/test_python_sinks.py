@@ -79,6 +79,29 @@ POSITIVE = {
             request.append_instructions([f"Clock: {datetime.now()}"])  # expect: AC101
             agent.memory.add_system_message(f"Woke at {datetime.now()}")  # expect: AC101
     """,
+    "structured_output_schema_is_a_tool": """
+        def extraction_schema(labels):
+            kinds = list({label.kind for label in labels})
+            return {"title": "Entity", "type": "object", "properties": {"kind": {"type": "string", "enum": kinds}}}
+
+        def extractor(llm, labels):
+            return llm.with_structured_output(extraction_schema(labels))  # expect: AC103
+    """,
+    "structured_output_of_a_model_built_at_run_time": """
+        from pydantic import BaseModel, Field, create_model
+
+        def graph_model(relations):
+            kinds = list({relation.kind for relation in relations})
+            Edge = create_model("Edge", **{"kind": (str, Field(description=f"One of {kinds}"))})
+
+            class Graph(BaseModel):
+                edges: list[Edge] = Field(description="The edges between the entities")
+
+            return Graph
+
+        def extractor(llm, relations):
+            return llm.with_structured_output(graph_model(relations), include_raw=True)  # expect: AC103
+    """,
     "the_system_message_among_other_roles": """
         from datetime import date
 
@@ -162,6 +185,12 @@ NEGATIVE = {
         def truncate(messages):
             system_message = messages.pop()
             return [system_message, *messages[-10:]]
+    """,
+    "structured_output_of_a_sorted_schema": """
+        def extractor(llm, labels):
+            kinds = sorted({label.kind for label in labels})
+            schema = {"type": "object", "properties": {"kind": {"type": "string", "enum": kinds}}}
+            return llm.with_structured_output(schema)
     """,
     "a_cache_entry_stored_with_its_time": """
         import time

@@ -177,11 +177,18 @@ class Statements(ABC):
         self.block(node.body, scope, returns)
 
     def class_body(self, node: ast.ClassDef, scope: Scope, returns: list[Value]) -> None:
+        """The attributes the body binds are the class's fields. A class made in a function (a model built at run
+        time, ``nodes: list[Node]`` of a ``create_model`` result) is a value too: the types it is made of, its
+        bases and its fields' annotations, as is the schema it gives a structured output. A module's classes stay
+        unbound: they are read by their definitions (a template class's file)."""
         body = Scope(scope)
         self.block(node.body, body, [])
         self.class_fields[id(node)] = {
             f"self.{name}": value for name, value in body.vars.items() if value.origins or value.unordered is not None
         }
+        if self.stack:
+            annotations = [item.annotation for item in node.body if isinstance(item, ast.AnnAssign)]
+            scope.vars[node.name] = combine(*(self.expr(part, body) for part in (*node.bases, *annotations)))
 
     def deletion(self, node: ast.Delete, scope: Scope, returns: list[Value]) -> None:
         for target in node.targets:

@@ -64,8 +64,9 @@ class Vocabulary:
     other_roles: frozenset[str] = frozenset({"user", "assistant", "human", "ai", "tool", "function"})
     """Roles of the other messages: what a message of one of them holds is never a system prompt or a tool list,
     whatever list it is then put in."""
-    tool_binders: frozenset[str] = frozenset({"bind_tools", "bind_functions"})
-    """Methods whose first argument is a tool list."""
+    tool_binders: frozenset[str] = frozenset({"bind_tools", "bind_functions"} | {"with_structured_output"})
+    """Methods whose first argument is a tool list, or an output schema the model is given as a tool (LangChain's
+    ``with_structured_output``, under function calling)."""
     agent_factories: frozenset[str] = frozenset({"create_agent", "create_react_agent"})
     """Calls taking ``(model, tools, prompt=...)``."""
     system_names: tuple[str, ...] = ("system_prompt", "system_message", "custom_instructions")
