@@ -102,6 +102,14 @@ POSITIVE = {
         def extractor(llm, relations):
             return llm.with_structured_output(graph_model(relations), include_raw=True)  # expect: AC103
     """,
+    "a_location_printed_is_still_volatile": """
+        import uuid
+        from pathlib import Path
+
+        def start(client):
+            log_dir = Path("logs") / uuid.uuid4().hex
+            client.create(system=f"Save your notes under {log_dir}.")  # expect: AC101
+    """,
     "the_system_message_among_other_roles": """
         from datetime import date
 
@@ -169,6 +177,19 @@ NEGATIVE = {
             text = USER_TEMPLATE.format(instruction=f"{question} (asked {datetime.now()})")
             client.create(messages=[{"role": "user", "content": text}])
             agent.set_instruction_context({"asked": datetime.now()})
+    """,
+    "a_location_read_from": """
+        import uuid
+        from pathlib import Path
+        from myapp.config import ChatConfig, get_toolchain
+
+        def start(client):
+            log_dir = Path("logs") / str(uuid.uuid4())
+            config = ChatConfig.load_or_create(log_dir).save()
+            settings_path = log_dir / "settings.toml"
+            notes = open(settings_path).read()
+            prompt = ChatConfig.load(path=log_dir).prompt
+            client.create(tools=list(get_toolchain(config.tools)), system=prompt + notes)
     """,
     "other_roles_messages_do_not_reach_the_system_message": """
         import time

@@ -271,22 +271,29 @@ class Interpreter(Statements):
         # where they fill a text (``template.format(date=...)``), a constructor's fields or a system prompt that a
         # helper's name says it makes (``compile_system_message(last_edit=...)``), but for the ids and times a
         # record keeps (``run_id=``, ``timestamp=``): an id passed to a method configures the call, by keyword or
-        # as a variable that says so (``toolkit.clone_for_session(new_session_id)``).
+        # as a variable that says so (``toolkit.clone_for_session(new_session_id)``), and so does a location given
+        # to a call that reads what is stored there (``Config.load(log_dir)``).
         made = callee if callee[:1].isupper() else _class_of(func)  # Tool(...), Tool.from_function(...)
         if made and self.words.is_record(made):
             return CLEAN  # a record's ids and times are its bookkeeping (see Vocabulary.record_words)
         if not made and self.words.returns_tool_calls(callee):
             return CLEAN  # the model's tool calls, parsed from its reply: not the definitions sent
         system = self.words.makes_system_prompt(callee)
+        reads = self.words.reads_from(callee)
         if callee in TEXT_METHODS or callee in ("dict", "partial"):
             filled = list(kwargs.values())
         elif made or system:
-            filled = [value for key, value in kwargs.items() if not self.words.is_bookkeeping(key)]
+            filled = [
+                value
+                for key, value in kwargs.items()
+                if not self.words.is_bookkeeping(key) and not (reads and self.words.names_a_location(key))
+            ]
         else:
             filled = []
         given = args
-        if isinstance(func, ast.Attribute) and name is None and not made and callee not in TEXT_METHODS:
-            given = [value for arg, value in zip(node.args, args, strict=True) if not self._names_an_id(arg)]
+        ids = isinstance(func, ast.Attribute) and name is None and not made and callee not in TEXT_METHODS
+        if ids or reads:
+            given = [value for arg, value in zip(node.args, args, strict=True) if not self._configures(arg, ids, reads)]
         everything = combine(receiver, *given, *filled, *spread)
         result: Value | None = None
         if isinstance(func, ast.Name) and scope.lookup(func.id) is None and func.id not in self.imports:
@@ -392,9 +399,15 @@ class Interpreter(Statements):
             return self.expr(factory.body, Scope(scope))
         return self.expr(ast.copy_location(ast.Call(func=factory, args=[], keywords=[]), factory), scope)
 
-    def _names_an_id(self, node: ast.expr) -> bool:
+    def _configures(self, node: ast.expr, ids: bool, locations: bool) -> bool:
+        """Whether a positional argument's name says it configures the call: an id (``session_id``), when
+        ``ids``; a location (``log_dir``), when ``locations``."""
         name = last_name(node)
-        return name is not None and (name in ("id", "uuid") or name.endswith("_id"))
+        if name is None:
+            return False
+        return (ids and (name in ("id", "uuid") or name.endswith("_id"))) or (
+            locations and self.words.names_a_location(name)
+        )
 
     def mutate(self, key: str, value: Value, node: ast.expr, scope: Scope) -> None:
         """An in-place change (``append``, ``shuffle``) to the object bound to ``key``: a rebinding, for sinks too."""

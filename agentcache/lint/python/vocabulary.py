@@ -86,6 +86,13 @@ class Vocabulary:
     reply_readers: tuple[str, ...] = ("Parser", "StreamingInterface")
     """A class whose name ends so reads the model's reply (LangChain's ``PydanticToolsParser``, a streaming
     interface that decodes the chunks): the ``tools=`` it is given are matched against the reply, not sent."""
+    reader_verbs: frozenset[str] = frozenset({"load", "read", "open"})
+    """Verbs that start the name of a call returning what is stored at a location (``Config.load(log_dir)``,
+    ``open(path)``, ``path.read_text()``): the location's id or time is where it reads, not what it returns."""
+    location_words: frozenset[str] = frozenset(
+        {"path", "dir", "directory", "folder", "file", "filename", "filepath", "dirname", "logdir", "workdir"}
+    )
+    """Words that say a name holds a location (``log_dir``, ``config_path``, ``logdir``)."""
     clock_calls: frozenset[str] = CLOCK_CALLS
     """Dotted names of calls that read the clock (add your project's ``myapp.utils.now``)."""
     id_calls: frozenset[str] = ID_CALLS
@@ -147,6 +154,14 @@ class Vocabulary:
         """Whether a function's name says it builds a prompt (``prompt_timeinfo``, ``get_prompt``)."""
         return "prompt" in _words(function)
 
+    def reads_from(self, callee: str) -> bool:
+        """Whether a call's name says it returns what is stored at a location (:attr:`reader_verbs`)."""
+        return _verb(callee) in self.reader_verbs
+
+    def names_a_location(self, name: str | None) -> bool:
+        """Whether a name says it holds a location (:attr:`location_words`)."""
+        return name is not None and not self.location_words.isdisjoint(_words(name))
+
     def is_record(self, name: str) -> bool:
         """Whether an identifier names a record (``RunOutput``, ``tool_call``), by its words."""
         return not self.record_words.isdisjoint(_words(name))
@@ -207,6 +222,12 @@ def _sets(method: str, verbs: frozenset[str], keywords: frozenset[str], names: t
     """:meth:`Vocabulary.sets_system_prompt`, once per name: asked of every call."""
     verb, _, taken = method.partition("_")
     return verb in verbs and (taken in keywords or taken.endswith(names))
+
+
+@lru_cache(maxsize=1 << 14)
+def _verb(function: str) -> str:
+    """The first word of a snake-case function name (``load`` of ``_load_config``): asked of every call."""
+    return function.lstrip("_").partition("_")[0]
 
 
 #: Words that say a function makes tool definitions, even when it names tool calls (``tool_call_schema``).
