@@ -142,15 +142,12 @@ POSITIVE = {
 
         _PROMPTS = {}
 
-        def prompt_for(user):
-            if user in _PROMPTS:
-                text, hits = _PROMPTS[user]
-                return text
+        def remember(user):
             _PROMPTS[user] = (f"You serve {user}, signed in at {time.ctime()}.", 0)
-            return prompt_for(user)
 
         def request(client, user):
-            return client.create(system=prompt_for(user))  # expect: AC101
+            text, hits = _PROMPTS[user]
+            return client.create(system=text)  # expect: AC101
     """,
 }
 

@@ -243,7 +243,9 @@ class Interpreter(Statements):
             spread += [self.made_by(kw.value, scope) for kw in keywords if kw.arg in FACTORY_KEYWORDS]
         receiver = self.expr(func.value, scope) if isinstance(func, ast.Attribute) else CLEAN
         name = self.qualname(func, scope)
-        if self.sinks.call_sinks(node, args, kwargs):
+        callee = last_name(func) or ""
+        called = self.words.callee(callee)
+        if self.sinks.call_sinks(node, callee, called, args, kwargs):
             return CLEAN  # a user's or an assistant's message
         if name is not None:
             kind = source_kind(name, len(node.args) + len(keywords), self.words) or self.learned.get(f"{name}()")
@@ -258,7 +260,6 @@ class Interpreter(Statements):
                 return CLEAN
             if name in LAYOUT_KEEPING and len(args) == 1:
                 return args[0]
-        callee = last_name(func) or ""
         if (callee in TEMPLATE_SOURCES and not _class_of(func)) or name in TEMPLATE_SOURCES:
             template = self.template_source(callee, node, args)
             if template is not None:
@@ -279,7 +280,7 @@ class Interpreter(Statements):
         if not made and self.words.returns_tool_calls(callee):
             return CLEAN  # the model's tool calls, parsed from its reply: not the definitions sent
         system = self.words.makes_system_prompt(callee)
-        reads = self.words.reads_from(callee)
+        reads = called.reader
         if callee in TEXT_METHODS or callee in ("dict", "partial"):
             filled = list(kwargs.values())
         elif made or system:
@@ -422,7 +423,7 @@ class Interpreter(Statements):
         if any(isinstance(arg, ast.Starred) for arg in node.args) or any(kw.arg is None for kw in node.keywords):
             return None
         spec = function.args
-        static = any(last_name(decorator) == "staticmethod" for decorator in function.decorator_list)
+        static = skip_self and any(last_name(decorator) == "staticmethod" for decorator in function.decorator_list)
         positional = [arg.arg for arg in (*spec.posonlyargs, *spec.args)][1 if skip_self and not static else 0 :]
         named = {arg.arg for arg in (*spec.args, *spec.kwonlyargs)}
         bindings = dict(zip(positional, args, strict=False))

@@ -19,7 +19,7 @@ from agentcache.lint.python.rules import (
 )
 from agentcache.lint.python.syntax import Function, constant, last_name
 from agentcache.lint.python.values import KEY_ORDER, Origin, Value, orders, stable_tail, volatile
-from agentcache.lint.python.vocabulary import SYSTEM, TEXT_METHODS, Vocabulary
+from agentcache.lint.python.vocabulary import AGENT, BINDER, FACTORY, MESSAGE, SETTER, SYSTEM, Callee, Vocabulary
 
 #: The fields of a system message that are sent as part of it: its text, and its name (OpenAI's ``name``).
 MESSAGE_FIELDS = ("content", "name")
@@ -39,58 +39,60 @@ class Sinks:
         """Names compared by identity (``if prompt is DEFAULT_PROMPT``): a module-level one is a marker for "not
         given", replaced before anything is sent, so what it is bound to is no sink."""
 
-    def call_sinks(self, node: ast.Call, args: list[Value], kwargs: dict[str, Value]) -> bool:
+    def call_sinks(
+        self, node: ast.Call, name: str, called: Callee, args: list[Value], kwargs: dict[str, Value]
+    ) -> bool:
         """The sinks among a call's arguments: ``system=``, ``tools=``, ``SystemMessage(...)``, ``bind_tools``,
         ``set_instruction(...)``, ``Message(role="system", content=...)``, ``Message("system", text)``... Returns
         whether the call makes a message of another role (``role="user"``, ``HumanMessage(...)``): what that holds
-        is never a system prompt or a tool list, so the interpreter drops it, wherever the message is then put."""
+        is never a system prompt or a tool list, so the interpreter drops it, wherever the message is then put.
+        ``name``: the called name, ``called``: what the vocabulary says of it."""
         func = node.func
-        name = last_name(func) or ""
         words = self.words
         role: ast.keyword | None = None
-        if node.keywords:
-            placeholders = name in TEXT_METHODS
-            for keyword in node.keywords:
-                if keyword.arg == "role":
-                    role = keyword
-                elif (keyword.arg in words.system_keywords and not placeholders) or (
-                    keyword.arg == "prompt" and name in words.agent_factories
-                ):
-                    self.system_sink(keyword.value, kwargs[keyword.arg])
-                elif keyword.arg in words.tools_keywords and not (words.is_record(name) or words.reads_reply(name)):
-                    self.tools_sink(keyword.value, kwargs[keyword.arg])
-        if name in words.system_messages or (
-            name in words.system_factories
-            and isinstance(func, ast.Attribute)
-            and words.is_system_message(last_name(func.value), name)
+        for keyword in node.keywords:
+            if keyword.arg == "role":
+                role = keyword
+            elif (keyword.arg in words.system_keywords and not called.template) or (
+                keyword.arg == "prompt" and called.sink == AGENT
+            ):
+                self.system_sink(keyword.value, kwargs[keyword.arg])
+            elif keyword.arg in words.tools_keywords and not (words.is_record(name) or words.reads_reply(name)):
+                self.tools_sink(keyword.value, kwargs[keyword.arg])
+        sink = called.sink
+        if sink == FACTORY and not (
+            isinstance(func, ast.Attribute) and words.is_system_message(last_name(func.value), name)
         ):
+            sink = None
+        if sink in (MESSAGE, FACTORY):
             if node.args:
                 self.system_sink(node.args[0], args[0])
             self.message_sinks(node, kwargs, "template")
-        elif node.args and name in words.tool_binders:
+        elif sink == BINDER and node.args:
             self.tools_sink(node.args[0], args[0])
-        elif len(node.args) > 1 and name in words.agent_factories:
+        elif sink == AGENT and len(node.args) > 1:
             self.tools_sink(node.args[1], args[1])
-        elif node.args and words.sets_system_prompt(name):
+        elif sink == SETTER and node.args:
             self.system_sink(node.args[0], args[0])
-        elif role is not None or name[:1].isupper():
-            return self.role_sinks(node, role, name, args, kwargs)
+        elif role is not None or called.role is not None:
+            return self.role_sinks(node, role, called.role, args, kwargs)
         return False
 
     def role_sinks(
-        self, node: ast.Call, role: ast.keyword | None, name: str, args: list[Value], kwargs: dict[str, Value]
+        self, node: ast.Call, role: ast.keyword | None, named: str | None, args: list[Value], kwargs: dict[str, Value]
     ) -> bool:
         """A message given its role. By ``role=``: the content is ``content=`` or the first argument
-        (griptape's and LangChain's ``Message(text, role=...)``). Else by the name of its class (``name``:
-        ``HumanMessage``), else as the first argument of a message class: ``Message("system", text)``, the content
-        second, is a system prompt only where a function whose name says prompt builds it (``prompt_timeinfo``),
-        since frameworks that take the role first also send tool output and notices as system messages (gptme).
-        A system message's content and name are sinks; True for another role's message."""
+        (griptape's and LangChain's ``Message(text, role=...)``). Else by the name of its class (``named``,
+        :attr:`Callee.role`: ``user`` for ``HumanMessage``), else as the first argument of a message class:
+        ``Message("system", text)``, the content second, is a system prompt only where a function whose name says
+        prompt builds it (``prompt_timeinfo``), since frameworks that take the role first also send tool output
+        and notices as system messages (gptme). A system message's content and name are sinks; True for another
+        role's message."""
         content = 0
         if role is not None:
             found = self.role(role.value, kwargs["role"])
         else:
-            found = self.words.message_role(name)
+            found = named
             if found == "" and node.args:
                 found, content = self.role(node.args[0], args[0]), 1
                 if found == SYSTEM and not (self.stack and self.words.builds_prompt(self.stack[-1].name)):

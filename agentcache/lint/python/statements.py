@@ -334,7 +334,8 @@ class Statements(ABC):
         starts with the ``self.x`` its class's ``__init__`` set, and ``fields`` collects those an ``__init__`` sets.
         A run deep in a chain of calls that cut a call short (:data:`MAX_CALL_DEPTH`) is remembered with the depth
         it had, and run again where it can follow more: its sinks then see what they are sent."""
-        key = (id(function), tuple(sorted(bindings.items(), key=lambda item: item[0])))
+        known_values = sorted((item for item in bindings.items() if item[1] != CLEAN), key=lambda item: item[0])
+        key = (id(function), tuple(known_values))  # a parameter bound to CLEAN is one not given
         depth = MAX_CALL_DEPTH - len(self.stack)
         known = self.memo.get(key)
         if known is not None and known[1] >= depth:

@@ -7,6 +7,7 @@ import ast
 import re
 from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
+from typing import NamedTuple
 
 from agentcache.lint.python.values import CLOCK, FRESH_ID, RANDOM
 
@@ -31,6 +32,29 @@ ID_CALLS = frozenset({"uuid.uuid1", "uuid.uuid4"})
 NOT_DRAWS = frozenset({"random.seed", "random.getstate", "random.setstate", "random.shuffle", "secrets.compare_digest"})
 #: What :meth:`Vocabulary.role_named` and the sinks call the role of a system message (any of ``system_roles``).
 SYSTEM = "system"
+
+
+#: What :attr:`Callee.sink` says a call is: a system message (``SystemMessage``), maybe one by a factory method
+#: (``ChatMessage.from_system``: :meth:`Vocabulary.is_system_message` asks its class), a method whose first argument
+#: is a tool list, a call taking ``(model, tools, ...)``, a method whose first argument is a system prompt.
+MESSAGE, FACTORY, BINDER, AGENT, SETTER = "message", "factory", "binder", "agent", "setter"
+
+
+class Callee(NamedTuple):
+    """What a called name says, by :class:`Vocabulary`: worked out once per name."""
+
+    sink: str | None
+    """The sink it is by its name (:data:`MESSAGE` ... :data:`SETTER`), None for none. A setter is a verb of
+    ``system_setters``, then a name of ``system_keywords`` or one ending as ``system_names`` say
+    (``set_instruction``, ``add_system_message``; not ``set_instruction_context``)."""
+    template: bool
+    """It fills a text (``format``, ``render``): its keyword arguments are the text's placeholders, not sinks."""
+    role: str | None
+    """For a message class (its name's last word in ``message_words``), the role its name gives (``user`` for
+    ``UserMsg``, ``ai`` for ``AIMessage``), or ``""`` when it takes one (``Message``, ``ChatMessage``); else None."""
+    reader: bool
+    """It returns what is stored at the location it is given: its first word is a verb of ``reader_verbs``
+    (``Config.load(log_dir)``, ``open(path)``, ``path.read_text()``)."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +125,8 @@ class Vocabulary:
     system_factories: frozenset[str] = field(init=False, repr=False, compare=False)
     """Methods that may make a system message (:meth:`is_system_message`), from ``system_messages``: asked of
     every method call."""
+    callees: dict[str, Callee] = field(init=False, repr=False, compare=False, default_factory=dict)
+    """Called name -> what :meth:`callee` says of it, worked out once per name: asked of every call."""
 
     def __post_init__(self) -> None:
         methods = {name.rpartition(".")[2] for name in self.system_messages if "." in name}
@@ -127,21 +153,29 @@ class Vocabulary:
             return owner in self.system_messages
         return f"{owner}.{method}" in self.system_messages
 
-    def sets_system_prompt(self, method: str) -> bool:
-        """Whether a method's name says it takes a system prompt first: a verb of ``system_setters``, then a name
-        of ``system_keywords`` or one ending as ``system_names`` say (``set_instruction``, ``add_system_message``;
-        not ``set_instruction_context``)."""
-        return _sets(method, self.system_setters, self.system_keywords, self.system_names)
-
-    def message_role(self, callee: str) -> str | None:
-        """The role a message class's name gives (``user`` for ``UserMsg``, ``ai`` for ``AIMessage``), ``""`` for
-        a message class that takes its role (``Message``, ``ChatMessage``), None for anything else."""
-        if not callee[:1].isupper():
-            return None
-        words = _word_list(callee)
-        if words[-1] not in self.message_words:
-            return None
-        return words[0] if words[0] in self.other_roles else ""
+    def callee(self, name: str) -> Callee:
+        """What a called name says (:class:`Callee`)."""
+        known = self.callees.get(name)
+        if known is None:
+            verb, _, rest = name.partition("_")
+            sink = None
+            if name in self.system_messages:
+                sink = MESSAGE
+            elif name in self.system_factories:
+                sink = FACTORY
+            elif name in self.tool_binders:
+                sink = BINDER
+            elif name in self.agent_factories:
+                sink = AGENT
+            elif verb in self.system_setters and (rest in self.system_keywords or rest.endswith(self.system_names)):
+                sink = SETTER
+            role = None
+            words = _word_list(name)
+            if name[:1].isupper() and words and words[-1] in self.message_words:
+                role = words[0] if words[0] in self.other_roles else ""
+            reader = name.lstrip("_").partition("_")[0] in self.reader_verbs
+            known = self.callees[name] = Callee(sink, name in TEXT_METHODS, role, reader)
+        return known
 
     def role_named(self, name: str) -> str | None:
         """The role a name says a message has: :data:`SYSTEM` when it says system (``self.system_message_role``,
@@ -153,10 +187,6 @@ class Vocabulary:
     def builds_prompt(self, function: str) -> bool:
         """Whether a function's name says it builds a prompt (``prompt_timeinfo``, ``get_prompt``)."""
         return "prompt" in _words(function)
-
-    def reads_from(self, callee: str) -> bool:
-        """Whether a call's name says it returns what is stored at a location (:attr:`reader_verbs`)."""
-        return _verb(callee) in self.reader_verbs
 
     def names_a_location(self, name: str | None) -> bool:
         """Whether a name says it holds a location (:attr:`location_words`)."""
@@ -215,19 +245,6 @@ def _makes(function: str, verbs: frozenset[str], names: tuple[str, ...]) -> bool
     """:meth:`Vocabulary.makes_system_prompt`, once per name: asked of every call."""
     verb, _, made = function.lstrip("_").lower().partition("_")
     return verb in verbs and _MADE_OF.split(made, maxsplit=1)[0].endswith(names)
-
-
-@lru_cache(maxsize=1 << 14)
-def _sets(method: str, verbs: frozenset[str], keywords: frozenset[str], names: tuple[str, ...]) -> bool:
-    """:meth:`Vocabulary.sets_system_prompt`, once per name: asked of every call."""
-    verb, _, taken = method.partition("_")
-    return verb in verbs and (taken in keywords or taken.endswith(names))
-
-
-@lru_cache(maxsize=1 << 14)
-def _verb(function: str) -> str:
-    """The first word of a snake-case function name (``load`` of ``_load_config``): asked of every call."""
-    return function.lstrip("_").partition("_")[0]
 
 
 #: Words that say a function makes tool definitions, even when it names tool calls (``tool_call_schema``).
