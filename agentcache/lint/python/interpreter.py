@@ -12,7 +12,7 @@ from functools import reduce
 from typing import Any, ClassVar
 
 from agentcache.lint.python.project import Reading
-from agentcache.lint.python.sinks import MESSAGE_FIELDS, sorts_keys
+from agentcache.lint.python.sinks import sorts_keys
 from agentcache.lint.python.statements import Statements
 from agentcache.lint.python.syntax import Function, constant, definitions, dotted, imports, last_name
 from agentcache.lint.python.templates import TemplateFiles, reads
@@ -194,12 +194,8 @@ class Interpreter(Statements):
     def mapping(self, node: ast.Dict, scope: Scope) -> Value:
         keys = [self.expr(key, scope) for key in node.keys]
         values = [self.expr(value, scope) for value in node.values]
-        fields = {constant(key): index for index, key in enumerate(node.keys) if key is not None}
-        role = fields.get("role")
-        if role is not None and self.sinks.is_system_role(node.values[role]):
-            for field in MESSAGE_FIELDS:
-                if field in fields:
-                    self.sinks.system_sink(node.values[fields[field]], values[fields[field]])
+        if self.sinks.dict_sinks(node, values):
+            return CLEAN  # a user's or an assistant's message
         return combine(*keys, *values)
 
     def comprehension(self, node: ast.ListComp | ast.GeneratorExp | ast.SetComp | ast.DictComp, scope: Scope) -> Value:
@@ -225,6 +221,11 @@ class Interpreter(Statements):
     def inner(self, node: ast.Await | ast.Starred, scope: Scope) -> Value:
         return self.expr(node.value, scope)
 
+    def sent(self, node: ast.Yield | ast.YieldFrom, scope: Scope) -> Value:
+        """``reply = yield message``: what the caller sends in, not known; the message is checked for sinks."""
+        self.yielded(node, scope)
+        return CLEAN
+
     def walrus(self, node: ast.NamedExpr, scope: Scope) -> Value:
         value = self.expr(node.value, scope)
         self.assign(node.target, value, scope, node.value)
@@ -242,7 +243,10 @@ class Interpreter(Statements):
             spread += [self.made_by(kw.value, scope) for kw in keywords if kw.arg in FACTORY_KEYWORDS]
         receiver = self.expr(func.value, scope) if isinstance(func, ast.Attribute) else CLEAN
         name = self.qualname(func, scope)
-        self.sinks.call_sinks(node, args, kwargs)
+        callee = last_name(func) or ""
+        called = self.words.callee(callee)
+        if self.sinks.call_sinks(node, callee, called, args, kwargs):
+            return CLEAN  # a user's or an assistant's message
         if name is not None:
             kind = source_kind(name, len(node.args) + len(keywords), self.words) or self.learned.get(f"{name}()")
             if kind is not None:
@@ -256,7 +260,6 @@ class Interpreter(Statements):
                 return CLEAN
             if name in LAYOUT_KEEPING and len(args) == 1:
                 return args[0]
-        callee = last_name(func) or ""
         if (callee in TEMPLATE_SOURCES and not _class_of(func)) or name in TEMPLATE_SOURCES:
             template = self.template_source(callee, node, args)
             if template is not None:
@@ -269,22 +272,29 @@ class Interpreter(Statements):
         # where they fill a text (``template.format(date=...)``), a constructor's fields or a system prompt that a
         # helper's name says it makes (``compile_system_message(last_edit=...)``), but for the ids and times a
         # record keeps (``run_id=``, ``timestamp=``): an id passed to a method configures the call, by keyword or
-        # as a variable that says so (``toolkit.clone_for_session(new_session_id)``).
+        # as a variable that says so (``toolkit.clone_for_session(new_session_id)``), and so does a location given
+        # to a call that reads what is stored there (``Config.load(log_dir)``).
         made = callee if callee[:1].isupper() else _class_of(func)  # Tool(...), Tool.from_function(...)
         if made and self.words.is_record(made):
             return CLEAN  # a record's ids and times are its bookkeeping (see Vocabulary.record_words)
         if not made and self.words.returns_tool_calls(callee):
             return CLEAN  # the model's tool calls, parsed from its reply: not the definitions sent
         system = self.words.makes_system_prompt(callee)
+        reads = called.reader
         if callee in TEXT_METHODS or callee in ("dict", "partial"):
             filled = list(kwargs.values())
         elif made or system:
-            filled = [value for key, value in kwargs.items() if not self.words.is_bookkeeping(key)]
+            filled = [
+                value
+                for key, value in kwargs.items()
+                if not self.words.is_bookkeeping(key) and not (reads and self.words.names_a_location(key))
+            ]
         else:
             filled = []
         given = args
-        if isinstance(func, ast.Attribute) and name is None and not made and callee not in TEXT_METHODS:
-            given = [value for arg, value in zip(node.args, args, strict=True) if not self._names_an_id(arg)]
+        ids = isinstance(func, ast.Attribute) and name is None and not made and callee not in TEXT_METHODS
+        if ids or reads:
+            given = [value for arg, value in zip(node.args, args, strict=True) if not self._configures(arg, ids, reads)]
         everything = combine(receiver, *given, *filled, *spread)
         result: Value | None = None
         if isinstance(func, ast.Name) and scope.lookup(func.id) is None and func.id not in self.imports:
@@ -390,9 +400,15 @@ class Interpreter(Statements):
             return self.expr(factory.body, Scope(scope))
         return self.expr(ast.copy_location(ast.Call(func=factory, args=[], keywords=[]), factory), scope)
 
-    def _names_an_id(self, node: ast.expr) -> bool:
+    def _configures(self, node: ast.expr, ids: bool, locations: bool) -> bool:
+        """Whether a positional argument's name says it configures the call: an id (``session_id``), when
+        ``ids``; a location (``log_dir``), when ``locations``."""
         name = last_name(node)
-        return name is not None and (name in ("id", "uuid") or name.endswith("_id"))
+        if name is None:
+            return False
+        return (ids and (name in ("id", "uuid") or name.endswith("_id"))) or (
+            locations and self.words.names_a_location(name)
+        )
 
     def mutate(self, key: str, value: Value, node: ast.expr, scope: Scope) -> None:
         """An in-place change (``append``, ``shuffle``) to the object bound to ``key``: a rebinding, for sinks too."""
@@ -407,7 +423,8 @@ class Interpreter(Statements):
         if any(isinstance(arg, ast.Starred) for arg in node.args) or any(kw.arg is None for kw in node.keywords):
             return None
         spec = function.args
-        positional = [arg.arg for arg in (*spec.posonlyargs, *spec.args)][1 if skip_self else 0 :]
+        static = skip_self and any(last_name(decorator) == "staticmethod" for decorator in function.decorator_list)
+        positional = [arg.arg for arg in (*spec.posonlyargs, *spec.args)][1 if skip_self and not static else 0 :]
         named = {arg.arg for arg in (*spec.args, *spec.kwonlyargs)}
         bindings = dict(zip(positional, args, strict=False))
         bindings.update((key, value) for key, value in kwargs.items() if key in named)
@@ -440,6 +457,8 @@ class Interpreter(Statements):
         **dict.fromkeys((ast.ListComp, ast.GeneratorExp, ast.SetComp, ast.DictComp), comprehension),
         ast.Subscript: subscript,
         ast.Await: inner,
+        ast.Yield: sent,
+        ast.YieldFrom: sent,
         ast.Starred: inner,
         ast.NamedExpr: walrus,
         ast.Slice: bounds,

@@ -17,9 +17,9 @@ from agentcache.lint.python.rules import (
     Report,
     message,
 )
-from agentcache.lint.python.syntax import Function, last_name
+from agentcache.lint.python.syntax import Function, constant, last_name
 from agentcache.lint.python.values import KEY_ORDER, Origin, Value, orders, stable_tail, volatile
-from agentcache.lint.python.vocabulary import Vocabulary
+from agentcache.lint.python.vocabulary import AGENT, BINDER, FACTORY, MESSAGE, SETTER, SYSTEM, Callee, Vocabulary
 
 #: The fields of a system message that are sent as part of it: its text, and its name (OpenAI's ``name``).
 MESSAGE_FIELDS = ("content", "name")
@@ -39,37 +39,87 @@ class Sinks:
         """Names compared by identity (``if prompt is DEFAULT_PROMPT``): a module-level one is a marker for "not
         given", replaced before anything is sent, so what it is bound to is no sink."""
 
-    def call_sinks(self, node: ast.Call, args: list[Value], kwargs: dict[str, Value]) -> None:
+    def call_sinks(
+        self, node: ast.Call, name: str, called: Callee, args: list[Value], kwargs: dict[str, Value]
+    ) -> bool:
         """The sinks among a call's arguments: ``system=``, ``tools=``, ``SystemMessage(...)``, ``bind_tools``,
-        ``Message(role="system", content=...)``..."""
+        ``set_instruction(...)``, ``Message(role="system", content=...)``, ``Message("system", text)``... Returns
+        whether the call makes a message of another role (``role="user"``, ``HumanMessage(...)``): what that holds
+        is never a system prompt or a tool list, so the interpreter drops it, wherever the message is then put.
+        ``name``: the called name, ``called``: what the vocabulary says of it."""
         func = node.func
-        name = last_name(func) or ""
         words = self.words
+        role: ast.keyword | None = None
         for keyword in node.keywords:
-            if keyword.arg in words.system_keywords or (keyword.arg == "prompt" and name in words.agent_factories):
+            if keyword.arg == "role":
+                role = keyword
+            elif (keyword.arg in words.system_keywords and not called.template) or (
+                keyword.arg == "prompt" and called.sink == AGENT
+            ):
                 self.system_sink(keyword.value, kwargs[keyword.arg])
             elif keyword.arg in words.tools_keywords and not (words.is_record(name) or words.reads_reply(name)):
                 self.tools_sink(keyword.value, kwargs[keyword.arg])
-        if name in words.system_messages or (
-            name == "from_template"
-            and isinstance(func, ast.Attribute)
-            and last_name(func.value) in words.system_messages
+        sink = called.sink
+        if sink == FACTORY and not (
+            isinstance(func, ast.Attribute) and words.is_system_message(last_name(func.value), name)
         ):
+            sink = None
+        if sink in (MESSAGE, FACTORY):
             if node.args:
                 self.system_sink(node.args[0], args[0])
-            for keyword in node.keywords:
-                if keyword.arg in MESSAGE_FIELDS or keyword.arg == "template":
-                    self.system_sink(keyword.value, kwargs[keyword.arg])
-        elif name in words.tool_binders and node.args:
+            self.message_sinks(node, kwargs, "template")
+        elif sink == BINDER and node.args:
             self.tools_sink(node.args[0], args[0])
-        elif name in words.agent_factories and len(node.args) > 1:
+        elif sink == AGENT and len(node.args) > 1:
             self.tools_sink(node.args[1], args[1])
-        elif node.keywords and any(
-            keyword.arg == "role" and self.is_system_role(keyword.value) for keyword in node.keywords
-        ):
-            for keyword in node.keywords:
-                if keyword.arg in MESSAGE_FIELDS:
-                    self.system_sink(keyword.value, kwargs[keyword.arg])
+        elif sink == SETTER and node.args:
+            self.system_sink(node.args[0], args[0])
+        elif role is not None or called.role is not None:
+            return self.role_sinks(node, role, called.role, args, kwargs)
+        return False
+
+    def role_sinks(
+        self, node: ast.Call, role: ast.keyword | None, named: str | None, args: list[Value], kwargs: dict[str, Value]
+    ) -> bool:
+        """A message given its role. By ``role=``: the content is ``content=`` or the first argument
+        (griptape's and LangChain's ``Message(text, role=...)``). Else by the name of its class (``named``,
+        :attr:`Callee.role`: ``user`` for ``HumanMessage``), else as the first argument of a message class:
+        ``Message("system", text)``, the content second, is a system prompt only where a function whose name says
+        prompt builds it (``prompt_timeinfo``), since frameworks that take the role first also send tool output
+        and notices as system messages (gptme). A system message's content and name are sinks; True for another
+        role's message."""
+        content = 0
+        if role is not None:
+            found = self.role(role.value, kwargs["role"])
+        else:
+            found = named
+            if found == "" and node.args:
+                found, content = self.role(node.args[0], args[0]), 1
+                if found == SYSTEM and not (self.stack and self.words.builds_prompt(self.stack[-1].name)):
+                    return False
+        if found == SYSTEM:
+            if len(node.args) > content:
+                self.system_sink(node.args[content], args[content])
+            self.message_sinks(node, kwargs)
+        return bool(found) and found != SYSTEM
+
+    def dict_sinks(self, node: ast.Dict, values: list[Value]) -> bool:
+        """A message dict (``{"role": "system", "content": ...}``): a system message's content and name are sinks;
+        True for another role's message, as :meth:`call_sinks`."""
+        fields = {constant(key): index for index, key in enumerate(node.keys) if key is not None}
+        index = fields.get("role")
+        role = self.role(node.values[index], values[index]) if index is not None else None
+        if role == SYSTEM:
+            for field in MESSAGE_FIELDS:
+                if field in fields:
+                    self.system_sink(node.values[fields[field]], values[fields[field]])
+        return bool(role) and role != SYSTEM
+
+    def message_sinks(self, node: ast.Call, kwargs: dict[str, Value], *extra: str) -> None:
+        """A system message's ``content=`` and ``name=`` (and ``extra`` keywords: a template's ``template=``)."""
+        for keyword in node.keywords:
+            if keyword.arg in MESSAGE_FIELDS or keyword.arg in extra:
+                self.system_sink(keyword.value, kwargs[keyword.arg])
 
     def named_sink(self, name: str, node: ast.expr | None, value: Value, owner: str | None = None) -> None:
         """A binding whose name says system prompt or tools is a sink of its own, but for tool calls the model
@@ -115,13 +165,15 @@ class Sinks:
         if found - dumps:
             self.report(SET_ORDER, node, found - dumps, sink)
 
-    def is_system_role(self, node: ast.expr) -> bool:
-        """Whether a message's ``role=`` is the system's: the constant, or a name that says so
-        (``self.system_message_role``: the framework's configurable system role)."""
-        if isinstance(node, ast.Constant):
-            return node.value in self.words.system_roles
-        name = last_name(node)
-        return name is not None and "system" in name.lower()
+    def role(self, node: ast.expr, value: Value) -> str | None:
+        """A message's role: :data:`SYSTEM` for the system's, another of ``other_roles``, None when not known. A
+        constant says it, also as a value (``role = "system"``, a helper's parameter), else a name does
+        (:meth:`Vocabulary.role_named`: ``self.system_message_role``, ``Role.USER``)."""
+        text = value.text
+        if text is not None:
+            return SYSTEM if text in self.words.system_roles else text if text in self.words.other_roles else None
+        found = last_name(node)
+        return self.words.role_named(found) if found is not None else None
 
     def report(self, rule: Rule, node: ast.expr, origins: frozenset[Origin], sink: str) -> Report:
         key = (rule.code, node.lineno, node.col_offset)

@@ -12,7 +12,18 @@ from typing import Any, ClassVar
 
 from agentcache.lint.python.sinks import Sinks
 from agentcache.lint.python.syntax import Function, dotted, last_name, statements, unpacked
-from agentcache.lint.python.values import CLEAN, Origin, Scope, Value, combine, concat, element, join, sequence_order
+from agentcache.lint.python.values import (
+    CLEAN,
+    Origin,
+    Scope,
+    Value,
+    combine,
+    concat,
+    element,
+    join,
+    ordered,
+    sequence_order,
+)
 from agentcache.lint.python.vocabulary import SET_OPERATORS, Vocabulary
 
 #: Calls into the module's own functions are followed this deep.
@@ -36,7 +47,11 @@ class Statements(ABC):
         self.stack: list[Function] = []
         self.sinks = Sinks(words, self.stack)
         self.globals = Scope()
-        self.memo: dict[tuple[int, tuple[tuple[str, Value], ...]], Value] = {}
+        self.memo: dict[tuple[int, tuple[tuple[str, Value], ...]], tuple[Value, int]] = {}
+        """(function, bindings) -> what it returned, and how many calls deep it could follow when it cut one short
+        (else :data:`MAX_CALL_DEPTH`): :meth:`invoke`."""
+        self.cut = False
+        """Whether the function being run cut a call short, itself or through a call it made."""
         self.fields: dict[int, dict[str, Value]] = {}
         """Method (by id) -> the ``self.x`` values its class's body or ``__init__`` set that may differ between
         calls (class attributes, dataclass and pydantic fields made by a ``default_factory``, ``__init__``'s)."""
@@ -47,6 +62,9 @@ class Statements(ABC):
         self.bases: dict[int, tuple[str, ...]] = {}
         """Method (by id) -> the imported classes its class derives from, by dotted name: their fields are read
         from the project's exports."""
+        self.tuples: dict[str, tuple[Value, ...] | None] = {}
+        """Container (by dotted name) -> what each position of the tuples stored in it by key holds, joined over
+        the module (None: it holds something else too): :meth:`store`."""
         self.loops = 0
         self.order: frozenset[Origin] = frozenset()
         """The undefined orders of the loops being run (a set's, a shuffle's): what a loop body adds to a
@@ -137,7 +155,19 @@ class Statements(ABC):
         returns.append(value)
 
     def expression_statement(self, node: ast.Expr, scope: Scope, returns: list[Value]) -> None:
-        self.expr(node.value, scope)
+        """A ``yield`` adds to what the function returns: a generator's items are what its callers iterate."""
+        if isinstance(node.value, (ast.Yield, ast.YieldFrom)):
+            returns.append(self.yielded(node.value, scope))
+        else:
+            self.expr(node.value, scope)
+
+    def yielded(self, node: ast.Yield | ast.YieldFrom, scope: Scope) -> Value:
+        """What a ``yield`` gives the generator's caller (``yield from``: its iterable's items, in its order), in
+        the order of the loops around it."""
+        value = self.expr(node.value, scope)
+        if isinstance(node, ast.YieldFrom):
+            value = ordered(value, node.value)
+        return Value(value.origins | self.order) if self.order else value
 
     def with_statement(self, node: ast.With | ast.AsyncWith, scope: Scope, returns: list[Value]) -> None:
         for context in node.items:
@@ -147,11 +177,18 @@ class Statements(ABC):
         self.block(node.body, scope, returns)
 
     def class_body(self, node: ast.ClassDef, scope: Scope, returns: list[Value]) -> None:
+        """The attributes the body binds are the class's fields. A class made in a function (a model built at run
+        time, ``nodes: list[Node]`` of a ``create_model`` result) is a value too: the types it is made of, its
+        bases and its fields' annotations, as is the schema it gives a structured output. A module's classes stay
+        unbound: they are read by their definitions (a template class's file)."""
         body = Scope(scope)
         self.block(node.body, body, [])
         self.class_fields[id(node)] = {
             f"self.{name}": value for name, value in body.vars.items() if value.origins or value.unordered is not None
         }
+        if self.stack:
+            annotations = [item.annotation for item in node.body if isinstance(item, ast.AnnAssign)]
+            scope.vars[node.name] = combine(*(self.expr(part, body) for part in (*node.bases, *annotations)))
 
     def deletion(self, node: ast.Delete, scope: Scope, returns: list[Value]) -> None:
         for target in node.targets:
@@ -252,11 +289,16 @@ class Statements(ABC):
             if key:
                 old = scope.lookup(key) or CLEAN
                 scope.update(key, Value(old.origins | value.origins | self.order, old.unordered))
+                self.store(key, value)
             if isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str):
                 self.sinks.named_sink(target.slice.value, source, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             pairs = unpacked(target, source)
-            items = value.items if value.items is not None and len(value.items) == len(pairs) else None
+            items = value.items
+            if items is None and isinstance(source, ast.Subscript):
+                items = self.stored_items(source, value)
+            if items is not None and len(items) != len(pairs):
+                items = None
             for index, (part, part_source) in enumerate(pairs):
                 if part_source is not None:
                     part_value = self.expr(part_source, scope)
@@ -266,17 +308,47 @@ class Statements(ABC):
         elif isinstance(target, ast.Starred):
             self.assign(target.value, combine(value), scope, None)
 
+    def store(self, key: str, value: Value) -> None:
+        """Record an item stored in the container ``key`` (``cache[url] = (schemas, time.time())``): while every
+        item stored in it is a tuple of one length, what each position holds (:meth:`stored_items`)."""
+        known = self.tuples.get(key, ())
+        if known is None or value.items is None or (known and len(known) != len(value.items)):
+            self.tuples[key] = None
+        else:
+            self.tuples[key] = tuple(map(join, known, value.items)) if known else value.items
+
+    def stored_items(self, read: ast.Subscript, value: Value) -> tuple[Value, ...] | None:
+        """The positions of an item read from a container that holds tuples of one length (``data, stamp =
+        cache[url]``): each the values stored there, with what else the container holds (``value``'s other
+        origins), so that the time a cache entry was stored does not reach the data stored beside it."""
+        key = dotted(read.value)
+        known = self.tuples.get(key) if key else None
+        if not known:
+            return None
+        stored = reduce(frozenset.union, (item.origins for item in known))
+        rest = value.origins - stored
+        return tuple(Value(item.origins | rest) if rest else item for item in known)
+
     def invoke(self, function: Function, bindings: dict[str, Value], fields: dict[str, Value] | None = None) -> Value:
         """The return value of ``function`` run with its parameters bound to ``bindings`` (others CLEAN); a method
-        starts with the ``self.x`` its class's ``__init__`` set, and ``fields`` collects those an ``__init__`` sets."""
-        key = (id(function), tuple(sorted(bindings.items(), key=lambda item: item[0])))
+        starts with the ``self.x`` its class's ``__init__`` set, and ``fields`` collects those an ``__init__`` sets.
+        A run deep in a chain of calls that cut a call short (:data:`MAX_CALL_DEPTH`) is remembered with the depth
+        it had, and run again where it can follow more: its sinks then see what they are sent."""
+        known_values = sorted((item for item in bindings.items() if item[1] != CLEAN), key=lambda item: item[0])
+        key = (id(function), tuple(known_values))  # a parameter bound to CLEAN is one not given
+        depth = MAX_CALL_DEPTH - len(self.stack)
         known = self.memo.get(key)
-        if known is not None:
-            return known
-        if function in self.stack or len(self.stack) >= MAX_CALL_DEPTH:
+        if known is not None and known[1] >= depth:
+            self.cut = self.cut or known[1] < MAX_CALL_DEPTH  # what it returned then was cut short too
+            return known[0]
+        if function in self.stack:
+            return combine(*bindings.values())
+        if not depth:
+            self.cut = True
             return combine(*bindings.values())
         self.stack.append(function)
         outer, self.order = self.order, frozenset()  # a call's own collections are not the caller's loop's
+        outer_cut, self.cut = self.cut, False
         scope = Scope(self.globals)
         scope.vars.update(self.fields.get(id(function), {}))
         spec = function.args
@@ -294,7 +366,8 @@ class Statements(ABC):
         self.stack.pop()
         self.order = outer
         result = reduce(join, returns) if returns else CLEAN
-        self.memo[key] = result
+        self.memo[key] = (result, depth if self.cut else MAX_CALL_DEPTH)
+        self.cut = self.cut or outer_cut
         return result
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
+from typing import NamedTuple
 
 from agentcache.lint.python.values import CLOCK, FRESH_ID, RANDOM
 
@@ -29,6 +30,31 @@ CLOCK_UNLESS_GIVEN = {"time.strftime": 2, "time.ctime": 1, "time.asctime": 1, "t
 ID_CALLS = frozenset({"uuid.uuid1", "uuid.uuid4"})
 #: Module functions that draw nothing: seeding, state, in-place shuffles (handled as a mutation).
 NOT_DRAWS = frozenset({"random.seed", "random.getstate", "random.setstate", "random.shuffle", "secrets.compare_digest"})
+#: What :meth:`Vocabulary.role_named` and the sinks call the role of a system message (any of ``system_roles``).
+SYSTEM = "system"
+
+
+#: What :attr:`Callee.sink` says a call is: a system message (``SystemMessage``), maybe one by a factory method
+#: (``ChatMessage.from_system``: :meth:`Vocabulary.is_system_message` asks its class), a method whose first argument
+#: is a tool list, a call taking ``(model, tools, ...)``, a method whose first argument is a system prompt.
+MESSAGE, FACTORY, BINDER, AGENT, SETTER = "message", "factory", "binder", "agent", "setter"
+
+
+class Callee(NamedTuple):
+    """What a called name says, by :class:`Vocabulary`: worked out once per name."""
+
+    sink: str | None
+    """The sink it is by its name (:data:`MESSAGE` ... :data:`SETTER`), None for none. A setter is a verb of
+    ``system_setters``, then a name of ``system_keywords`` or one ending as ``system_names`` say
+    (``set_instruction``, ``add_system_message``; not ``set_instruction_context``)."""
+    template: bool
+    """It fills a text (``format``, ``render``): its keyword arguments are the text's placeholders, not sinks."""
+    role: str | None
+    """For a message class (its name's last word in ``message_words``), the role its name gives (``user`` for
+    ``UserMsg``, ``ai`` for ``AIMessage``), or ``""`` when it takes one (``Message``, ``ChatMessage``); else None."""
+    reader: bool
+    """It returns what is stored at the location it is given: its first word is a verb of ``reader_verbs``
+    (``Config.load(log_dir)``, ``open(path)``, ``path.read_text()``)."""
 
 
 @dataclass(frozen=True)
@@ -39,16 +65,32 @@ class Vocabulary:
     system_keywords: frozenset[str] = frozenset(
         {"system", "system_prompt", "system_message", "instructions"}  # OpenAI/Anthropic, LangChain, autogen, agents
         | {"system_template", "backstory", "custom_instructions"}  # CrewAI, open-interpreter
+        | {"instruction", "global_instruction", "static_instruction"}  # mcp-agent, fast-agent, google-adk
+        | {"system_instruction"}  # Gemini (google-genai, Vertex AI)
     )
-    """Keyword arguments that take a system prompt (``Agent(instructions=...)``)."""
+    """Keyword arguments that take a system prompt (``Agent(instructions=...)``), but not a template's placeholders
+    (``PROMPT.format(instruction=task)``: the filled text is checked where it is sent)."""
     tools_keywords: frozenset[str] = frozenset({"tools", "functions"})
     """Keyword arguments that take a tool list."""
     system_messages: frozenset[str] = frozenset(
         {"SystemMessage", "SystemMessagePromptTemplate", "SystemPromptPart", "ChatMessage.system"}
+        | {"ChatMessage.from_system"}  # Haystack
     )
-    """Calls whose first argument (or ``content=``/``template=``) is a system prompt."""
-    tool_binders: frozenset[str] = frozenset({"bind_tools", "bind_functions"})
-    """Methods whose first argument is a tool list."""
+    """Calls whose first argument (or ``content=``/``template=``) is a system prompt; ``Class.method`` for a
+    factory method."""
+    system_setters: frozenset[str] = frozenset({"set", "update", "with", "add", "append"})
+    """Verbs that, before a name of ``system_keywords`` or ending as ``system_names`` say, make a method whose first
+    argument is a system prompt (``set_instruction``, ``with_instructions``, ``add_system_message``)."""
+    message_words: frozenset[str] = frozenset({"message", "msg"})
+    """Last words of a message class's name. Without ``role=``, its first argument is the role when it is one
+    (``Message("system", text)``, then the content); a class named for another role (``HumanMessage``,
+    ``UserMsg``) makes a message of that role."""
+    other_roles: frozenset[str] = frozenset({"user", "assistant", "human", "ai", "tool", "function"})
+    """Roles of the other messages: what a message of one of them holds is never a system prompt or a tool list,
+    whatever list it is then put in."""
+    tool_binders: frozenset[str] = frozenset({"bind_tools", "bind_functions"} | {"with_structured_output"})
+    """Methods whose first argument is a tool list, or an output schema the model is given as a tool (LangChain's
+    ``with_structured_output``, under function calling)."""
     agent_factories: frozenset[str] = frozenset({"create_agent", "create_react_agent"})
     """Calls taking ``(model, tools, prompt=...)``."""
     system_names: tuple[str, ...] = ("system_prompt", "system_message", "custom_instructions")
@@ -68,10 +110,27 @@ class Vocabulary:
     reply_readers: tuple[str, ...] = ("Parser", "StreamingInterface")
     """A class whose name ends so reads the model's reply (LangChain's ``PydanticToolsParser``, a streaming
     interface that decodes the chunks): the ``tools=`` it is given are matched against the reply, not sent."""
+    reader_verbs: frozenset[str] = frozenset({"load", "read", "open"})
+    """Verbs that start the name of a call returning what is stored at a location (``Config.load(log_dir)``,
+    ``open(path)``, ``path.read_text()``): the location's id or time is where it reads, not what it returns."""
+    location_words: frozenset[str] = frozenset(
+        {"path", "dir", "directory", "folder", "file", "filename", "filepath", "dirname", "logdir", "workdir"}
+    )
+    """Words that say a name holds a location (``log_dir``, ``config_path``, ``logdir``)."""
     clock_calls: frozenset[str] = CLOCK_CALLS
     """Dotted names of calls that read the clock (add your project's ``myapp.utils.now``)."""
     id_calls: frozenset[str] = ID_CALLS
     """Dotted names of calls that make a fresh id."""
+
+    system_factories: frozenset[str] = field(init=False, repr=False, compare=False)
+    """Methods that may make a system message (:meth:`is_system_message`), from ``system_messages``: asked of
+    every method call."""
+    callees: dict[str, Callee] = field(init=False, repr=False, compare=False, default_factory=dict)
+    """Called name -> what :meth:`callee` says of it, worked out once per name: asked of every call."""
+
+    def __post_init__(self) -> None:
+        methods = {name.rpartition(".")[2] for name in self.system_messages if "." in name}
+        object.__setattr__(self, "system_factories", frozenset({*methods, "from_template"}))
 
     def is_bookkeeping(self, keyword: str) -> bool:
         """Whether a constructor's keyword argument is a record's id or time (``id=``, ``run_id=``,
@@ -84,6 +143,54 @@ class Vocabulary:
         (``compile_system_message_async``, ``get_system_message_from_compiled_memory``). Other verbs take one
         (``is_system_message``, ``log_system_prompt``)."""
         return _makes(function, self.system_makers, self.system_names)
+
+    def is_system_message(self, owner: str | None, method: str) -> bool:
+        """Whether ``owner.method(...)`` makes a system message: a factory method of ``system_messages``
+        (``ChatMessage.from_system``), or ``from_template`` of one (``SystemMessagePromptTemplate``)."""
+        if owner is None:
+            return False
+        if method == "from_template":
+            return owner in self.system_messages
+        return f"{owner}.{method}" in self.system_messages
+
+    def callee(self, name: str) -> Callee:
+        """What a called name says (:class:`Callee`)."""
+        known = self.callees.get(name)
+        if known is None:
+            verb, _, rest = name.partition("_")
+            sink = None
+            if name in self.system_messages:
+                sink = MESSAGE
+            elif name in self.system_factories:
+                sink = FACTORY
+            elif name in self.tool_binders:
+                sink = BINDER
+            elif name in self.agent_factories:
+                sink = AGENT
+            elif verb in self.system_setters and (rest in self.system_keywords or rest.endswith(self.system_names)):
+                sink = SETTER
+            role = None
+            words = _word_list(name)
+            if name[:1].isupper() and words and words[-1] in self.message_words:
+                role = words[0] if words[0] in self.other_roles else ""
+            reader = name.lstrip("_").partition("_")[0] in self.reader_verbs
+            known = self.callees[name] = Callee(sink, name in TEXT_METHODS, role, reader)
+        return known
+
+    def role_named(self, name: str) -> str | None:
+        """The role a name says a message has: :data:`SYSTEM` when it says system (``self.system_message_role``,
+        ``Role.SYSTEM``), a role of ``other_roles`` it names (``Role.USER``, ``Message.USER_ROLE``), else None."""
+        if "system" in name.lower():
+            return SYSTEM
+        return next(iter(self.other_roles.intersection(_words(name))), None)
+
+    def builds_prompt(self, function: str) -> bool:
+        """Whether a function's name says it builds a prompt (``prompt_timeinfo``, ``get_prompt``)."""
+        return "prompt" in _words(function)
+
+    def names_a_location(self, name: str | None) -> bool:
+        """Whether a name says it holds a location (:attr:`location_words`)."""
+        return name is not None and not self.location_words.isdisjoint(_words(name))
 
     def is_record(self, name: str) -> bool:
         """Whether an identifier names a record (``RunOutput``, ``tool_call``), by its words."""
@@ -108,9 +215,9 @@ class Vocabulary:
         """This vocabulary with more names; ``extra`` maps a field (``-`` or ``_`` between words) to names."""
         changes: dict[str, frozenset[str] | tuple[str, ...]] = {}
         for key, names in extra.items():
-            field = key.replace("-", "_")
-            current = getattr(self, field)
-            changes[field] = (*current, *names) if isinstance(current, tuple) else current | set(names)
+            name = key.replace("-", "_")
+            current = getattr(self, name)
+            changes[name] = (*current, *names) if isinstance(current, tuple) else current | set(names)
         return replace(self, **changes)  # type: ignore[arg-type]
 
 
@@ -120,7 +227,13 @@ _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 @lru_cache(maxsize=1 << 16)
 def _words(name: str) -> frozenset[str]:
     """The words of an identifier, lowercased: asked of every class and method called, most of them many times."""
-    return frozenset(word.lower() for word in _WORD.findall(name))
+    return frozenset(_word_list(name))
+
+
+@lru_cache(maxsize=1 << 14)
+def _word_list(name: str) -> tuple[str, ...]:
+    """The words of an identifier in order, lowercased (``AIMessage``: ``ai``, ``message``)."""
+    return tuple(word.lower() for word in _WORD.findall(name))
 
 
 #: Where a function's name goes on from what it makes to what it is made of (``_from_memory``, ``_async``).
@@ -138,7 +251,7 @@ def _makes(function: str, verbs: frozenset[str], names: tuple[str, ...]) -> bool
 _DEFINITION_WORDS = frozenset({"schema", "schemas", "spec", "specs", "definition", "definitions", "param", "params"})
 
 VOCABULARY = Vocabulary()
-FIELDS = frozenset(field.name for field in fields(Vocabulary))
+FIELDS = frozenset(item.name for item in fields(Vocabulary) if item.init)
 
 #: Builtins whose result does not depend on the order of their iterable, or carries none of it.
 ORDER_FREE = frozenset({"sorted", "min", "max", "sum", "any", "all"})

@@ -1,0 +1,258 @@
+"""Where prompts and tools are sent: message classes given their role by position or by name, sinks written inside
+``yield``, the instruction keywords and setters of agent frameworks, a structured-output schema, and the values that
+do not reach a sink (a location read from, another role's message).
+
+Fixtures as in test_python_source: ``# expect: CODE`` marks each finding's line; a fixture without marks must
+produce nothing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.lint.test_python_source import _expected, _lint
+
+POSITIVE = {
+    "role_first_message_built_by_a_prompt_function": """
+        from datetime import date
+        from chatkit import Message, Role
+
+        def prompt_today():
+            yield Message("system", f"Today is {date.today():%A %d %B}.")  # expect: AC101
+
+        def build_prompt(skills):
+            names = ", ".join({skill.name for skill in skills})
+            return [Message(Role.SYSTEM, "Skills: " + names)]  # expect: AC103
+    """,
+    "content_first_with_a_role_keyword_and_factory_methods": """
+        import time
+        import uuid
+        from griptape_like import Message
+        from haystack.dataclasses import ChatMessage
+
+        def messages(query):
+            session = uuid.uuid4().hex
+            return [
+                Message(f"You serve session {session}.", role=Message.SYSTEM_ROLE),  # expect: AC101
+                Message(query, role=Message.USER_ROLE),
+            ]
+
+        def opening():
+            return [ChatMessage.from_system(f"Started at {time.ctime()}")]  # expect: AC101
+    """,
+    "sinks_inside_yield_and_yield_from": """
+        import time
+        import uuid
+        from langchain_core.messages import SystemMessage
+
+        def opening():
+            yield Message(role="system", content=f"Started {time.ctime()}")  # expect: AC101
+
+        def traced():
+            yield from [{"role": "system", "content": f"Trace {uuid.uuid4()}"}]  # expect: AC101
+
+        def conversation():
+            reply = yield SystemMessage(content=f"Clock {time.time()}")  # expect: AC101
+            return reply
+    """,
+    "a_generator_yields_in_a_sets_order": """
+        def tool_specs(registry):
+            for name in set(registry):
+                yield {"type": "function", "function": {"name": name}}
+
+        def request(client, registry):
+            return client.create(tools=list(tool_specs(registry)))  # expect: AC103
+    """,
+    "instruction_keywords_and_setters": """
+        from datetime import datetime
+        from google.genai import types
+        from mcp_like import Agent
+
+        writer = Agent(name="writer", instruction=f"Report date: {datetime.now():%Y-%m-%d}. Be brief.")  # expect: AC101
+        config = types.GenerateContentConfig(system_instruction=f"Now {datetime.now()}")  # expect: AC101
+
+        def refresh(agent, signature, request):
+            agent.set_instruction(f"As of {datetime.now()}")  # expect: AC101
+            signature = signature.with_instructions(f"Started {datetime.now()}")  # expect: AC101
+            request.append_instructions([f"Clock: {datetime.now()}"])  # expect: AC101
+            agent.memory.add_system_message(f"Woke at {datetime.now()}")  # expect: AC101
+    """,
+    "structured_output_schema_is_a_tool": """
+        def extraction_schema(labels):
+            kinds = list({label.kind for label in labels})
+            return {"title": "Entity", "type": "object", "properties": {"kind": {"type": "string", "enum": kinds}}}
+
+        def extractor(llm, labels):
+            return llm.with_structured_output(extraction_schema(labels))  # expect: AC103
+    """,
+    "structured_output_of_a_model_built_at_run_time": """
+        from pydantic import BaseModel, Field, create_model
+
+        def graph_model(relations):
+            kinds = list({relation.kind for relation in relations})
+            Edge = create_model("Edge", **{"kind": (str, Field(description=f"One of {kinds}"))})
+
+            class Graph(BaseModel):
+                edges: list[Edge] = Field(description="The edges between the entities")
+
+            return Graph
+
+        def extractor(llm, relations):
+            return llm.with_structured_output(graph_model(relations), include_raw=True)  # expect: AC103
+    """,
+    "a_location_printed_is_still_volatile": """
+        import uuid
+        from pathlib import Path
+
+        def start(client):
+            log_dir = Path("logs") / uuid.uuid4().hex
+            client.create(system=f"Save your notes under {log_dir}.")  # expect: AC101
+    """,
+    "the_system_message_among_other_roles": """
+        from datetime import date
+
+        def build(seen, question):
+            messages = [ChatMessage(content="; ".join(set(seen)), role="user")]
+            messages.append(ChatMessage(content=f"Date {date.today()}", role="system"))  # expect: AC101
+            system_message = messages.pop(0)
+            return system_message
+    """,
+    "a_sink_first_reached_deep_in_a_chain_of_calls": """
+        import time
+
+        def handle(request):
+            return route(request)
+
+        def route(request):
+            return respond(request)
+
+        def respond(request):
+            return [opening(), request]
+
+        def opening():
+            return {"role": "system", "content": f"Session opened at {started()}"}  # expect: AC101
+
+        def started():
+            return time.time()
+    """,
+    "a_cache_entry_holding_the_time_in_its_data": """
+        import time
+
+        _PROMPTS = {}
+
+        def remember(user):
+            _PROMPTS[user] = (f"You serve {user}, signed in at {time.ctime()}.", 0)
+
+        def request(client, user):
+            text, hits = _PROMPTS[user]
+            return client.create(system=text)  # expect: AC101
+    """,
+}
+
+NEGATIVE = {
+    "role_first_notices_and_other_roles": """
+        import time
+        from chatkit import Message
+        from agentscope.message import UserMsg
+
+        def run_command(log, command):
+            yield Message("system", f"Ran {command} at {time.strftime('%H:%M:%S')}")
+            log.append(Message("user", f"Sent at {time.time()}"))
+            return UserMsg("system", content=f"Hint at {time.time()}")
+
+        def prompt_settings(settings):
+            return settings.get("system", f"{time.time()}")
+    """,
+    "instruction_as_a_template_placeholder": """
+        from datetime import datetime
+
+        USER_TEMPLATE = "Answer the instruction: {instruction}"
+
+        def ask(client, agent, question):
+            text = USER_TEMPLATE.format(instruction=f"{question} (asked {datetime.now()})")
+            client.create(messages=[{"role": "user", "content": text}])
+            agent.set_instruction_context({"asked": datetime.now()})
+    """,
+    "a_location_read_from": """
+        import uuid
+        from pathlib import Path
+        from myapp.config import ChatConfig, get_toolchain
+
+        def start(client):
+            log_dir = Path("logs") / str(uuid.uuid4())
+            config = ChatConfig.load_or_create(log_dir).save()
+            settings_path = log_dir / "settings.toml"
+            notes = open(settings_path).read()
+            prompt = ChatConfig.load(path=log_dir).prompt
+            client.create(tools=list(get_toolchain(config.tools)), system=prompt + notes)
+    """,
+    "other_roles_messages_do_not_reach_the_system_message": """
+        import time
+        import uuid
+
+        def build(history, system_prompt, seen):
+            messages = [ChatMessage(content="; ".join(set(seen)), role="user")]
+            messages.append({"role": "assistant", "content": f"Answered at {time.time()}"})
+            messages.append(HumanMessage(content=f"Request {uuid.uuid4()}"))
+            messages.append(ChatMessage(content=f"{time.time()}", role=MessageRole.TOOL))
+            messages.append(ChatMessage(content=system_prompt, role="system"))
+            return truncate(messages)
+
+        def truncate(messages):
+            system_message = messages.pop()
+            return [system_message, *messages[-10:]]
+    """,
+    "structured_output_of_a_sorted_schema": """
+        def extractor(llm, labels):
+            kinds = sorted({label.kind for label in labels})
+            schema = {"type": "object", "properties": {"kind": {"type": "string", "enum": kinds}}}
+            return llm.with_structured_output(schema)
+    """,
+    "a_cache_entry_stored_with_its_time": """
+        import time
+
+        _SCHEMAS = {}
+
+        def schemas(url):
+            now = time.time()
+            if url in _SCHEMAS:
+                data, stored = _SCHEMAS[url]
+                if now - stored < 300:
+                    return data
+            data = fetch(url)
+            _SCHEMAS[url] = (data, now)
+            return data
+
+        def request(client, url):
+            client.create(tools=[{"name": name, "parameters": schema} for name, schema in schemas(url).items()])
+    """,
+    "a_static_method_called_through_self": """
+        class Agent:
+            def list_tools(self, extra):
+                merged_tools = [self.search_tool]
+                names = {tool.name for tool in merged_tools}
+                self._add_unique(merged_tools, names, extra)
+                return merged_tools
+
+            @staticmethod
+            def _add_unique(merged_tools, names, tools):
+                for tool in tools:
+                    if tool.name not in names:
+                        merged_tools.append(tool)
+                        names.add(tool.name)
+    """,
+}
+
+
+@pytest.mark.parametrize("name", sorted(POSITIVE))
+def test_finds_what_each_fixture_marks(tmp_path: Path, name: str) -> None:
+    text, findings = _lint(tmp_path, POSITIVE[name])
+    assert sorted((finding.code, finding.line) for finding in findings) == _expected(text)
+
+
+@pytest.mark.parametrize("name", sorted(NEGATIVE))
+def test_stays_quiet_where_nothing_reaches_a_sink(tmp_path: Path, name: str) -> None:
+    _, findings = _lint(tmp_path, NEGATIVE[name])
+    assert findings == []
