@@ -337,6 +337,13 @@ POSITIVE = {
             ordered = list(set(tools))
             return llm.bind(tools=ordered) | PydanticToolsParser(tools=ordered)  # expect: AC103
     """,
+    "sorted_keys_leave_a_list_made_from_a_dicts_keys_in_their_order": """
+        import json
+
+        def system_prompt_for(tools):
+            table = {tool: "on" for tool in set(tools)}
+            return {"role": "system", "content": json.dumps({"names": list(table)}, sort_keys=True)}  # expect: AC103
+    """,
 }
 
 NEGATIVE = {
@@ -549,6 +556,18 @@ NEGATIVE = {
             async for chunk in interface.process(await client.stream(request)):
                 yield parser.parse(chunk)
     """,
+    "dicts_built_in_a_sets_order_dumped_with_sorted_keys": """
+        import json
+
+        def system_prompt_for(tools):
+            enabled = {tool.name for tool in tools}
+            table = {name: "enabled" for name in enabled}
+            flags = {}
+            for name in enabled:
+                flags[name] = True
+            text = json.dumps(table, sort_keys=True) + json.dumps({"flags": flags}, indent=2, sort_keys=True)
+            return {"role": "system", "content": "Tools: " + text}
+    """,
     "silenced_with_noqa": """
         import time
 
@@ -759,6 +778,57 @@ def test_a_class_a_package_reexports_is_followed(tmp_path: Path, init: str, text
     (agents / init).write_text(text.replace("Agent", "Team"))
     (tmp_path / "kernel" / "a_chat.py").write_text(chat.format("Agent", "Agent", "name"))
     assert lint_paths([tmp_path]).findings == ()
+
+
+@pytest.mark.parametrize(
+    ("tools", "expected"),
+    [
+        ("[{'name': name} for name in self.enabled_tools]", [("a_chat.py", 7, "AC103")]),
+        ("[{'name': name} for name in ALL_TOOLS]", [("a_chat.py", 7, "AC103")]),
+        ("list(SAFE_TOOLS)", [("a_chat.py", 7, "AC103")]),  # a set made from iterating a set is still a set
+        ("[{'name': name} for name in sorted(self.enabled_tools | ALL_TOOLS)]", []),
+        ("[{'name': name} for name in names if name in ALL_TOOLS and name not in self.enabled_tools]", []),
+    ],
+)
+def test_a_set_another_module_makes_is_a_set(tmp_path: Path, tools: str, expected: list[tuple[str, int, str]]) -> None:
+    """A set a base class makes in ``__init__`` and set constants, each in another module: iterated into the tool
+    list they are found; sorted, or kept for membership tests, they are not. The importer is walked first."""
+    _package(
+        tmp_path / "agent",
+        a_chat="from .base import Agent\nfrom .catalog import ALL_TOOLS, SAFE_TOOLS\n\n"
+        "class Chat(Agent):\n"
+        "    def request(self, client, names):\n"
+        "        return client.chat.completions.create(\n"
+        f"            model='m', messages=[], tools={tools},\n"
+        "        )\n",
+        base="class Agent:\n    def __init__(self):\n        self.enabled_tools: set[str] = set()\n",
+        catalog="ALL_TOOLS = frozenset({'search', 'summarize', 'translate'})\n"
+        "SAFE_TOOLS = frozenset(name for name in ALL_TOOLS if name != 'translate')\n",
+    )
+    findings = lint_paths([tmp_path]).findings
+    assert [(Path(f.path).name, f.line, f.code) for f in findings] == expected
+
+
+@pytest.mark.parametrize(("options", "expected"), [("", [("a_chat.py", 5, "AC104")]), (", sort_keys=True", [])])
+def test_a_dump_another_module_orders_by_a_set_is_followed(
+    tmp_path: Path, options: str, expected: list[tuple[str, int, str]]
+) -> None:
+    """A helper in another module dumps a dict built by iterating a set: its text, put in a system prompt, has its
+    keys in hash order (AC104), unless the dump sorts them."""
+    _package(
+        tmp_path / "agent",
+        a_chat="from .catalog import tools_schema\n\n"
+        "def messages(question):\n"
+        "    return [\n"
+        "        {'role': 'system', 'content': 'Switches: ' + tools_schema()},\n"
+        "        {'role': 'user', 'content': question},\n"
+        "    ]\n",
+        catalog="import json\n\nALL_TOOLS = {'search', 'summarize', 'translate'}\n\n"
+        "def tools_schema():\n"
+        f"    return json.dumps({{name: {{'type': 'boolean'}} for name in ALL_TOOLS}}{options})\n",
+    )
+    findings = lint_paths([tmp_path]).findings
+    assert [(Path(f.path).name, f.line, f.code) for f in findings] == expected
 
 
 def test_syntax_newer_than_the_interpreter_is_a_note_not_a_finding(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from agentcache.errors import InputError
 from agentcache.lint.core import UNPARSABLE, Checked, Finding, Rule, SourceFile
 from agentcache.lint.python.interpreter import Interpreter
 from agentcache.lint.python.project import Lesson, Project
-from agentcache.lint.python.values import Origin
+from agentcache.lint.python.values import Value
 from agentcache.lint.python.vocabulary import CLOCK_UNLESS_GIVEN, FIELDS, VOCABULARY, Vocabulary
 
 #: A module larger than this is parsed and analysed in parts of about this size, cut between top-level
@@ -98,7 +98,7 @@ class PythonSession:
         module, package = self.project.module(source.path), self.project.package(source.path)
         templates = self.project.templates(source.path)
         results: list[tuple[Rule, ast.expr, str]] = []
-        exports: dict[str, frozenset[Origin]] = {}
+        exports: dict[str, Value] = {}
         scope = None
         reading = self.project.reading()
         try:
@@ -176,8 +176,9 @@ def _vocabulary(settings: Mapping[str, Any]) -> dict[str, list[str]]:
 
 
 class _Relevant:
-    """Whether a module's bytes can matter: a sink's name anywhere in them, or, as a word, a name that calls the
-    clock, draws or makes an id (the prefilter that spares many modules of a framework a parse).
+    """Whether a module's bytes can matter: a sink's name anywhere in them (in capitals too: a module of constants,
+    ``ALL_TOOLS = {...}``, teaches the modules that import it), or, as a word, a name that calls the clock, draws
+    or makes an id (the prefilter that spares many modules of a framework a parse).
 
     The sink names are looked for one by one with ``in``, which scans bytes several times faster than a regular
     expression's alternation; a name that holds another one (``system_prompt``, ``system``) is left out, since
@@ -199,6 +200,7 @@ class _Relevant:
                 "prompt",
             )
         }
+        names |= {name.upper() for name in names}
         shortest = sorted(names, key=lambda name: (len(name), name))
         self.sinks = tuple(
             name.encode() for index, name in enumerate(shortest) if not any(other in name for other in shortest[:index])

@@ -29,10 +29,13 @@ from agentcache.lint.python.values import (
     concat,
     element,
     join,
+    keyed,
     order_free,
     ordered,
     orders,
+    read_export,
     sequence_order,
+    unkeyed,
     volatile,
 )
 from agentcache.lint.python.vocabulary import (
@@ -81,11 +84,11 @@ class Interpreter(Statements):
         self.functions, self.methods = definitions(self.nodes)
         self.learned = learned if learned is not None else Reading({})
 
-    def exports(self) -> dict[str, frozenset[Origin]]:
-        """After :meth:`run`: the origins of what each top-level function that takes no arguments returns
-        (``name()``), of each module-level name, and of each field a top-level class sets (``Class().field``), for
-        the modules that import them."""
-        found = {name: value.origins for name, value in self.globals.vars.items() if "." not in name}
+    def exports(self) -> dict[str, Value]:
+        """After :meth:`run`: what each top-level function that takes no arguments returns (``name()``), each
+        module-level name, and each field a top-level class sets (``Class().field``), for the modules that import
+        them."""
+        found = {name: value for name, value in self.globals.vars.items() if "." not in name}
         for node in self.tree.body:
             if (
                 isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -93,9 +96,9 @@ class Interpreter(Statements):
                 and len(node.args.defaults) == len(node.args.posonlyargs) + len(node.args.args)
                 and None not in node.args.kw_defaults
             ):  # callable without arguments, as get_today_str()
-                found[f"{node.name}()"] = self.invoke(node, {}).origins
+                found[f"{node.name}()"] = self.invoke(node, {})
         for name, fields in self.instance_fields.items():  # Agent().name: a field of every Agent made
-            found.update((f"{name}().{key[5:]}", value.origins) for key, value in fields.items())
+            found.update((f"{name}().{key[5:]}", value) for key, value in fields.items())
         return found
 
     def expr(self, node: ast.expr | None, scope: Scope) -> Value:
@@ -113,7 +116,7 @@ class Interpreter(Statements):
         if known is not None:
             return known
         kind = self.learned.get(self.imports.get(node.id, ""))
-        return Value(frozenset({Origin.at(node, kind)})) if kind else CLEAN
+        return read_export(kind, node) if kind else CLEAN
 
     def attribute(self, node: ast.Attribute, scope: Scope) -> Value:
         key = dotted(node)
@@ -124,7 +127,7 @@ class Interpreter(Statements):
             for base in self.bases.get(id(self.stack[-1]), ()):  # a field set by a class in another module
                 kind = self.learned.get(f"{base}().{node.attr}")
                 if kind:
-                    return Value(frozenset({Origin.at(node, kind)}))
+                    return read_export(kind, node)
         return combine(self.expr(node.value, scope))
 
     def imported(self, node: ast.expr) -> str | None:
@@ -200,7 +203,7 @@ class Interpreter(Statements):
 
     def comprehension(self, node: ast.ListComp | ast.GeneratorExp | ast.SetComp | ast.DictComp, scope: Scope) -> Value:
         inner = Scope(scope)
-        found: set[Origin] = set()
+        found: frozenset[Origin] = frozenset()
         for generator in node.generators:
             iterable = self.expr(generator.iter, inner)
             found |= sequence_order(iterable, generator.iter)
@@ -209,6 +212,7 @@ class Interpreter(Statements):
                 self.expr(condition, inner)
         if isinstance(node, ast.DictComp):
             result = combine(self.expr(node.key, inner), self.expr(node.value, inner))
+            found = keyed(found)  # the order of its keys
         else:
             result = self.expr(node.elt, inner)
         if isinstance(node, ast.SetComp):
@@ -248,9 +252,12 @@ class Interpreter(Statements):
         if self.sinks.call_sinks(node, callee, called, args, kwargs):
             return CLEAN  # a user's or an assistant's message
         if name is not None:
-            kind = source_kind(name, len(node.args) + len(keywords), self.words) or self.learned.get(f"{name}()")
+            kind = source_kind(name, len(node.args) + len(keywords), self.words)
             if kind is not None:
                 return Value(frozenset({Origin.at(node, kind)}))
+            kind = self.learned.get(f"{name}()")
+            if kind is not None:
+                return read_export(kind, node)
             if name in DUMPS:
                 return dump(node, name, args)
             if name == "random.shuffle" and node.args:
@@ -471,8 +478,8 @@ def builtin(name: str, node: ast.Call, args: list[Value]) -> Value | None:
         return CLEAN
     if name in ORDER_FREE:
         return Value(order_free(combine(*args).origins))
-    if name in ("set", "frozenset"):
-        return Value(combine(*args).origins, Origin.at(node, ORDER))
+    if name in ("set", "frozenset"):  # a set holds the same items whatever order they came in (as a set display)
+        return Value(volatile(combine(*args).origins), Origin.at(node, ORDER))
     if name in SEQUENCERS:
         items = [ordered(arg, node) for arg in args]
         if name in ("str", "repr") and len(args) == 1 and args[0].unordered is None:
@@ -493,8 +500,10 @@ def _class_of(func: ast.expr) -> str | None:
 def dump(node: ast.Call, name: str, args: list[Value]) -> Value:
     """``json.dumps(data)``: the text of ``data``. When a set ordered some of it and the keys are not sorted, its
     order becomes a key-order origin (AC104: ``sort_keys=True`` is the fix)."""
+    if sorts_keys(node, name):
+        return combine(*(ordered(unkeyed(arg), node) for arg in args))
     dumped = combine(*(ordered(arg, node) for arg in args))
-    if orders(dumped) and not sorts_keys(node, name):
+    if orders(dumped):
         return Value(volatile(dumped.origins) | {Origin.at(node, KEY_ORDER)})
     return dumped
 

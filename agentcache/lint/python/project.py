@@ -1,5 +1,6 @@
 """What one module learns from the others it is linted with: helpers in other modules that return the time, a
-random value or a fresh id (``get_today_str()``), and module constants that hold one.
+random value, a fresh id or what was built in a set's order (``get_today_str()``), module constants and class
+fields that hold one, and those that are sets (``ALL_TOOLS = frozenset({...})``), an order where they are iterated.
 
 Modules are checked one by one; each one's findings use what the modules checked before it exported. A module that
 read a name before what it exports was learned (a helper, a class's field) is checked again at the end
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from agentcache.lint.python.syntax import imports
 from agentcache.lint.python.templates import TemplateFiles
-from agentcache.lint.python.values import Origin, volatile
+from agentcache.lint.python.values import Value, export_kind
 from agentcache.lint.python.vocabulary import VOCABULARY, Vocabulary
 
 
@@ -32,8 +33,8 @@ class Lesson:
     path: Path
     module: str
     exports: dict[str, str]
-    """Its volatile names (``name``, ``name()`` for a helper, ``Class().field`` for a class's field) -> the origin
-    kind they give."""
+    """Its volatile, set-ordered or set names (``name``, ``name()`` for a helper, ``Class().field`` for a class's
+    field) -> the origin kind they give, or :data:`~agentcache.lint.python.values.SET`."""
     reads: dict[str, str | None] = field(default_factory=dict)
     """Each name it looked up among the project's exports -> what it found (None: nothing)."""
 
@@ -102,13 +103,14 @@ class Project:
         """A view of :attr:`exports` for one module's analysis, that records what it reads."""
         return Reading(self.exports)
 
-    def lesson(self, path: Path, module: str, exported: dict[str, frozenset[Origin]], reading: Reading) -> Lesson:
-        """What a checked module teaches: its exports that are volatile (by the first kind of their origins)."""
+    def lesson(self, path: Path, module: str, exported: dict[str, Value], reading: Reading) -> Lesson:
+        """What a checked module teaches: its exports that are volatile, set-ordered or sets
+        (:func:`~agentcache.lint.python.values.export_kind`)."""
         exports = {}
-        for name, origins in exported.items():
-            kinds = sorted(origin.kind for origin in volatile(origins))
-            if kinds:
-                exports[name] = kinds[0]
+        for name, value in exported.items():
+            kind = export_kind(value)
+            if kind is not None:
+                exports[name] = kind
         return Lesson(path, module, exports, dict(reading.reads))
 
     def holds(self, lesson: Lesson) -> bool:

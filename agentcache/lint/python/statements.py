@@ -21,6 +21,7 @@ from agentcache.lint.python.values import (
     concat,
     element,
     join,
+    keyed,
     ordered,
     sequence_order,
 )
@@ -288,7 +289,7 @@ class Statements(ABC):
             key = dotted(target.value)
             if key:
                 old = scope.lookup(key) or CLEAN
-                scope.update(key, Value(old.origins | value.origins | self.order, old.unordered))
+                scope.update(key, Value(old.origins | value.origins | keyed(self.order), old.unordered))
                 self.store(key, value)
             if isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str):
                 self.sinks.named_sink(target.slice.value, source, value)

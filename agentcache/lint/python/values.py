@@ -5,20 +5,23 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from agentcache.lint.python.syntax import code
 
 #: Kinds of :class:`Origin`: the first four differ between calls (SHUFFLE: ``random.shuffle``'s order); ORDER (a
-#: set's iteration order) and KEY_ORDER (``json.dumps`` without ``sort_keys`` of data ordered by a set) differ
-#: between processes.
+#: set's iteration order), KEYS (that order as the order of a dict's keys, which sorting the keys removes) and
+#: KEY_ORDER (``json.dumps`` without ``sort_keys`` of data ordered by a set) differ between processes.
 CLOCK, RANDOM, FRESH_ID, SHUFFLE = "clock", "random", "id", "shuffle"
-ORDER, KEY_ORDER = "order", "key-order"
-_ORDERS = frozenset({ORDER, KEY_ORDER})
+ORDER, KEYS, KEY_ORDER = "order", "keys", "key-order"
+_ORDERS = frozenset({ORDER, KEYS, KEY_ORDER})
+#: What a module exports that is a set not yet iterated (a kind of export, no :class:`Origin`'s): in the module that
+#: reads it, it is a set, whose order is taken where it is iterated.
+SET = "set"
 #: Elements a tuple value keeps one by one (:attr:`Value.items`): enough for a function's several results.
 MAX_ITEMS = 8
 #: The kinds that are a sequence's order, not its items': an item read from the sequence does not carry them.
-_SEQUENCE_ORDERS = frozenset({ORDER, SHUFFLE})
+_SEQUENCE_ORDERS = frozenset({ORDER, KEYS, SHUFFLE})
 
 
 @dataclass(frozen=True, order=True)
@@ -126,6 +129,22 @@ def orders(value: Value, taken: bool = False) -> frozenset[Origin]:
     return found | {value.unordered} if value.unordered and not taken else found
 
 
+def export_kind(value: Value) -> str | None:
+    """What another module learns of ``value`` (:mod:`~agentcache.lint.python.project`): the first kind of its
+    volatile origins, else of the set orders it took, else :data:`SET` for a set; None for a stable value."""
+    kinds = sorted(origin.kind for origin in volatile(value.origins)) or sorted(
+        origin.kind for origin in orders(value, taken=True)
+    )
+    return kinds[0] if kinds else SET if value.unordered is not None else None
+
+
+def read_export(kind: str, node: ast.expr) -> Value:
+    """A name another module exports as ``kind`` (:func:`export_kind`), read at ``node``."""
+    if kind == SET:
+        return Value(unordered=Origin.at(node, ORDER))
+    return Value(frozenset({Origin.at(node, kind)}))
+
+
 def stable_tail(value: Value) -> tuple[frozenset[Origin], int, int] | None:
     """(origins of the first volatile part of a string, stable characters before it, stable characters after)."""
     parts = segments(value)
@@ -138,10 +157,28 @@ def stable_tail(value: Value) -> tuple[frozenset[Origin], int, int] | None:
 
 
 def ordered(value: Value, site: ast.expr) -> Value:
-    """``value`` read in iteration order at ``site`` (a sequence, a loop, printed): a set leaves hash order."""
-    if value.unordered is None:
+    """``value`` read in iteration order at ``site`` (a sequence, a loop, printed): a set leaves hash order, and a
+    dict whose keys came in a set's order gives a sequence in that order."""
+    if value.unordered is not None:
+        return Value(value.origins | {Origin.at(site, ORDER)})
+    if value.origins and any(origin.kind == KEYS for origin in value.origins):
+        return Value(
+            frozenset(replace(origin, kind=ORDER) if origin.kind == KEYS else origin for origin in value.origins)
+        )
+    return value
+
+
+def keyed(origins: frozenset[Origin]) -> frozenset[Origin]:
+    """A set's order that ``origins`` hold, as the order of the keys of a dict built in it (a dict comprehension
+    over a set, ``d[k] = v`` in a loop over one): ``json.dumps(d, sort_keys=True)`` removes it."""
+    return frozenset(replace(origin, kind=KEYS) if origin.kind == ORDER else origin for origin in origins)
+
+
+def unkeyed(value: Value) -> Value:
+    """``value`` with its dicts' keys sorted: the set orders its keys took are gone."""
+    if not any(origin.kind == KEYS for origin in value.origins):
         return value
-    return Value(value.origins | {Origin.at(site, ORDER)})
+    return Value(frozenset(origin for origin in value.origins if origin.kind != KEYS), value.unordered)
 
 
 def element(iterable: Value) -> Value:
