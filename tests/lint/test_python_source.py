@@ -337,6 +337,70 @@ POSITIVE = {
             ordered = list(set(tools))
             return llm.bind(tools=ordered) | PydanticToolsParser(tools=ordered)  # expect: AC103
     """,
+    "output_schemas_whose_types_take_a_sets_order": """
+        import uuid
+        from typing import Literal, Union
+        from pydantic import BaseModel
+
+        def classify(client, question, categories):
+            labels = {category.strip().lower() for category in categories}
+
+            class Verdict(BaseModel):
+                label: Literal[tuple(labels)]
+
+            return client.beta.chat.completions.parse(
+                model="m", messages=[{"role": "user", "content": question}], response_format=Verdict  # expect: AC103
+            )
+
+        def route(llm, handlers):
+            choice = Union[tuple(handler.model for handler in set(handlers))]
+
+            class Route(BaseModel):
+                target: choice
+
+            class Decision(Route):
+                reason: str
+
+            return llm.with_structured_output(Decision)  # expect: AC103
+
+        def extract(client, text):
+            schema = {"name": f"extract_{uuid.uuid4().hex[:6]}", "schema": {"type": "object"}}
+            return client.responses.parse(model="m", input=text, text_format=schema)  # expect: AC102
+    """,
+    "a_type_factory_named_for_tool_messages_makes_a_definition": """
+        from typing import Union
+        from pydantic import BaseModel
+
+        class Agent:
+            def __init__(self):
+                self.enabled = set()
+
+            def any_tool_message(self):
+                options = tuple(self.registry[name] for name in self.enabled)
+
+                class AnyTool(BaseModel):
+                    tool: Union[options]
+
+                return AnyTool
+
+            def recover(self, llm):
+                return llm.with_structured_output(self.any_tool_message())  # expect: AC103
+    """,
+    "a_binder_the_module_defines_is_reported_at_its_call": """
+        from typing import Literal
+        from pydantic import BaseModel
+
+        class Agent:
+            def set_output_format(self, output_type):
+                tools = self.names_of(output_type)
+                self.enabled.update(tools)
+
+            def recover(self, kinds):
+                class Pick(BaseModel):
+                    kind: Literal[tuple(set(kinds))]
+
+                self.set_output_format(Pick)  # expect: AC103
+    """,
     "sorted_keys_leave_a_list_made_from_a_dicts_keys_in_their_order": """
         import json
 
@@ -555,6 +619,31 @@ NEGATIVE = {
             interface = OpenAIStreamingInterface(tools=request.get("tools", names))
             async for chunk in interface.process(await client.stream(request)):
                 yield parser.parse(chunk)
+    """,
+    "output_schemas_of_stable_types": """
+        import uuid
+        from typing import Literal, Union
+        from pydantic import BaseModel, Field
+
+        def classify(client, question, categories):
+            labels = {category.strip().lower() for category in categories}
+
+            class Verdict(BaseModel):
+                request_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+                label: Literal[tuple(sorted(labels))]
+
+            verdict = client.beta.chat.completions.parse(model="m", messages=[], response_format=Verdict)
+            if verdict.label not in labels:
+                raise ValueError(verdict.label)
+            return verdict
+
+        def route(llm, handlers):
+            known = set(handlers)
+
+            class Route(BaseModel):
+                target: Union[tuple(handler.model for handler in handlers if handler in known)]
+
+            return llm.with_structured_output(Route)
     """,
     "dicts_built_in_a_sets_order_dumped_with_sorted_keys": """
         import json

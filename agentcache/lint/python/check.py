@@ -192,6 +192,8 @@ class _Relevant:
                 *words.tools_keywords,
                 *words.system_messages,
                 *words.tool_binders,
+                *words.schema_keywords,
+                *words.schema_binders,
                 *words.agent_factories,
                 *words.system_names,
                 *words.system_roles,

@@ -14,7 +14,15 @@ from typing import Any, ClassVar
 from agentcache.lint.python.project import Reading
 from agentcache.lint.python.sinks import sorts_keys
 from agentcache.lint.python.statements import Statements
-from agentcache.lint.python.syntax import Function, constant, definitions, dotted, imports, last_name
+from agentcache.lint.python.syntax import (
+    Function,
+    constant,
+    definitions,
+    dotted,
+    imports,
+    last_name,
+    returns_own_class,
+)
 from agentcache.lint.python.templates import TemplateFiles, reads
 from agentcache.lint.python.values import (
     CLEAN,
@@ -284,7 +292,7 @@ class Interpreter(Statements):
         made = callee if callee[:1].isupper() else _class_of(func)  # Tool(...), Tool.from_function(...)
         if made and self.words.is_record(made):
             return CLEAN  # a record's ids and times are its bookkeeping (see Vocabulary.record_words)
-        if not made and self.words.returns_tool_calls(callee):
+        if not made and self.words.returns_tool_calls(callee) and not self.makes_a_class(func):
             return CLEAN  # the model's tool calls, parsed from its reply: not the definitions sent
         system = self.words.makes_system_prompt(callee)
         reads = called.reader
@@ -343,7 +351,12 @@ class Interpreter(Statements):
             scope.update(key, Value(order_free(receiver.origins)))
         if attr in SET_ALGEBRA and receiver.unordered:
             return Value(combine(receiver, *args).origins, receiver.unordered)
-        if isinstance(func.value, ast.Name) and func.value.id in ("self", "cls") and attr in self.methods:
+        if (
+            isinstance(func.value, ast.Name)
+            and func.value.id in ("self", "cls")
+            and attr in self.methods
+            and not self.words.binds(attr)
+        ):  # a binder's body (the framework's own) is how what it is given is sent: reported at the call
             return self.inline(self.methods[attr], node, args, kwargs, skip_self=True)
         return None
 
@@ -406,6 +419,17 @@ class Interpreter(Statements):
         if isinstance(factory, ast.Lambda):
             return self.expr(factory.body, Scope(scope))
         return self.expr(ast.copy_location(ast.Call(func=factory, args=[], keywords=[]), factory), scope)
+
+    def makes_a_class(self, func: ast.expr) -> bool:
+        """Whether ``func`` is a function of the module (or a method of ``self``) that returns a class it defines:
+        what such a factory returns is a type, a definition whatever its name says (``get_tool_message_type``)."""
+        if isinstance(func, ast.Name):
+            function = self.functions.get(func.id)
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
+            function = self.methods.get(func.attr)
+        else:
+            return False
+        return function is not None and returns_own_class(function)
 
     def _configures(self, node: ast.expr, ids: bool, locations: bool) -> bool:
         """Whether a positional argument's name says it configures the call: an id (``session_id``), when

@@ -17,19 +17,20 @@ VOLATILE_SYSTEM_PROMPT = Rule(
 VOLATILE_TOOLS = Rule(
     "AC102",
     "volatile-tools",
-    "the current time, a random value or a fresh id flows into a tool list",
+    "the current time, a random value or a fresh id flows into a tool list or an output schema",
     "build tool definitions once, from constants; pass per-call values as tool arguments or in the latest message",
 )
 SET_ORDER = Rule(
     "AC103",
     "set-order",
-    "the iteration order of a set flows into a system prompt or a tool list",
+    "the iteration order of a set flows into a system prompt, a tool list or an output schema",
     "iterate in a defined order: sorted(...) the set, or keep the items in a list",
 )
 UNSORTED_SCHEMA_DUMP = Rule(
     "AC104",
     "unsorted-schema-dump",
-    "json.dumps without sort_keys=True writes data ordered by a set into a system prompt or a tool list",
+    "json.dumps without sort_keys=True writes data ordered by a set into a system prompt, a tool list or an output "
+    "schema",
     "pass sort_keys=True and sorted() the sets (or serialize with agentcache.canonical_json)",
 )
 VOLATILE_BEFORE_STABLE = Rule(
@@ -86,8 +87,8 @@ def message(report: Report) -> str:
         )
     if report.rule is VOLATILE_TOOLS:
         return (
-            f"{report.sink} includes {_describe(frozenset(report.origins))}: tools come before the messages, so "
-            "every request misses the cache from the tools on"
+            f"{report.sink} includes {_describe(frozenset(report.origins))}: it is sent before the messages, so "
+            "every request misses the cache from there on"
         )
     return (
         f"{report.sink} includes {_describe(frozenset(report.origins))}: it differs between calls, so no request "

@@ -1,5 +1,5 @@
-"""Sinks: the parts of a request that form its cached prefix (system prompts, tool lists). The interpreter hands
-each one the value that reaches it; :class:`Sinks` keeps what breaks a rule."""
+"""Sinks: the parts of a request that form its cached prefix (system prompts, tool lists, output schemas). The
+interpreter hands each one the value that reaches it; :class:`Sinks` keeps what breaks a rule."""
 
 from __future__ import annotations
 
@@ -19,10 +19,22 @@ from agentcache.lint.python.rules import (
 )
 from agentcache.lint.python.syntax import Function, constant, last_name
 from agentcache.lint.python.values import KEY_ORDER, Origin, Value, orders, stable_tail, volatile
-from agentcache.lint.python.vocabulary import AGENT, BINDER, FACTORY, MESSAGE, SETTER, SYSTEM, Callee, Vocabulary
+from agentcache.lint.python.vocabulary import (
+    AGENT,
+    BINDER,
+    FACTORY,
+    MESSAGE,
+    SCHEMA,
+    SETTER,
+    SYSTEM,
+    Callee,
+    Vocabulary,
+)
 
 #: The fields of a system message that are sent as part of it: its text, and its name (OpenAI's ``name``).
 MESSAGE_FIELDS = ("content", "name")
+#: What the findings call the sinks sent before the messages.
+TOOL_LIST, OUTPUT_SCHEMA = "the tool list", "the output schema"
 
 
 class Sinks:
@@ -57,8 +69,11 @@ class Sinks:
                 keyword.arg == "prompt" and called.sink == AGENT
             ):
                 self.system_sink(keyword.value, kwargs[keyword.arg])
-            elif keyword.arg in words.tools_keywords and not (words.is_record(name) or words.reads_reply(name)):
-                self.tools_sink(keyword.value, kwargs[keyword.arg])
+            elif (keyword.arg in words.tools_keywords or keyword.arg in words.schema_keywords) and not (
+                words.is_record(name) or words.reads_reply(name)
+            ):
+                what = TOOL_LIST if keyword.arg in words.tools_keywords else OUTPUT_SCHEMA
+                self.tools_sink(keyword.value, kwargs[keyword.arg], sink=what)
         sink = called.sink
         if sink == FACTORY and not (
             isinstance(func, ast.Attribute) and words.is_system_message(last_name(func.value), name)
@@ -70,6 +85,8 @@ class Sinks:
             self.message_sinks(node, kwargs, "template")
         elif sink == BINDER and node.args:
             self.tools_sink(node.args[0], args[0])
+        elif sink == SCHEMA and node.args:
+            self.tools_sink(node.args[0], args[0], sink=OUTPUT_SCHEMA)
         elif sink == AGENT and len(node.args) > 1:
             self.tools_sink(node.args[1], args[1])
         elif sink == SETTER and node.args:
@@ -151,11 +168,12 @@ class Sinks:
                 self.report(VOLATILE_SYSTEM_PROMPT, node, changing, "the system prompt")
         self.order_sink(node, orders(value, taken), "the system prompt")
 
-    def tools_sink(self, node: ast.expr, value: Value, taken: bool = False) -> None:
+    def tools_sink(self, node: ast.expr, value: Value, taken: bool = False, sink: str = TOOL_LIST) -> None:
+        """A tool list, or an output schema (``response_format=``): both are sent before the messages."""
         changing = volatile(value.origins)
         if changing:
-            self.report(VOLATILE_TOOLS, node, changing, "the tool list")
-        self.order_sink(node, orders(value, taken), "the tool list")
+            self.report(VOLATILE_TOOLS, node, changing, sink)
+        self.order_sink(node, orders(value, taken), sink)
 
     def order_sink(self, node: ast.expr, found: frozenset[Origin], sink: str) -> None:
         """Set order reaching a sink: through ``json.dumps`` without sorted keys (AC104), or directly (AC103)."""

@@ -40,6 +40,17 @@ def last_name(node: ast.expr) -> str | None:
     return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
 
 
+def returns_own_class(function: Function) -> bool:
+    """Whether ``function`` returns, by name, a class defined in its body."""
+    classes, returned = set(), set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.ClassDef):
+            classes.add(node.name)
+        elif isinstance(node, ast.Return) and isinstance(node.value, ast.Name):
+            returned.add(node.value.id)
+    return not classes.isdisjoint(returned)
+
+
 def unpacked(target: ast.Tuple | ast.List, source: ast.expr | None) -> list[tuple[ast.expr, ast.expr | None]]:
     """Pair each target with its own source expression when both sides are literal tuples of one length."""
     if (

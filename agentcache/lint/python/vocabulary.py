@@ -36,8 +36,9 @@ SYSTEM = "system"
 
 #: What :attr:`Callee.sink` says a call is: a system message (``SystemMessage``), maybe one by a factory method
 #: (``ChatMessage.from_system``: :meth:`Vocabulary.is_system_message` asks its class), a method whose first argument
-#: is a tool list, a call taking ``(model, tools, ...)``, a method whose first argument is a system prompt.
-MESSAGE, FACTORY, BINDER, AGENT, SETTER = "message", "factory", "binder", "agent", "setter"
+#: is a tool list, one whose first argument is an output schema, a call taking ``(model, tools, ...)``, a method whose
+#: first argument is a system prompt.
+MESSAGE, FACTORY, BINDER, SCHEMA, AGENT, SETTER = "message", "factory", "binder", "schema", "agent", "setter"
 
 
 class Callee(NamedTuple):
@@ -91,6 +92,13 @@ class Vocabulary:
     tool_binders: frozenset[str] = frozenset({"bind_tools", "bind_functions"} | {"with_structured_output"})
     """Methods whose first argument is a tool list, or an output schema the model is given as a tool (LangChain's
     ``with_structured_output``, under function calling)."""
+    schema_keywords: frozenset[str] = frozenset(
+        {"response_format", "text_format"}  # OpenAI's chat completions and responses, LiteLLM
+        | {"output_type", "response_model", "output_schema"}  # pydantic-ai and the Agents SDK, instructor, ADK
+    )
+    """Keyword arguments that take an output schema (structured output), which is sent before the messages."""
+    schema_binders: frozenset[str] = frozenset({"set_output_format"})
+    """Methods whose first argument is an output schema (langroid's)."""
     agent_factories: frozenset[str] = frozenset({"create_agent", "create_react_agent"})
     """Calls taking ``(model, tools, prompt=...)``."""
     system_names: tuple[str, ...] = ("system_prompt", "system_message", "custom_instructions")
@@ -165,6 +173,8 @@ class Vocabulary:
                 sink = FACTORY
             elif name in self.tool_binders:
                 sink = BINDER
+            elif name in self.schema_binders:
+                sink = SCHEMA
             elif name in self.agent_factories:
                 sink = AGENT
             elif verb in self.system_setters and (rest in self.system_keywords or rest.endswith(self.system_names)):
@@ -191,6 +201,10 @@ class Vocabulary:
     def names_a_location(self, name: str | None) -> bool:
         """Whether a name says it holds a location (:attr:`location_words`)."""
         return name is not None and not self.location_words.isdisjoint(_words(name))
+
+    def binds(self, method: str) -> bool:
+        """Whether a method's first argument is a tool list or an output schema (``bind_tools``)."""
+        return method in self.tool_binders or method in self.schema_binders
 
     def is_record(self, name: str) -> bool:
         """Whether an identifier names a record (``RunOutput``, ``tool_call``), by its words."""
