@@ -202,7 +202,7 @@ class _Relevant:
                 "prompt",
             )
         }
-        names |= {name.upper() for name in names}
+        names |= {"SYSTEM", "TOOLS", "PROMPT"}
         shortest = sorted(names, key=lambda name: (len(name), name))
         self.sinks = tuple(
             name.encode() for index, name in enumerate(shortest) if not any(other in name for other in shortest[:index])
