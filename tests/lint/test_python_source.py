@@ -657,6 +657,18 @@ NEGATIVE = {
             text = json.dumps(table, sort_keys=True) + json.dumps({"flags": flags}, indent=2, sort_keys=True)
             return {"role": "system", "content": "Tools: " + text}
     """,
+    "an_id_given_to_a_constructor_is_what_the_object_keeps": """
+        import uuid
+
+        class Session:
+            def __init__(self, storage):
+                self.storage = storage
+                self.session_id = uuid.uuid4().hex
+
+            def attach(self):
+                stash = Stash(self.storage, self.session_id)
+                self.session_tools = [retrieval_tool(stash)]
+    """,
     "silenced_with_noqa": """
         import time
 
@@ -918,6 +930,83 @@ def test_a_dump_another_module_orders_by_a_set_is_followed(
     )
     findings = lint_paths([tmp_path]).findings
     assert [(Path(f.path).name, f.line, f.code) for f in findings] == expected
+
+
+@pytest.mark.parametrize(
+    ("read", "expected"),
+    [
+        ("', '.join(catalog.skill_names())", [("a_prompt.py", 5, "AC103")]),  # a method that returns a set
+        ("catalog.banner", [("a_prompt.py", 5, "AC101")]),  # a property that reads the clock
+        ("f'You are {agent.name}.'", [("a_prompt.py", 5, "AC101")]),  # a field made by default_factory
+        ("', '.join(sorted(catalog.skill_names()))", []),
+        ("', '.join(catalog.skills_for(agent))", []),  # a method given arguments: what it returns is not known
+        ("', '.join(other.skill_names())", []),  # a parameter without a class
+    ],
+)
+def test_a_parameter_of_a_class_in_another_module_reads_its_methods_and_fields(
+    tmp_path: Path, read: str, expected: list[tuple[str, int, str]]
+) -> None:
+    """A parameter annotated with a class of another module (``catalog: Catalog``, ``"Agent | None"``) reads
+    what that class's methods that take no arguments return, its properties and its fields."""
+    _package(
+        tmp_path / "app",
+        a_prompt="from .catalog import Agent, Catalog\n\n"
+        "def messages(catalog: Catalog, agent: 'Agent | None', other, question):\n"
+        "    return [\n"
+        f"        {{'role': 'system', 'content': {read}}},\n"
+        "        {'role': 'user', 'content': question},\n"
+        "    ]\n",
+        catalog="import random\nfrom datetime import datetime\nfrom pydantic import BaseModel, Field\n\n"
+        "class Agent(BaseModel):\n"
+        "    name: str = Field(default_factory=lambda: random.choice(['Ada', 'Bo']))\n\n"
+        "class Catalog:\n"
+        "    def __init__(self, skills):\n"
+        "        self.skills = skills\n\n"
+        "    def skill_names(self):\n"
+        "        return {skill.name for skill in self.skills}\n\n"
+        "    def skills_for(self, agent):\n"
+        "        return {skill.name for skill in self.skills if skill.fits(agent)}\n\n"
+        "    @property\n"
+        "    def banner(self):\n"
+        "        return f'Catalog as of {datetime.now():%H:%M}'\n",
+    )
+    findings = lint_paths([tmp_path]).findings
+    assert [(Path(f.path).name, f.line, f.code) for f in findings] == expected
+
+
+@pytest.mark.parametrize(("options", "expected"), [("", [("config.py", 8, "AC104")]), (", sort_keys=True", [])])
+def test_what_a_constructor_is_given_elsewhere_is_the_objects_field(
+    tmp_path: Path, options: str, expected: list[tuple[str, int, str]]
+) -> None:
+    """A config object is made in one module with a schema dumped from a set in another (read through a
+    parameter of that class), and formats it into its system message in a third: the dump's key order reaches
+    the system message (AC104), unless the dump sorts the keys. A keyword that is a sink itself (``tools=``) is
+    reported where it is given, not again where the class sends it."""
+    _package(
+        tmp_path / "rag",
+        a_task="from .config import PlannerConfig\nfrom .store import Store\n\n"
+        "def planner(store: Store):\n"
+        "    config = PlannerConfig(schema_text=store.schema(), tools=list(store.columns))\n"
+        "    config.set_system_message()\n"
+        "    return config\n",
+        config="from pydantic import BaseModel\n\n"
+        "class PlannerConfig(BaseModel):\n"
+        "    schema_text: str = ''\n"
+        "    system_message: str = 'Plan queries over these fields: {schema}'\n\n"
+        "    def set_system_message(self):\n"
+        "        self.system_message = self.system_message.format(schema=self.schema_text)\n\n"
+        "    def request(self, client):\n"
+        "        return client.chat.completions.create(model='m', messages=[], tools=self.tools)\n",
+        store="import json\n\n"
+        "class Store:\n"
+        '    """The columns a planner\'s system prompt may filter on."""\n\n'
+        "    def __init__(self):\n"
+        "        self.columns = set()\n\n"
+        "    def schema(self):\n"
+        f"        return json.dumps({{column: {{'type': 'string'}} for column in self.columns}}{options})\n",
+    )
+    findings = lint_paths([tmp_path]).findings
+    assert [(Path(f.path).name, f.line, f.code) for f in findings] == [("a_task.py", 5, "AC103"), *expected]
 
 
 def test_syntax_newer_than_the_interpreter_is_a_note_not_a_finding(tmp_path: Path) -> None:

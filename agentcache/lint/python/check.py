@@ -99,21 +99,23 @@ class PythonSession:
         templates = self.project.templates(source.path)
         results: list[tuple[Rule, ast.expr, str]] = []
         exports: dict[str, Value] = {}
+        gives: dict[str, Value] = {}
         scope = None
         reading = self.project.reading()
         try:
             for part in itertools.chain([tree], trees):
-                analysis = Interpreter(part, self.words, package, reading, scope, templates)
+                analysis = Interpreter(part, self.words, package, reading, scope, templates, module)
                 analysis.run()
                 results.extend(analysis.sinks.results())
                 exports.update(analysis.exports())
+                gives.update(analysis.gives)
                 scope = analysis.globals
         except SyntaxError as exc:  # a later part of a large module: the whole module is unparsable
             line, column = exc.lineno or 1, exc.offset or 1
             return Checked((_unparsable(source, line, max(column, 1), f"not valid Python: {exc.msg}"),))
         except RecursionError:
             return Checked((_unparsable(source, 1, 1, "not analysed: expressions or branches nested too deep"),))
-        self.last = self.project.lesson(source.path, module, exports, reading)
+        self.last = self.project.lesson(source.path, module, exports, gives, reading)
         self.project.learn(self.last)
         if len(text) <= PART_BYTES:  # one part: the tree of the whole module
             self.tree = tree

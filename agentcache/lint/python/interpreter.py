@@ -16,6 +16,7 @@ from agentcache.lint.python.sinks import sorts_keys
 from agentcache.lint.python.statements import Statements
 from agentcache.lint.python.syntax import (
     Function,
+    callable_without_arguments,
     constant,
     definitions,
     dotted,
@@ -36,6 +37,7 @@ from agentcache.lint.python.values import (
     combine,
     concat,
     element,
+    export_kind,
     join,
     keyed,
     order_free,
@@ -79,32 +81,49 @@ class Interpreter(Statements):
         learned: Reading | None = None,
         scope: Scope | None = None,
         templates: TemplateFiles | None = None,
+        module: str = "",
     ) -> None:
         """``package`` resolves relative imports; ``learned`` holds what other modules export
         (:class:`~agentcache.lint.python.project.Project`): ``mod.f()`` for a helper, ``mod.NAME`` for a constant.
         ``scope``: the module-level names an earlier part of the same module bound. ``templates``: the template
-        files and modules of the module's package, that a template rendered by name or class is read from."""
+        files and modules of the module's package, that a template rendered by name or class is read from.
+        ``module``: the module's dotted name, that its classes are known by."""
         super().__init__(tree, words)
+        self.module = module
         if scope is not None:
             self.globals = scope
         self.templates = templates if templates is not None else TemplateFiles()
         self.imports = imports(self.nodes, package)
         self.functions, self.methods = definitions(self.nodes)
         self.learned = learned if learned is not None else Reading({})
+        self.typed: dict[int, dict[str, tuple[str, ...]]] = {}
+        """Function (by id) -> its parameters annotated with an imported class -> that class's dotted name, alone
+        in a tuple (:meth:`classes_of`)."""
+        self.classes = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+        self.gives: dict[str, Value] = {}
+        """What the module gives the constructors of the project's classes, when it differs or is set-ordered:
+        ``pkg.mod.Config(schema=)`` -> the values given that keyword, ``pkg.mod.Config(=)`` -> all of them."""
 
     def exports(self) -> dict[str, Value]:
         """After :meth:`run`: what each top-level function that takes no arguments returns (``name()``), each
-        module-level name, and each field a top-level class sets (``Class().field``), for the modules that import
-        them."""
+        module-level name, each field a top-level class sets (``Class().field``, a property too) and what each of
+        its methods that take no arguments returns (``Class().method()``), for the modules that import them."""
         found = {name: value for name, value in self.globals.vars.items() if "." not in name}
         for node in self.tree.body:
             if (
                 isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
                 and self.functions.get(node.name) is node
-                and len(node.args.defaults) == len(node.args.posonlyargs) + len(node.args.args)
-                and None not in node.args.kw_defaults
-            ):  # callable without arguments, as get_today_str()
+                and callable_without_arguments(node)
+            ):  # as get_today_str()
                 found[f"{node.name}()"] = self.invoke(node, {})
+            elif isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        continue
+                    decorators = {last_name(decorator) for decorator in item.decorator_list}
+                    if callable_without_arguments(item, 1) and decorators.isdisjoint(("staticmethod", "classmethod")):
+                        call = "()" if decorators.isdisjoint(("property", "cached_property")) else ""
+                        found[f"{node.name}().{item.name}{call}"] = self.invoke(item, {})
         for name, fields in self.instance_fields.items():  # Agent().name: a field of every Agent made
             found.update((f"{name}().{key[5:]}", value) for key, value in fields.items())
         return found
@@ -131,12 +150,57 @@ class Interpreter(Statements):
         known = scope.lookup(key) if key else None
         if known is not None:
             return known
-        if self.stack and isinstance(node.value, ast.Name) and node.value.id == "self":
-            for base in self.bases.get(id(self.stack[-1]), ()):  # a field set by a class in another module
-                kind = self.learned.get(f"{base}().{node.attr}")
+        if isinstance(node.value, ast.Name):
+            if node.value.id == "self" and self.stack and id(self.stack[-1]) in self.owners:
+                given = self.given(self.owners[id(self.stack[-1])], node)
+                if given is not None:
+                    return given
+            for owner in self.classes_of(node.value.id):  # a field set by a class in another module
+                kind = self.learned.get(f"{owner}().{node.attr}")
                 if kind:
                     return read_export(kind, node)
         return combine(self.expr(node.value, scope))
+
+    def given(self, owner: str, node: ast.Attribute) -> Value | None:
+        """``self.x`` in a method of the module's class ``owner``, as what the project's modules give its
+        constructor as ``x=`` (None: nothing that differs or is set-ordered)."""
+        name = f"{self.module}.{owner}"
+        kind = self.learned.get(f"{name}(=)") and self.learned.get(f"{name}({node.attr}=)")
+        return read_export(kind, node) if kind else None
+
+    def give(self, func: ast.expr, kwargs: dict[str, Value], scope: Scope) -> None:
+        """Record the keyword arguments a constructor call gives a class of the project (imported or the
+        module's), those that differ or are set-ordered, but for a record's ids and times, and for a sink's
+        keyword (``tools=``): what is given there is reported at the call, not again where the class sends it."""
+        owner = self.qualname(func, scope)
+        if owner is None and isinstance(func, ast.Name) and func.id in self.classes and scope.lookup(func.id) is None:
+            owner = f"{self.module}.{func.id}"
+        if owner is None:
+            return
+        for keyword, value in kwargs.items():
+            if export_kind(value) is not None and not (self.words.is_bookkeeping(keyword) or self.words.sends(keyword)):
+                for name in (f"{owner}({keyword}=)", f"{owner}(=)"):
+                    known = self.gives.get(name)
+                    self.gives[name] = value if known is None else join(known, value)
+
+    def classes_of(self, name: str) -> tuple[str, ...]:
+        """The imported classes whose fields and methods a name of the running function reads: the bases of
+        ``self``'s class, or the class a parameter is annotated with (``agent: Agent``, ``"Agent"``,
+        ``Agent | None``, ``Optional[Agent]``)."""
+        if not self.stack:
+            return ()
+        function = self.stack[-1]
+        if name == "self":
+            return self.bases.get(id(function), ())
+        typed = self.typed.get(id(function))
+        if typed is None:
+            spec = function.args
+            typed = self.typed[id(function)] = {
+                arg.arg: (owner,)
+                for arg in (*spec.posonlyargs, *spec.args, *spec.kwonlyargs)
+                if arg.annotation is not None and (owner := self.imported(_class_named(arg.annotation)))
+            }
+        return typed.get(name, ())
 
     def imported(self, node: ast.expr) -> str | None:
         return self.qualname(node, self.globals)
@@ -288,10 +352,13 @@ class Interpreter(Statements):
         # helper's name says it makes (``compile_system_message(last_edit=...)``), but for the ids and times a
         # record keeps (``run_id=``, ``timestamp=``): an id passed to a method configures the call, by keyword or
         # as a variable that says so (``toolkit.clone_for_session(new_session_id)``), and so does a location given
-        # to a call that reads what is stored there (``Config.load(log_dir)``).
+        # to a call that reads what is stored there (``Config.load(log_dir)``); an id given to a constructor is what
+        # the object keeps (``Stash(storage, agent.session_id)``).
         made = callee if callee[:1].isupper() else _class_of(func)  # Tool(...), Tool.from_function(...)
         if made and self.words.is_record(made):
             return CLEAN  # a record's ids and times are its bookkeeping (see Vocabulary.record_words)
+        if kwargs and made == callee:
+            self.give(func, kwargs, scope)
         if not made and self.words.returns_tool_calls(callee) and not self.makes_a_class(func):
             return CLEAN  # the model's tool calls, parsed from its reply: not the definitions sent
         system = self.words.makes_system_prompt(callee)
@@ -307,7 +374,7 @@ class Interpreter(Statements):
         else:
             filled = []
         given = args
-        ids = isinstance(func, ast.Attribute) and name is None and not made and callee not in TEXT_METHODS
+        ids = (made or (isinstance(func, ast.Attribute) and name is None)) and callee not in TEXT_METHODS
         if ids or reads:
             given = [value for arg, value in zip(node.args, args, strict=True) if not self._configures(arg, ids, reads)]
         everything = combine(receiver, *given, *filled, *spread)
@@ -358,6 +425,11 @@ class Interpreter(Statements):
             and not self.words.binds(attr)
         ):  # a binder's body (the framework's own) is how what it is given is sent: reported at the call
             return self.inline(self.methods[attr], node, args, kwargs, skip_self=True)
+        if isinstance(func.value, ast.Name) and not node.args and not node.keywords:
+            for owner in self.classes_of(func.value.id):  # a method of a class in another module
+                kind = self.learned.get(f"{owner}().{attr}()")
+                if kind:
+                    return read_export(kind, node)
         return None
 
     def template_source(self, callee: str, node: ast.Call, args: list[Value]) -> Value | None:
@@ -510,6 +582,26 @@ def builtin(name: str, node: ast.Call, args: list[Value]) -> Value | None:
             return args[0]
         return combine(*items)
     return None
+
+
+def _class_named(annotation: ast.expr) -> ast.expr:
+    """The class an annotation names, unquoted and without ``None``: ``"Agent"``, ``Agent | None`` and
+    ``Optional[Agent]`` name ``Agent``."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return annotation
+    if (
+        isinstance(annotation, ast.BinOp)
+        and isinstance(annotation.op, ast.BitOr)
+        and isinstance(annotation.right, ast.Constant)
+        and annotation.right.value is None
+    ):
+        return _class_named(annotation.left)
+    if isinstance(annotation, ast.Subscript) and last_name(annotation.value) == "Optional":
+        return _class_named(annotation.slice)
+    return annotation
 
 
 def _class_of(func: ast.expr) -> str | None:

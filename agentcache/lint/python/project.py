@@ -22,7 +22,7 @@ from pathlib import Path
 
 from agentcache.lint.python.syntax import imports
 from agentcache.lint.python.templates import TemplateFiles
-from agentcache.lint.python.values import Value, export_kind
+from agentcache.lint.python.values import Value, export_kind, kind_rank
 from agentcache.lint.python.vocabulary import VOCABULARY, Vocabulary
 
 
@@ -37,6 +37,9 @@ class Lesson:
     field) -> the origin kind they give, or :data:`~agentcache.lint.python.values.SET`."""
     reads: dict[str, str | None] = field(default_factory=dict)
     """Each name it looked up among the project's exports -> what it found (None: nothing)."""
+    gives: dict[str, str] = field(default_factory=dict)
+    """What it gives the constructors of the project's classes (``pkg.mod.Config(schema=)``, by the dotted name
+    it imports the class by) -> the kind it gives, as :attr:`exports`."""
 
 
 class Reading:
@@ -103,15 +106,21 @@ class Project:
         """A view of :attr:`exports` for one module's analysis, that records what it reads."""
         return Reading(self.exports)
 
-    def lesson(self, path: Path, module: str, exported: dict[str, Value], reading: Reading) -> Lesson:
+    def lesson(
+        self, path: Path, module: str, exported: dict[str, Value], given: dict[str, Value], reading: Reading
+    ) -> Lesson:
         """What a checked module teaches: its exports that are volatile, set-ordered or sets
-        (:func:`~agentcache.lint.python.values.export_kind`)."""
-        exports = {}
+        (:func:`~agentcache.lint.python.values.export_kind`), and what it gives the project's constructors."""
+        exports, gives = {}, {}
         for name, value in exported.items():
             kind = export_kind(value)
             if kind is not None:
                 exports[name] = kind
-        return Lesson(path, module, exports, dict(reading.reads))
+        for name, value in given.items():
+            kind = export_kind(value)
+            if kind is not None:
+                gives[name] = kind
+        return Lesson(path, module, exports, dict(reading.reads), gives)
 
     def holds(self, lesson: Lesson) -> bool:
         """Whether the module, checked here, would read what it read where it was checked: then its verdict and
@@ -127,12 +136,16 @@ class Project:
             self.readers.setdefault(name, set()).add(lesson.path)
         for name, kind in lesson.exports.items():
             for module in self._exporters(lesson.path, lesson.module, _EXPORTED.split(name, maxsplit=1)[0]):
-                export = f"{module}.{name}"
-                if self.exports.get(export) != kind:
-                    self.exports[export] = kind
-                    self.stale.update(
-                        path for path in self.readers.get(export, ()) if self.reads[path].get(export) != kind
-                    )
+                self._export(f"{module}.{name}", kind)
+        for name, kind in lesson.gives.items():  # several modules may give one: the strongest kind, in any order
+            known = self.exports.get(name)
+            self._export(name, kind if known is None else min(known, kind, key=kind_rank))
+
+    def _export(self, export: str, kind: str) -> None:
+        """Know ``export`` as ``kind``; the modules that read it as something else are stale."""
+        if self.exports.get(export) != kind:
+            self.exports[export] = kind
+            self.stale.update(path for path in self.readers.get(export, ()) if self.reads[path].get(export) != kind)
 
     def _exporters(self, path: Path, module: str, name: str) -> Iterable[str]:
         """``module``, then each enclosing package whose ``__init__`` re-exports its ``name`` (``from .agent import

@@ -66,6 +66,9 @@ class Statements(ABC):
         self.tuples: dict[str, tuple[Value, ...] | None] = {}
         """Container (by dotted name) -> what each position of the tuples stored in it by key holds, joined over
         the module (None: it holds something else too): :meth:`store`."""
+        self.owners: dict[int, str] = {}
+        """Method (by id) -> the name of its class, a top-level one: what the project's modules give that class's
+        constructor is read as its fields."""
         self.loops = 0
         self.order: frozenset[Origin] = frozenset()
         """The undefined orders of the loops being run (a set's, a shuffle's): what a loop body adds to a
@@ -101,6 +104,8 @@ class Statements(ABC):
                 methods = [item for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))]
                 for item in methods:  # before __init__ runs: the methods it calls see the fields known so far
                     self.bases[id(item)], self.fields[id(item)] = bases, fields
+                    if id(node) in top:
+                        self.owners[id(item)] = node.name
                 if init is not None:
                     self.fields[id(init)] = dict(fields)  # __init__ starts from the class's fields, adds its own
                     self.invoke(init, {}, fields)

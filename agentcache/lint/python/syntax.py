@@ -40,6 +40,12 @@ def last_name(node: ast.expr) -> str | None:
     return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
 
 
+def callable_without_arguments(function: Function, bound: int = 0) -> bool:
+    """Whether ``function`` can be called with no arguments but its ``bound`` first ones (a method's ``self``)."""
+    spec = function.args
+    return len(spec.defaults) >= len(spec.posonlyargs) + len(spec.args) - bound and None not in spec.kw_defaults
+
+
 def returns_own_class(function: Function) -> bool:
     """Whether ``function`` returns, by name, a class defined in its body."""
     classes, returned = set(), set()

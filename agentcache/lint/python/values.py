@@ -129,13 +129,18 @@ def orders(value: Value, taken: bool = False) -> frozenset[Origin]:
     return found | {value.unordered} if value.unordered and not taken else found
 
 
+def kind_rank(kind: str) -> tuple[int, str]:
+    """Which of two kinds an export keeps: what differs between calls before a set's order, before a set."""
+    return (2 if kind == SET else 1 if kind in _ORDERS else 0, kind)
+
+
 def export_kind(value: Value) -> str | None:
     """What another module learns of ``value`` (:mod:`~agentcache.lint.python.project`): the first kind of its
     volatile origins, else of the set orders it took, else :data:`SET` for a set; None for a stable value."""
-    kinds = sorted(origin.kind for origin in volatile(value.origins)) or sorted(
-        origin.kind for origin in orders(value, taken=True)
-    )
-    return kinds[0] if kinds else SET if value.unordered is not None else None
+    kinds = [origin.kind for origin in value.origins]
+    if value.unordered is not None:
+        kinds.append(SET)
+    return min(kinds, key=kind_rank, default=None)
 
 
 def read_export(kind: str, node: ast.expr) -> Value:

@@ -202,6 +202,10 @@ class Vocabulary:
         """Whether a name says it holds a location (:attr:`location_words`)."""
         return name is not None and not self.location_words.isdisjoint(_words(name))
 
+    def sends(self, keyword: str) -> bool:
+        """Whether a keyword argument is a sink: a system prompt, a tool list or an output schema."""
+        return keyword in self.system_keywords or keyword in self.tools_keywords or keyword in self.schema_keywords
+
     def binds(self, method: str) -> bool:
         """Whether a method's first argument is a tool list or an output schema (``bind_tools``)."""
         return method in self.tool_binders or method in self.schema_binders
