@@ -37,7 +37,6 @@ from agentcache.lint.python.values import (
     combine,
     concat,
     element,
-    export_kind,
     join,
     keyed,
     order_free,
@@ -100,6 +99,9 @@ class Interpreter(Statements):
         """Function (by id) -> its parameters annotated with an imported class -> that class's dotted name, alone
         in a tuple (:meth:`classes_of`)."""
         self.classes = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+        self.given_to: dict[str, str] = {}
+        """The module's classes -> their dotted name when the project's modules give their constructors anything
+        (:meth:`given`), else an empty string."""
         self.gives: dict[str, Value] = {}
         """What the module gives the constructors of the project's classes, when it differs or is set-ordered:
         ``pkg.mod.Config(schema=)`` -> the values given that keyword, ``pkg.mod.Config(=)`` -> all of them."""
@@ -164,24 +166,34 @@ class Interpreter(Statements):
     def given(self, owner: str, node: ast.Attribute) -> Value | None:
         """``self.x`` in a method of the module's class ``owner``, as what the project's modules give its
         constructor as ``x=`` (None: nothing that differs or is set-ordered)."""
-        name = f"{self.module}.{owner}"
-        kind = self.learned.get(f"{name}(=)") and self.learned.get(f"{name}({node.attr}=)")
+        given = self.given_to.get(owner)
+        if given is None:  # asked of most self.x a method reads: whether anything is given the class, once
+            name = f"{self.module}.{owner}"
+            given = self.given_to[owner] = name if self.learned.get(f"{name}(=)") else ""
+        kind = self.learned.get(f"{given}({node.attr}=)") if given else None
         return read_export(kind, node) if kind else None
 
     def give(self, func: ast.expr, kwargs: dict[str, Value], scope: Scope) -> None:
         """Record the keyword arguments a constructor call gives a class of the project (imported or the
         module's), those that differ or are set-ordered, but for a record's ids and times, and for a sink's
         keyword (``tools=``): what is given there is reported at the call, not again where the class sends it."""
+        given = [
+            (keyword, value)
+            for keyword, value in kwargs.items()
+            if (value.origins or value.unordered is not None)
+            and not (self.words.is_bookkeeping(keyword) or self.words.sends(keyword))
+        ]
+        if not given:
+            return
         owner = self.qualname(func, scope)
         if owner is None and isinstance(func, ast.Name) and func.id in self.classes and scope.lookup(func.id) is None:
             owner = f"{self.module}.{func.id}"
         if owner is None:
             return
-        for keyword, value in kwargs.items():
-            if export_kind(value) is not None and not (self.words.is_bookkeeping(keyword) or self.words.sends(keyword)):
-                for name in (f"{owner}({keyword}=)", f"{owner}(=)"):
-                    known = self.gives.get(name)
-                    self.gives[name] = value if known is None else join(known, value)
+        for keyword, value in given:
+            for name in (f"{owner}({keyword}=)", f"{owner}(=)"):
+                known = self.gives.get(name)
+                self.gives[name] = value if known is None else join(known, value)
 
     def classes_of(self, name: str) -> tuple[str, ...]:
         """The imported classes whose fields and methods a name of the running function reads: the bases of
@@ -585,13 +597,18 @@ def builtin(name: str, node: ast.Call, args: list[Value]) -> Value | None:
 
 
 def _class_named(annotation: ast.expr) -> ast.expr:
-    """The class an annotation names, unquoted and without ``None``: ``"Agent"``, ``Agent | None`` and
-    ``Optional[Agent]`` name ``Agent``."""
+    """The class an annotation names, unquoted and without ``None``: ``"Agent"``, ``"pkg.Agent | None"``,
+    ``Agent | None`` and ``Optional[Agent]`` name ``Agent``. A quoted annotation is read without parsing it (a
+    module has hundreds): only a dotted name, with or without ``| None``."""
     if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
-        try:
-            annotation = ast.parse(annotation.value, mode="eval").body
-        except SyntaxError:
+        quoted = _QUOTED_CLASS.fullmatch(annotation.value)
+        if quoted is None:
             return annotation
+        first, *rest = quoted.group(1).split(".")
+        named: ast.expr = ast.Name(first)
+        for part in rest:
+            named = ast.Attribute(named, part)
+        return named
     if (
         isinstance(annotation, ast.BinOp)
         and isinstance(annotation.op, ast.BitOr)
@@ -602,6 +619,10 @@ def _class_named(annotation: ast.expr) -> ast.expr:
     if isinstance(annotation, ast.Subscript) and last_name(annotation.value) == "Optional":
         return _class_named(annotation.slice)
     return annotation
+
+
+#: A quoted annotation that names a class: ``"Agent"``, ``"pkg.Agent | None"``.
+_QUOTED_CLASS = re.compile(r"\s*([A-Za-z_][\w.]*)\s*(?:\|\s*None\s*)?")
 
 
 def _class_of(func: ast.expr) -> str | None:
