@@ -99,6 +99,8 @@ class Interpreter(Statements):
         """Function (by id) -> its parameters annotated with an imported class -> that class's dotted name, alone
         in a tuple (:meth:`classes_of`)."""
         self.classes = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+        self.factories: dict[int, bool] = {}
+        """Function (by id) -> whether it returns a class it defines (:meth:`makes_a_class`)."""
         self.given_to: dict[str, str] = {}
         """The module's classes -> their dotted name when the project's modules give their constructors anything
         (:meth:`given`), else an empty string."""
@@ -513,7 +515,12 @@ class Interpreter(Statements):
             function = self.methods.get(func.attr)
         else:
             return False
-        return function is not None and returns_own_class(function)
+        if function is None:
+            return False
+        made = self.factories.get(id(function))
+        if made is None:
+            made = self.factories[id(function)] = returns_own_class(function)
+        return made
 
     def _configures(self, node: ast.expr, ids: bool, locations: bool) -> bool:
         """Whether a positional argument's name says it configures the call: an id (``session_id``), when

@@ -48,13 +48,11 @@ def callable_without_arguments(function: Function, bound: int = 0) -> bool:
 
 def returns_own_class(function: Function) -> bool:
     """Whether ``function`` returns, by name, a class defined in its body."""
-    classes, returned = set(), set()
-    for node in ast.walk(function):
-        if isinstance(node, ast.ClassDef):
-            classes.add(node.name)
-        elif isinstance(node, ast.Return) and isinstance(node.value, ast.Name):
-            returned.add(node.value.id)
-    return not classes.isdisjoint(returned)
+    nodes = statements(function)
+    classes = {node.name for node in nodes if isinstance(node, ast.ClassDef)}
+    return any(
+        isinstance(node, ast.Return) and isinstance(node.value, ast.Name) and node.value.id in classes for node in nodes
+    )
 
 
 def unpacked(target: ast.Tuple | ast.List, source: ast.expr | None) -> list[tuple[ast.expr, ast.expr | None]]:
@@ -75,9 +73,9 @@ _NESTED = {
 }
 
 
-def statements(tree: ast.Module) -> list[ast.stmt]:
-    """Every statement of the module, nested ones too, without descending into expressions: imports and
-    definitions are statements, and a walk of every node costs a third of the analysis."""
+def statements(tree: ast.Module | Function) -> list[ast.stmt]:
+    """Every statement of the module (or function), nested ones too, without descending into expressions: imports
+    and definitions are statements, and a walk of every node costs a third of the analysis."""
     found: list[ast.stmt] = []
     pending: list[list[ast.stmt]] = [tree.body]
     while pending:
