@@ -40,7 +40,7 @@ DEFAULT_CACHE = Path.home() / ".cache" / "agentcache" / "lint"
 PRECISION, RECALL, FILES_PER_SECOND, RSS_MB, BIG_FILE_MB = 0.90, 0.80, 300, 300, 4
 #: (precision, recall) each corpus must keep, for the tests: the targets on the tuned one; on the others, which miss
 #: them, what they reached (docs/benchmarks.md), so that no change makes them worse unnoticed.
-FLOORS = {"tuned": (PRECISION, RECALL), "second": (1.0, 0.60), "third": (0.94, 0.80), "fourth": (0.95, 0.71)}
+FLOORS = {"tuned": (PRECISION, RECALL), "second": (1.0, 0.73), "third": (0.94, 0.80), "fourth": (0.95, 0.71)}
 #: Worker processes of the wall-clock run: the issue's target is for a 2-core machine.
 JOBS = 2
 #: AC105 is AC101 with a better fix (the value could move to the end): a miss labelled AC101 is found by either.
