@@ -45,7 +45,12 @@ its last step; SGLang publishes a request's own events after its response."""
 CONNECT_SECONDS = 5
 """How long :meth:`KvEventStream.start` waits for the publisher (an engine not up yet still gets subscribed)."""
 STORE_WAIT = 0.5
-"""Seconds :meth:`KvEventStream.at_match` waits for a request's own first store to arrive."""
+"""Seconds :meth:`KvEventStream.at_match` waits for a request's own first store to arrive, when it may have made
+none."""
+SURE_STORE_WAIT = 15.0
+"""Seconds it waits for one the request must have made (:meth:`ServerBlocks.must_store`): on a loaded machine the
+engine publishes, and this process reads, later than :data:`STORE_WAIT`, and a turn taken without its own store
+misses the removals published before it."""
 MAX_PENDING = 65_536
 """Removals kept for the predictor to take; older ones go first when it falls that far behind."""
 #: The fields of a tag-first array event, in order (vLLM's encoding before tagged maps).
@@ -303,6 +308,23 @@ class ServerBlocks:
             start += len(block.tokens)
         return None if start >= len(removal.path) else replace(removal, start=start, blocks=())
 
+    def must_store(self, tokens: Sequence[int], matched: int) -> bool:
+        """Whether a request whose prompt is ``tokens``, of which the server matched ``matched``, stored a block
+        these events will show: a whole block of the prompt lies past the match (both engines store each block
+        they compute); the events know the prompt's path through the match and its first block, so ``tokens`` are
+        the server's own and the store will be found on that path; and they do not hold every whole block of it
+        already (a prompt sent before is matched short of its end, to compute one token, and SGLang then stores
+        nothing of it again)."""
+        size = min(self._sizes, default=0)
+        if not size or len(tokens) - matched < size:
+            return False
+        known = held = 0
+        for end, block in self._path(tokens):
+            known = end
+            if block.live and held == end - len(block.tokens):
+                held = end
+        return known >= max(matched, size) and held < len(tokens) - len(tokens) % size
+
     def first_store(self, tokens: Sequence[int], after: float, beyond: int = 0) -> int | None:
         """The position of the first event that stored a block of ``tokens``' path past token ``beyond`` and
         arrived after ``after`` (``time.monotonic()``): for a request sent then that the server says matched
@@ -437,11 +459,14 @@ class KvEventStream:
         ``tokens``, as of the request's own first store (past the ``matched`` tokens the server reported cached,
         when it did): the removals published before it, not taken yet, less the blocks stored again before it;
         and what the server held of the prompt's path then. SGLang publishes that store just after the response,
-        so it is waited for, up to ``wait`` seconds. A request that stored no new block has none: then the events
-        that arrived by ``answered``, when the request's answer came from a server that publishes before it
-        answers (:data:`PUBLISHES_BEFORE_ANSWER`; a block the request matched is freed, and can be evicted, only
-        after its answer), else the events that arrived so far."""
-        deadline = time.monotonic() + wait
+        so it is waited for, up to ``wait`` seconds, or :data:`SURE_STORE_WAIT` when the request must have stored
+        one (:meth:`ServerBlocks.must_store`) and the stream still reads. A request that stored no new block has
+        none: then the events that arrived by ``answered``, when the request's answer came from a server that
+        publishes before it answers (:data:`PUBLISHES_BEFORE_ANSWER`; a block the request matched is freed, and
+        can be evicted, only after its answer), else the events that arrived so far."""
+        with self._lock:
+            sure = matched is not None and self.error is None and self.blocks.must_store(tokens, matched)
+        deadline = time.monotonic() + max(wait, SURE_STORE_WAIT if sure else 0.0)
         while True:
             with self._lock:
                 limit = self.blocks.first_store(tokens, sent, matched or 0)
@@ -474,10 +499,11 @@ class KvEventStream:
         with self._lock:
             return self.blocks.seq
 
-    def close(self) -> None:
+    def close(self, wait: float = 5.0) -> None:
+        """Stop reading (the thread ends within its next poll), waiting up to ``wait`` seconds for it to end."""
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(5)
+        if self._thread is not None and wait > 0:
+            self._thread.join(wait)
 
     def __enter__(self) -> KvEventStream:
         return self.start()

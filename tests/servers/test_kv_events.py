@@ -8,6 +8,8 @@ with and without eviction.
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import httpx
@@ -16,7 +18,7 @@ import pytest
 
 from agentcache.errors import EventsError
 from agentcache.servers import ServerPrompt
-from agentcache.servers.kv_events import KEEPS_COPIES, Held, KvEventStream, ServerBlocks, decode_batch
+from agentcache.servers.kv_events import KEEPS_COPIES, STORE_WAIT, Held, KvEventStream, ServerBlocks, decode_batch
 from tests.conftest import EngineInfo
 
 
@@ -197,3 +199,42 @@ def test_without_a_store_of_its_own_a_request_is_matched_as_of_its_answer_where_
     assert removals == [] and held == Held(4, known=False)
     removals, held = stream.at_match(path, sent=2.0, matched=4, wait=0.0)  # without the answer: all events so far
     assert [r.start for r in removals] == [2] and held == Held(2, known=True)
+
+
+def test_a_store_the_request_must_have_made_is_waited_for_however_late_its_message_comes() -> None:
+    """The server evicted the last two of a session's four blocks, then matched the next turn's first 4 tokens and
+    stored the rest, the two blocks again and one new; on a loaded machine both messages come a second after the answer. The turn computed
+    whole blocks past its match, on a path the events know, so its own store must come: it is waited for, and
+    the removal before it is taken, rather than matching the turn against events that lag behind the server."""
+    stream = KvEventStream("unused")  # not started: messages are given to it as they would arrive
+    stored = {"type": "BlockStored", "parent_block_hash": None, "block_size": 2}
+    path = [5, 6, 7, 8, 9, 10, 11, 12]
+    stream.receive(0, decode_batch(batch({**stored, "block_hashes": [1, 2, 3, 4], "token_ids": path})), now=1.0)
+    sent = time.monotonic()
+
+    def late() -> None:
+        time.sleep(STORE_WAIT * 2)
+        stream.receive(1, decode_batch(batch({"type": "BlockRemoved", "block_hashes": [3, 4]})), time.monotonic())
+        again = {**stored, "block_hashes": [3, 4, 5], "parent_block_hash": 2, "token_ids": [*path[4:], 13, 14]}
+        stream.receive(2, decode_batch(batch(again)), time.monotonic())
+
+    feeder = threading.Thread(target=late)
+    feeder.start()
+    removals, held = stream.at_match([*path, 13, 14], sent, matched=4)
+    feeder.join()
+    assert [(r.start, r.path) for r in removals] == [(4, tuple(path))] and held == Held(4, known=True)
+
+
+def test_a_request_must_store_only_whole_blocks_past_its_match_on_a_path_the_events_know() -> None:
+    blocks = ServerBlocks()
+    stored = {"type": "BlockStored", "parent_block_hash": None, "block_size": 2}
+    assert not blocks.must_store([5, 6, 7, 8], matched=0)  # no block size known yet
+    blocks.apply(decode_batch(batch({**stored, "block_hashes": [1, 2], "token_ids": [5, 6, 7, 8]})), 0)
+    assert blocks.must_store([5, 6, 7, 8, 9, 10], matched=4)
+    assert not blocks.must_store([5, 6, 7, 8, 9], matched=4)  # one token past the match fills no block
+    assert not blocks.must_store([1, 2, 3, 4], matched=0)  # tokens no event named: not the server's own
+    assert not blocks.must_store([5, 6, 0, 0, 0, 0], matched=4)  # a match the events cannot place
+    assert not blocks.must_store([5, 6, 7, 8], matched=2)  # sent before: all held, matched short of its end
+    assert not blocks.must_store([5, 6, 7, 8, 9], matched=2)
+    blocks.apply(decode_batch(batch({"type": "BlockRemoved", "block_hashes": [2]})), 1)
+    assert blocks.must_store([5, 6, 7, 8], matched=2)  # its second block went: computed and stored again
