@@ -203,9 +203,10 @@ def test_without_a_store_of_its_own_a_request_is_matched_as_of_its_answer_where_
 
 def test_a_store_the_request_must_have_made_is_waited_for_however_late_its_message_comes() -> None:
     """The server evicted the last two of a session's four blocks, then matched the next turn's first 4 tokens and
-    stored the rest, the two blocks again and one new; on a loaded machine both messages come a second after the answer. The turn computed
-    whole blocks past its match, on a path the events know, so its own store must come: it is waited for, and
-    the removal before it is taken, rather than matching the turn against events that lag behind the server."""
+    stored the rest, the two blocks again and one new; on a loaded machine both messages come a second after the
+    answer. The turn computed whole blocks past its match, on a path the events know, so its own store must come:
+    it is waited for, and the removal before it is taken, rather than matching the turn against events that lag
+    behind the server."""
     stream = KvEventStream("unused")  # not started: messages are given to it as they would arrive
     stored = {"type": "BlockStored", "parent_block_hash": None, "block_size": 2}
     path = [5, 6, 7, 8, 9, 10, 11, 12]
