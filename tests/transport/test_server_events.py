@@ -47,7 +47,7 @@ def assert_exact_through_the_eviction(transport: CacheAwareTransport) -> None:
     turns = transport.ledger.turns()
     assert len(turns) == len(ORDER)
     for turn in turns:
-        assert turn.predicted_cached == turn.reported_cached, turn  # the guarantee, eviction or not
+        assert turn.predicted_cached == turn.reported_cached, repr(turn)  # the guarantee; whole, not cut short
     alpha = transport.ledger.turns("alpha")
     assert [t.cause for t in alpha[:2]] == [causes.NEW_SESSION, causes.NONE]
     assert alpha[2].cause == causes.EVICTED and "KV events" in (alpha[2].detail or ""), alpha[2]
