@@ -98,7 +98,7 @@ class PythonSession:
         module, package = self.project.module(source.path), self.project.package(source.path)
         templates = self.project.templates(source.path)
         results: list[tuple[Rule, ast.expr, str]] = []
-        exports: dict[str, Value] = {}
+        exports: dict[str, Value | str] = {}
         gives: dict[str, Value] = {}
         scope = None
         reading = self.project.reading()
@@ -108,6 +108,7 @@ class PythonSession:
                 analysis.run()
                 results.extend(analysis.sinks.results())
                 exports.update(analysis.exports())
+                exports.update(analysis.summaries())
                 gives.update(analysis.gives)
                 scope = analysis.globals
         except SyntaxError as exc:  # a later part of a large module: the whole module is unparsable
