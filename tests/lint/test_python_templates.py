@@ -151,6 +151,22 @@ BUDGET_CALLER = """
         return client.chat(system=budget.render({{"date": date.today(), "diff": diff}}))  # expect: {expect}
 """
 
+#: A dict of variables whose items are read one by one (``d.get("date")``, ``d["diff"]``): only the item read
+#: reaches the text, or the default ``get`` gives for a key the dict does not hold.
+DICT_READS = """
+    from datetime import date
+
+    SYSTEM = "You review diffs. {{diff}}"
+
+    def review(client, diff):
+        variables = {{"date": date.today().isoformat(), "diff": diff}}
+        return client.create(system=SYSTEM.format(diff={read}))  # expect: {expect}
+
+    def review_since(client, diff):
+        variables = {{"date": date.today().isoformat(), "diff": diff}}
+        return client.create(system=SYSTEM.format(diff={other}))  # expect: {expect}
+"""
+
 POSITIVE.update(
     {
         "settings_template_that_prints_the_date": {
@@ -201,6 +217,11 @@ POSITIVE.update(
             "budget.py": BUDGET.format(template="get_settings().review_prompt.user"),
             "agent.py": BUDGET_CALLER.format(expect="AC101"),
         },
+        "items_read_from_a_dict_of_variables": {
+            "agent.py": DICT_READS.format(
+                read="variables.get('date')", other="variables.get('since', date.today())", expect="AC101"
+            ),
+        },
         "a_keyword_given_to_a_template_not_found": {
             "agent.py": """
                 from datetime import datetime
@@ -214,6 +235,11 @@ POSITIVE.update(
 )
 
 NEGATIVE = {
+    "items_of_a_dict_of_variables_that_do_not_differ": {
+        "agent.py": DICT_READS.format(
+            read="variables.get('diff', '')", other="variables['diff'] or variables.get('title')", expect=""
+        ),
+    },
     "settings_template_that_does_not_print_the_date": {
         "settings/prompts.toml": PROMPTS_TOML,
         "agent.py": REVIEW.format(system="system", expect=""),

@@ -111,11 +111,11 @@ class Interpreter(Statements):
         in a tuple (:meth:`classes_of`)."""
         self.classes = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
         self.local_classes = {f"{module}.{name}": name for name in self.classes}
+        """The module's classes by dotted name (:attr:`Value.cls`) -> their name here."""
         self.package_top = module.partition(".")[0] + "."
         """The module's top-level package, as the prefix of its names: summaries are looked up there."""
         self.worth: dict[str, bool] = {}
         """The module's classes -> whether an object of one is known by its class (:meth:`class_made`)."""
-        """The module's classes by dotted name (:attr:`Value.cls`) -> their name here."""
         self.factories: dict[int, bool] = {}
         """Function (by id) -> whether it returns a class it defines (:meth:`makes_a_class`)."""
         self.given_to: dict[str, str] = {}
