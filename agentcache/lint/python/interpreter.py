@@ -494,9 +494,7 @@ class Interpreter(Statements):
         # as a variable that says so (``toolkit.clone_for_session(new_session_id)``), and so does a location given
         # to a call that reads what is stored there (``Config.load(log_dir)``); an id given to a constructor is what
         # the object keeps (``Stash(storage, agent.session_id)``).
-        initial = callee[:1]  # a class's name by its case, private or not: Tool(...), _Spec(...)
-        capitalized = initial.isupper() or (initial == "_" and callee.lstrip("_")[:1].isupper())
-        made = callee if capitalized else _class_of(func)  # Tool.from_function(...)
+        made = callee if _capitalized(callee) else _class_of(func)  # Tool(...), _Spec(...), Tool.from_function(...)
         if made and self.words.is_record(made):
             return CLEAN  # a record's ids and times are its bookkeeping (see Vocabulary.record_words)
         cls = None
@@ -871,9 +869,14 @@ def _class_of(func: ast.expr) -> str | None:
     ``_BranchPath.from_string``)."""
     if isinstance(func, ast.Attribute):
         owner = last_name(func.value)
-        if owner and (owner[0].isupper() or (owner[0] == "_" and owner.lstrip("_")[:1].isupper())):
-            return owner if not owner.isupper() else None
+        if owner and _capitalized(owner) and not owner.isupper():
+            return owner
     return None
+
+
+def _capitalized(name: str) -> bool:
+    """Whether a name is written as a class's, private or not (``Tool``, ``_SchemaSpec``)."""
+    return name.lstrip("_")[:1].isupper()
 
 
 def dump(node: ast.Call, name: str, args: list[Value]) -> Value:
