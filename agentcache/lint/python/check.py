@@ -108,8 +108,9 @@ class PythonSession:
                 analysis.run()
                 results.extend(analysis.sinks.results())
                 exports.update(analysis.exports())
-                exports.update(analysis.summaries())
                 gives.update(analysis.gives)
+                # last: a summary's runs, with parameters of their own and calls cut short, report and give nothing
+                exports.update(analysis.summaries())
                 scope = analysis.globals
         except SyntaxError as exc:  # a later part of a large module: the whole module is unparsable
             line, column = exc.lineno or 1, exc.offset or 1
