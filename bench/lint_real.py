@@ -36,7 +36,7 @@ import tomllib
 from agentcache.lint import Finding, lint_paths
 
 HERE = Path(__file__).resolve().parent
-CORPORA = ("tuned", "second", "third", "fourth", "fifth")
+CORPORA = ("tuned", "second", "third", "fourth", "fifth", "sixth")
 DEFAULT_CACHE = Path.home() / ".cache" / "agentcache" / "lint"
 PRECISION, RECALL, FILES_PER_SECOND, RSS_MB, BIG_FILE_MB = 0.90, 0.80, 300, 300, 4
 #: (precision, recall) each corpus must keep, for the tests: the targets on the tuned one; on the others, which miss
