@@ -4,11 +4,12 @@ Run: ``python bench/lint_real.py [--corpus NAME] [--cache DIR]``. Each corpus (`
 sdists of agent frameworks and applications) is fetched with ``pip download`` into the cache (default
 ``~/.cache/agentcache/lint``) and checked by sha256; every finding is judged in ``lint_labels_NAME.toml`` (TP or
 FP, with the reason read from the code), and so are the problems the linter should find and did not (misses).
-Corpora: ``tuned``, the one the lint was built against; ``second``, judged first without tuning and kept as a
-second labelled corpus; ``third``, first judged against the lint of 2026-12-04; ``fourth``, judged against the
-lint of 2026-12-05 (commit 6dfa9bb) and tuned to after; ``fifth``, judged against the lint of 2026-12-05 (commit
-b3fa554) and tuned to after; ``sixth``, judged against the lint of 2026-12-05 (commit 5faca15), not tuned to. Targets, per corpus: precision >= 90%, recall >= 80%, >= 300 files/s, peak RSS
-< 300 MB on a 4 MB file. Exits 1 when a target is missed or a finding is unlabelled.
+Corpora: ``tuned``, the one the lint was built against; ``second``, judged first without tuning and kept as a second
+labelled corpus; ``third``, first judged against the lint of 2026-12-04; ``fourth``, judged against the lint of
+2026-12-05 (commit 6dfa9bb) and tuned to after; ``fifth``, judged against the lint of 2026-12-05 (commit b3fa554)
+and tuned to after; ``sixth``, judged against the lint of 2026-12-05 (commit 5faca15), not tuned to. Targets, per
+corpus: precision >= 90%, recall >= 80%, >= 300 files/s, peak RSS < 300 MB on a 4 MB file.
+Exits 1 when a target is missed or a finding is unlabelled.
 
 Files/s is counted over the files lint checks, twice: on CPU time of one process (``jobs=1``; the machine may be
 shared, and wall time then measures the neighbours too), and on wall time with ``jobs=2`` (two worker processes, as
