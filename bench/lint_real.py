@@ -6,8 +6,9 @@ sdists of agent frameworks and applications) is fetched with ``pip download`` in
 FP, with the reason read from the code), and so are the problems the linter should find and did not (misses).
 Corpora: ``tuned``, the one the lint was built against; ``second``, judged first without tuning and kept as a
 second labelled corpus; ``third``, first judged against the lint of 2026-12-04; ``fourth``, judged against the
-lint of 2026-12-05 (commit 6dfa9bb) and never tuned to. Targets, per corpus: precision >= 90%, recall >= 80%,
->= 300 files/s, peak RSS < 300 MB on a 4 MB file. Exits 1 when a target is missed or a finding is unlabelled.
+lint of 2026-12-05 (commit 6dfa9bb) and tuned to after; ``fifth``, judged against the lint of 2026-12-05 (commit
+b3fa554) and tuned to after. Targets, per corpus: precision >= 90%, recall >= 80%, >= 300 files/s, peak RSS
+< 300 MB on a 4 MB file. Exits 1 when a target is missed or a finding is unlabelled.
 
 Files/s is counted over the files lint checks, twice: on CPU time of one process (``jobs=1``; the machine may be
 shared, and wall time then measures the neighbours too), and on wall time with ``jobs=2`` (two worker processes, as
@@ -35,12 +36,18 @@ import tomllib
 from agentcache.lint import Finding, lint_paths
 
 HERE = Path(__file__).resolve().parent
-CORPORA = ("tuned", "second", "third", "fourth")
+CORPORA = ("tuned", "second", "third", "fourth", "fifth")
 DEFAULT_CACHE = Path.home() / ".cache" / "agentcache" / "lint"
 PRECISION, RECALL, FILES_PER_SECOND, RSS_MB, BIG_FILE_MB = 0.90, 0.80, 300, 300, 4
 #: (precision, recall) each corpus must keep, for the tests: the targets on the tuned one; on the others, which miss
 #: them, what they reached (docs/benchmarks.md), so that no change makes them worse unnoticed.
-FLOORS = {"tuned": (PRECISION, RECALL), "second": (1.0, 0.73), "third": (0.94, 0.80), "fourth": (0.95, 0.71)}
+FLOORS = {
+    "tuned": (PRECISION, RECALL),
+    "second": (1.0, 0.73),
+    "third": (0.94, 0.80),
+    "fourth": (0.95, 0.71),
+    "fifth": (0.75, 1.0),
+}
 #: Worker processes of the wall-clock run: the issue's target is for a 2-core machine.
 JOBS = 2
 #: AC105 is AC101 with a better fix (the value could move to the end): a miss labelled AC101 is found by either.

@@ -23,7 +23,7 @@ from typing import Any
 from agentcache.errors import InputError
 
 
-def _toml() -> Any:
+def toml_reader() -> Any:
     """The TOML reader: the standard library's from Python 3.11, tomli (same API) on 3.10 when installed."""
     for name in ("tomllib", "tomli"):
         try:
@@ -81,7 +81,7 @@ def load(start: Path) -> Config:
 
 
 def parse(path: Path) -> Config:
-    tomllib = _toml()
+    tomllib = toml_reader()
     if tomllib is None:
         return Config(root=path.parent)
     try:

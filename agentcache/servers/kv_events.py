@@ -45,7 +45,12 @@ its last step; SGLang publishes a request's own events after its response."""
 CONNECT_SECONDS = 5
 """How long :meth:`KvEventStream.start` waits for the publisher (an engine not up yet still gets subscribed)."""
 STORE_WAIT = 0.5
-"""Seconds :meth:`KvEventStream.at_match` waits for a request's own first store to arrive."""
+"""Seconds :meth:`KvEventStream.at_match` waits for a request's own first store to arrive, when it may have made
+none."""
+SURE_STORE_WAIT = 15.0
+"""Seconds it waits for one the request must have made (:meth:`ServerBlocks.must_store`): on a loaded machine the
+engine publishes, and this process reads, later than :data:`STORE_WAIT`, and a turn taken without its own store
+misses the removals published before it."""
 MAX_PENDING = 65_536
 """Removals kept for the predictor to take; older ones go first when it falls that far behind."""
 #: The fields of a tag-first array event, in order (vLLM's encoding before tagged maps).
@@ -303,16 +308,43 @@ class ServerBlocks:
             start += len(block.tokens)
         return None if start >= len(removal.path) else replace(removal, start=start, blocks=())
 
-    def first_store(self, tokens: Sequence[int], after: float, beyond: int = 0) -> int | None:
-        """The position of the first event that stored a block of ``tokens``' path past token ``beyond`` and
+    def must_store(self, tokens: Sequence[int], matched: int) -> bool:
+        """Whether a request whose prompt is ``tokens``, of which the server matched ``matched``, stored a block
+        these events will show: a whole block of the prompt lies past the match (both engines store each block
+        they compute); the events know the prompt's path through the match and its first block, so ``tokens`` are
+        the server's own and the store will be found on that path; and they do not hold every whole block of it
+        already (a prompt sent before is matched short of its end, to compute one token, and SGLang then stores
+        nothing of it again)."""
+        size = min(self._sizes, default=0)
+        if not size or len(tokens) - matched < size:
+            return False
+        known = held = 0
+        for end, block in self._path(tokens):
+            known = end
+            if block.live and held == end - len(block.tokens):
+                held = end
+        return known >= max(matched, size) and held < len(tokens) - len(tokens) % size
+
+    def stores_after(self, tokens: Sequence[int], after: float, beyond: int = 0) -> list[int]:
+        """The positions, in order, of the events that stored a block of ``tokens``' path past token ``beyond`` and
         arrived after ``after`` (``time.monotonic()``): for a request sent then that the server says matched
-        ``beyond`` tokens, its own first store, which the server makes right after matching its prefix. (A store
-        of a shorter part of the path, arriving after the request was sent, is an earlier request's, published
-        late: the session's previous turn, whose events follow its response.) None when no such store arrived."""
-        orders = [
+        ``beyond`` tokens, the candidates for its own first store, which the server makes right after matching its
+        prefix. An earlier request's store can be among them when its message arrived late (the stream read behind
+        the server): :meth:`KvEventStream.at_match` tells them apart by what the server held before each."""
+        orders = {
             order for end, block in self._path(tokens) if end > beyond for order, at in block.stores if at > after
-        ]
-        return min(orders, default=None)
+        }
+        return sorted(orders)
+
+    def held_exactly(self, tokens: Sequence[int], since: int, matched: int) -> int | None:
+        """The first position from event ``since`` on (up to the next event) before which the events held exactly
+        ``matched`` tokens of ``tokens``' path, as the server did when it matched them; None when there is none.
+        What the events hold of the path changes only at the events that stored or removed one of its blocks, so
+        only the positions just after those are looked at."""
+        positions = {since, self.order + 1}
+        for _, block in self._path(tokens):
+            positions.update(order + 1 for order, _ in block.history if order >= since)
+        return next((p for p in sorted(positions) if self.held_before(tokens, p).tokens == matched), None)
 
     def stats(self) -> dict[str, int]:
         live = sum(len(b.tokens) for b in self._blocks.values() if b.live)
@@ -436,20 +468,51 @@ class KvEventStream:
         """The server's cache when it matched the request sent at ``sent`` (``time.monotonic()``) whose prompt is
         ``tokens``, as of the request's own first store (past the ``matched`` tokens the server reported cached,
         when it did): the removals published before it, not taken yet, less the blocks stored again before it;
-        and what the server held of the prompt's path then. SGLang publishes that store just after the response,
-        so it is waited for, up to ``wait`` seconds. A request that stored no new block has none: then the events
-        that arrived by ``answered``, when the request's answer came from a server that publishes before it
-        answers (:data:`PUBLISHES_BEFORE_ANSWER`; a block the request matched is freed, and can be evicted, only
-        after its answer), else the events that arrived so far."""
-        deadline = time.monotonic() + wait
+        and what the server held of the prompt's path then.
+
+        The own store is the first store past the match, arrived after ``sent``, before which the events held
+        exactly ``matched`` tokens of the path, as the server did when it matched them. A store that arrived after
+        ``sent`` but before which the events held more or less was made before the match and read late (a reader
+        behind the server, on a loaded machine): taken for the request's own, it placed the match before the
+        removals that shortened it. SGLang publishes that store just after the response, so it is waited for, up
+        to ``wait`` seconds, or :data:`SURE_STORE_WAIT` when the request must have stored one
+        (:meth:`ServerBlocks.must_store`) and the stream still reads.
+
+        A request that stored no new block has none: its match is placed at the first moment after ``sent`` when
+        the events held exactly ``matched`` tokens of its path, however late they were read. Where the stream lost
+        messages or the server reported no match, the events cannot be checked so: then the first store past the
+        match, else the events that arrived by ``answered``, when the request's answer came from a server that
+        publishes before it answers (:data:`PUBLISHES_BEFORE_ANSWER`; a block the request matched is freed, and
+        can be evicted, only after its answer), else the events that arrived so far."""
+        with self._lock:
+            sure = matched is not None and self.error is None and self.blocks.must_store(tokens, matched)
+        deadline = time.monotonic() + max(wait, SURE_STORE_WAIT if sure else 0.0)
+        checked = -1
         while True:
             with self._lock:
-                limit = self.blocks.first_store(tokens, sent, matched or 0)
+                exact = matched is not None and not self.missed
+                stores = self.blocks.stores_after(tokens, sent, matched or 0)
+                limit = None
+                for order in stores:
+                    if order > checked:
+                        checked = order
+                        if not exact or self.blocks.held_before(tokens, order).tokens == matched:
+                            limit = order
+                            break
                 if limit is None and time.monotonic() >= deadline:
-                    limit = self._order_by(answered)
+                    limit = self._fallback(tokens, sent, matched if exact else None, answered, stores)
                 if limit is not None:
                     return self._take(limit), self.blocks.held_before(tokens, limit)
             time.sleep(0.005)
+
+    def _fallback(
+        self, tokens: Sequence[int], sent: float, matched: int | None, answered: float | None, stores: list[int]
+    ) -> int:
+        """Where a request is matched when no own store was found by the deadline (see :meth:`at_match`)."""
+        since = None if matched is None else self.blocks.held_exactly(tokens, self._order_by(sent), matched)
+        if since is not None:
+            return since
+        return stores[0] if stores else self._order_by(answered)
 
     def _order_by(self, moment: float | None) -> int:
         """The position just past the last event that arrived by ``moment`` (None: by now)."""
@@ -474,10 +537,11 @@ class KvEventStream:
         with self._lock:
             return self.blocks.seq
 
-    def close(self) -> None:
+    def close(self, wait: float = 5.0) -> None:
+        """Stop reading (the thread ends within its next poll), waiting up to ``wait`` seconds for it to end."""
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(5)
+        if self._thread is not None and wait > 0:
+            self._thread.join(wait)
 
     def __enter__(self) -> KvEventStream:
         return self.start()

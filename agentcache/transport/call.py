@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -62,6 +63,9 @@ class Call:
     """The provider's cache diagnosis as the response carried it (set when the turn is recorded)."""
     context: dict[str, Any] = field(default_factory=dict)
     """Room for listeners to keep their own state of the call (the OpenTelemetry span)."""
+    begun: float = field(default_factory=time.monotonic)
+    """``time.monotonic()`` as the call was made, before its request went out: the server's KV events for the
+    request arrive after it. Not derived from :attr:`started`, since the wall clock can be stepped meanwhile."""
 
     @cached_property
     def original(self) -> dict[str, Any] | None:

@@ -395,7 +395,7 @@ class CacheMiddleware:
                 None if usage is None else usage.prompt_tokens,
                 None if usage is None else usage.cached_tokens,
                 call.relocated,
-                sent_at=time.monotonic() - (time.time() - call.started),
+                sent_at=call.begun,
                 answered_at=time.monotonic(),
             )
         waiters = [self.ledger.pending] if call.scope is None else [self.ledger.pending, call.scope.pending]

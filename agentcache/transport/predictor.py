@@ -123,6 +123,12 @@ class Predictor:
         events = (kv_events or {}).items()
         self.streams = {worker: KvEventStream(endpoint, copies=copies).start() for worker, endpoint in events}
 
+    def close(self) -> None:
+        """Stop reading the servers' events: a stream left open reads and applies every event for as long as the
+        process lives, however long ago its middleware was dropped."""
+        for stream in self.streams.values():
+            stream.close(wait=0)
+
     def _parse(self, sent: bytes) -> dict[str, Any]:
         """The body, its tool list shared with every earlier body that sent the same one. The replay keeps each
         session's last request; 64 sessions' own copies of the same 20 rich tools were most of the objects the

@@ -205,10 +205,12 @@ class Predictions:
         self.where: PredictIn = where
         self._spec = spec
         self._local = local
-        self._predictor: Predictor | None = None
+        self._built: list[Predictor] = []
+        """The in-process predictor, once built: closed with this object (a list, which the finalizer can hold
+        without holding ``self``)."""
         self._sent = False
         self._key = next(_keys)
-        weakref.finalize(self, _CHANNEL.drop, self._key)
+        weakref.finalize(self, _forget, self._key, self._built)
 
     def prepare(self) -> None:
         """Build the predictor now, where it runs (on the worker thread, as every use of the process), and wait for
@@ -224,8 +226,12 @@ class Predictions:
                 return
             except (_Gone, _Refused) as exc:
                 self.where, self.reason = "thread", str(exc)
-        if self._predictor is None:
-            self._predictor = self._local()
+        self._in_process()
+
+    def _in_process(self) -> Predictor:
+        if not self._built:
+            self._built.append(self._local())
+        return self._built[0]
 
     def predict(self, job: PredictJob) -> Prediction | str:
         """The turn's prediction, or why there is none. An error inside the prediction process is raised, as
@@ -244,9 +250,14 @@ class Predictions:
                         stacklevel=2,
                     )
                     return f"no prediction: {exc}"
-        if self._predictor is None:
-            self._predictor = self._local()
-        return self._predictor.predict(job)
+        return self._in_process().predict(job)
+
+
+def _forget(key: int, built: list[Predictor]) -> None:
+    """A middleware's :class:`Predictions` went: drop its predictor from the process, close the one built here."""
+    _CHANNEL.drop(key)
+    for predictor in built:
+        predictor.close()
 
 
 def main() -> None:
@@ -263,7 +274,8 @@ def main() -> None:
         except EOFError:
             return
         if kind == "drop":
-            predictors.pop(key, None)
+            if (dropped := predictors.pop(key, None)) is not None:
+                dropped.close()
             continue
         try:
             if kind == "add":

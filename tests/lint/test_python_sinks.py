@@ -1,6 +1,7 @@
 """Where prompts and tools are sent: message classes given their role by position or by name, sinks written inside
-``yield``, the instruction keywords and setters of agent frameworks, a structured-output schema, and the values that
-do not reach a sink (a location read from, another role's message).
+``yield``, the instruction keywords and setters of agent frameworks, a structured-output schema, the keyword
+arguments a dict holds (returned, bound, spread as ``**kwargs``), and the values that do not reach a sink (a location
+read from, another role's message, a variable named like tools that never leaves its function).
 
 Fixtures as in test_python_source: ``# expect: CODE`` marks each finding's line; a fixture without marks must
 produce nothing.
@@ -149,9 +150,100 @@ POSITIVE = {
             text, hits = _PROMPTS[user]
             return client.create(system=text)  # expect: AC101
     """,
+    "an_output_schema_named_by_a_constructor_and_returned_as_keyword_arguments": """
+        import uuid
+
+        class _SchemaSpec:
+            def __init__(self, schema, *, name=None):
+                self.schema = schema
+                if name:
+                    self.name = name
+                else:
+                    self.name = str(schema.get("title", f"response_format_{str(uuid.uuid4())[:4]}"))
+
+        class ProviderStrategy:
+            def __init__(self, schema):
+                self.schema_spec = _SchemaSpec(schema)
+
+            def to_model_kwargs(self):
+                json_schema = {"name": self.schema_spec.name, "schema": self.schema_spec.schema}
+                response_format = {"type": "json_schema", "json_schema": json_schema}
+                return {"response_format": response_format}  # expect: AC102
+    """,
+    "keyword_arguments_spread_into_a_call": """
+        import random
+
+        BASE = {"model": "gpt-4o", "temperature": 0}
+
+        def request(client, tools, question):
+            kwargs = BASE | {"tools": random.sample(tools, 3)}
+            return client.create(messages=[{"role": "user", "content": question}], **kwargs)  # expect: AC102
+
+        def extract(client, schema):
+            options = {"model": "gpt-4o"}
+            options["response_format"] = {"name": f"out_{random.getrandbits(16)}", "schema": schema}  # expect: AC102
+            return client.create(**options)
+    """,
+    "a_variable_named_like_tools_that_leaves_its_function": """
+        import random
+
+        def pick_tools(catalog):
+            chosen_tools = random.sample(catalog, 3)  # expect: AC102
+            return chosen_tools
+    """,
 }
 
 NEGATIVE = {
+    "variables_named_like_tools_consumed_where_bound": """
+        import secrets
+
+        SUPPORTED_TOOLS = frozenset({"review", "describe", "improve"})
+
+        def route(contexts):
+            by_tool = {tool: [] for tool in SUPPORTED_TOOLS}
+            for context in contexts:
+                context["start_marker"] = f"<<<ARTIFACT_{secrets.token_hex(16)}>>>"
+                requested_tools = context.get("target_tools", SUPPORTED_TOOLS)
+                supported_tools = requested_tools & SUPPORTED_TOOLS
+                unsupported_tools = sorted(requested_tools - SUPPORTED_TOOLS)
+                if unsupported_tools:
+                    print(f"ignored: {unsupported_tools}")
+                for tool in supported_tools:
+                    by_tool[tool].append(context)
+            return by_tool
+    """,
+    "keyword_arguments_a_dict_does_not_send": """
+        import json
+        import logging
+        import time
+        import uuid
+
+        class Spec:
+            def __init__(self, schema):
+                self.name = schema["title"]
+                self.created = time.time()
+
+        class Strategy:
+            def __init__(self, schema):
+                self.spec = Spec(schema)
+
+            def to_model_kwargs(self):
+                return {"response_format": {"name": self.spec.name}}
+
+        def log(schema):
+            logging.info(json.dumps({"response_format": {"name": str(uuid.uuid4())}, "schema": schema}))
+
+        def request(client, schema):
+            kwargs = {"response_format": schema, "run_id": str(uuid.uuid4())}
+            return client.create(**kwargs)
+
+        def run(client, **kwargs):
+            kwargs["session_id"] = str(uuid.uuid4())
+            output_schema = kwargs.get("output_schema")
+            if output_schema is not None:
+                kwargs["output_schema"] = output_schema
+            return client.create(**kwargs)
+    """,
     "role_first_notices_and_other_roles": """
         import time
         from chatkit import Message

@@ -1,8 +1,10 @@
 """Templates rendered into a system prompt: what the template prints or iterates of the objects passed to it flows
-into the rendered text, and nothing else of them.
+into the rendered text, and nothing else of them: of a dict of variables given whole, the keys it prints. A template
+read from the package's data files by its key path (a settings table, a config's field) is known by its text; one
+whose text is nowhere in the package (the user's) prints none of a dict of variables it is offered.
 
 Each fixture is a small package: its ``.py`` modules mark the line of every finding they must produce with
-``# expect: CODE``; the other files are templates it renders.
+``# expect: CODE``; the other files are templates it renders and data files that hold them.
 """
 
 from __future__ import annotations
@@ -78,7 +80,223 @@ POSITIVE = {
     },
 }
 
+#: A settings table shipped with the package, read as ``get_settings().review_prompt.system`` (dynaconf): the system
+#: template prints the diff, the user template the date.
+PROMPTS_TOML = '''
+    [review_prompt]
+    system = """You review pull requests. Report the risks in this diff: {{ diff }}"""
+    user = """Today's date: {{ date }}. Review it now."""
+'''
+
+#: pr-agent's shape: one dict of variables, the date among them, rendered into both templates.
+REVIEW = """
+    from datetime import datetime
+    from jinja2.sandbox import SandboxedEnvironment
+    from pkg.config import get_settings
+
+    def review(client, diff):
+        variables = {{"date": datetime.now().strftime("%Y-%m-%d"), "diff": diff}}
+        environment = SandboxedEnvironment()
+        system = environment.from_string(get_settings().review_prompt.{system}).render(variables)
+        user = environment.from_string(get_settings().review_prompt.user).render(variables)
+        return client.chat(system=system, user=user)  # expect: {expect}
+"""
+
+#: mini-swe-agent's shape: an agent renders its config's templates (shipped in YAML files, one per config) with the
+#: seconds since it started among the variables.
+CONFIG_AGENT = """
+    import time
+    from jinja2 import StrictUndefined, Template
+
+    class Agent:
+        def __init__(self, config):
+            self.config = config
+            self.started = time.time()
+
+        def template_vars(self):
+            return merge(self.config.model_dump(), {{"elapsed_seconds": int(time.time() - self.started)}})
+
+        def render(self, template):
+            return Template(template, undefined=StrictUndefined).render(**self.template_vars())
+
+        def messages(self, task):
+            return [
+                {{"role": "system", "content": self.render(self.config.system_template)}},  # expect: {expect}
+                {{"role": "user", "content": self.render(self.config.instance_template)}},
+            ]
+"""
+
+#: A class of another module renders the templates with the variables its callers give (pr-agent's token budget).
+BUDGET = """
+    from jinja2 import Environment
+    from pkg.config import get_settings
+
+    class Budget:
+        def __init__(self, handler):
+            self.handler = handler
+
+        @classmethod
+        def for_model(cls, model, handler):
+            return cls(handler.bound(model))
+
+        def render(self, variables):
+            return Environment().from_string({template}).render(variables)
+"""
+BUDGET_CALLER = """
+    from datetime import date
+    from pkg.budget import Budget
+
+    def review(client, handler, diff):
+        budget = Budget.for_model("m", handler)
+        return client.chat(system=budget.render({{"date": date.today(), "diff": diff}}))  # expect: {expect}
+"""
+
+#: A dict of variables whose items are read one by one (``d.get("date")``, ``d["diff"]``): only the item read
+#: reaches the text, or the default ``get`` gives for a key the dict does not hold.
+DICT_READS = """
+    from datetime import date
+
+    SYSTEM = "You review diffs. {{diff}}"
+
+    def review(client, diff):
+        variables = {{"date": date.today().isoformat(), "diff": diff}}
+        return client.create(system=SYSTEM.format(diff={read}))  # expect: {expect}
+
+    def review_since(client, diff):
+        variables = {{"date": date.today().isoformat(), "diff": diff}}
+        return client.create(system=SYSTEM.format(diff={other}))  # expect: {expect}
+"""
+
+POSITIVE.update(
+    {
+        "settings_template_that_prints_the_date": {
+            "settings/prompts.toml": PROMPTS_TOML,
+            "agent.py": REVIEW.format(system="user", expect="AC101"),
+        },
+        "config_field_template_that_prints_a_variable": {
+            "config/default.yaml": """
+                agent:
+                  system_template: "You help. {{ elapsed_seconds }} seconds have passed."
+                  instance_template: "Solve: {{ task }}"
+            """,
+            "config/fast.yaml": "agent:\n  system_template: You help, briefly.\n",
+            "agent.py": CONFIG_AGENT.format(expect="AC101"),
+        },
+        "config_field_template_that_iterates_a_set": {
+            "config/agent.yml": """
+                agent:
+                  system_template: |
+                    You may use: {% for skill in skills %}{{ skill }}, {% endfor %}
+            """,
+            "agent.py": """
+                from jinja2 import Template
+
+                class Agent:
+                    def messages(self, skills):
+                        names = {skill.name for skill in skills}
+                        system = Template(self.config.system_template).render(skills=names)
+                        return [{"role": "system", "content": system}]  # expect: AC103
+            """,
+        },
+        "json_prompt_read_by_keys": {
+            "prompts.json": '{"planner": {"system": "Plan the trip. Today is {date}."}}',
+            "agent.py": """
+                import json
+                from datetime import date
+                from pathlib import Path
+
+                PROMPTS = json.loads(Path(__file__).with_name("prompts.json").read_text())
+
+                def plan(client, question):
+                    variables = {"date": date.today(), "question": question}
+                    return client.create(system=PROMPTS["planner"]["system"].format(**variables))  # expect: AC101
+            """,
+        },
+        "a_class_of_another_module_renders_what_prints_the_date": {
+            "settings/prompts.toml": PROMPTS_TOML,
+            "budget.py": BUDGET.format(template="get_settings().review_prompt.user"),
+            "agent.py": BUDGET_CALLER.format(expect="AC101"),
+        },
+        "items_read_from_a_dict_of_variables": {
+            "agent.py": DICT_READS.format(
+                read="variables.get('date')", other="variables.get('since', date.today())", expect="AC101"
+            ),
+        },
+        "a_keyword_given_to_a_template_not_found": {
+            "agent.py": """
+                from datetime import datetime
+                from jinja2 import Environment
+
+                def build_system_prompt(raw_template):
+                    return Environment().from_string(raw_template).render(current_date=datetime.now())  # expect: AC101
+            """,
+        },
+    }
+)
+
 NEGATIVE = {
+    "items_of_a_dict_of_variables_that_do_not_differ": {
+        "agent.py": DICT_READS.format(
+            read="variables.get('diff', '')", other="variables['diff'] or variables.get('title')", expect=""
+        ),
+    },
+    "settings_template_that_does_not_print_the_date": {
+        "settings/prompts.toml": PROMPTS_TOML,
+        "agent.py": REVIEW.format(system="system", expect=""),
+    },
+    "config_field_templates_that_print_nothing": {
+        "config/default.yaml": """
+            agent:
+              system_template: |
+                You are a helpful assistant that can interact with a computer.
+              instance_template: "Solve: {{ task }} ({{ elapsed_seconds }} s)"
+        """,
+        "config/fast.yaml": "agent:\n  system_template: You help, briefly.\n",
+        "agent.py": CONFIG_AGENT.format(expect=""),
+    },
+    "a_template_the_package_does_not_ship": {
+        "agent.py": """
+            from datetime import datetime, timezone
+            from jinja2.sandbox import SandboxedEnvironment
+
+            ENV = SandboxedEnvironment()
+
+            class RunContext:
+                def render_workflow_template(self, raw_template):
+                    data = self.values.copy()
+                    data.setdefault("current_date", datetime.now(timezone.utc).strftime("%Y-%m-%d"))
+                    return ENV.from_string(raw_template).render(data)
+
+                def send(self, client):
+                    return client.create(system=self.render_workflow_template(self.workflow.system_prompt))
+        """,
+    },
+    "a_key_several_settings_share": {
+        "settings/prompts.toml": """
+            [review_prompt]
+            system = "Review. Today is {{ date }}."
+            [changelog_prompt]
+            system = "Write the changelog of {{ date }}."
+        """,
+        "agent.py": """
+            from datetime import date
+            from jinja2 import Environment
+
+            class Handler:
+                def send(self, client, diff):
+                    variables = {"date": date.today(), "diff": diff}
+                    return client.create(system=Environment().from_string(self.handler.system).render(variables))
+        """,
+    },
+    "a_class_of_another_module_renders_what_does_not_print_it": {
+        "settings/prompts.toml": PROMPTS_TOML,
+        "budget.py": BUDGET.format(template="get_settings().review_prompt.system"),
+        "agent.py": BUDGET_CALLER.format(expect=""),
+    },
+    "a_class_of_another_module_renders_a_template_it_is_given": {
+        "budget.py": BUDGET.format(template="self.handler.system"),
+        "agent.py": BUDGET_CALLER.format(expect=""),
+    },
     "fields_the_template_does_not_print": {
         "prompts/agent.jinja": """
             You are a {{ agent.role }}.

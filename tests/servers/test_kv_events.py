@@ -8,6 +8,8 @@ with and without eviction.
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import httpx
@@ -16,7 +18,7 @@ import pytest
 
 from agentcache.errors import EventsError
 from agentcache.servers import ServerPrompt
-from agentcache.servers.kv_events import KEEPS_COPIES, Held, KvEventStream, ServerBlocks, decode_batch
+from agentcache.servers.kv_events import KEEPS_COPIES, STORE_WAIT, Held, KvEventStream, ServerBlocks, decode_batch
 from tests.conftest import EngineInfo
 
 
@@ -124,8 +126,8 @@ def test_a_removal_leaves_out_what_was_stored_again_before_a_request_was_matched
     assert before is not None and (before.path, before.start) == (removal.path, 0)
     later = blocks.still_gone(removal, before=4)
     assert later is not None and later.start == 2
-    assert blocks.first_store([5, 6, 7, 8], after=2.0) == 3  # the re-store, the first to arrive after 2.0
-    assert blocks.first_store([5, 6, 7, 8], after=3.0) is None
+    assert blocks.stores_after([5, 6, 7, 8], after=2.0) == [3]  # the re-store, the first to arrive after 2.0
+    assert blocks.stores_after([5, 6, 7, 8], after=3.0) == []
     blocks.apply(decode_batch(batch({**stored, "token_ids": [5, 6, 7, 8]})), 3, now=5.0)
     assert blocks.still_gone(removal, before=5) is None  # all stored again: nothing is gone
 
@@ -179,21 +181,104 @@ def test_a_request_s_own_first_store_is_past_what_the_server_matched() -> None:
     blocks.apply(decode_batch(batch({**stored, "block_hashes": [1, 2], "token_ids": [5, 6]})), 0, now=2.0)
     nxt = {**stored, "block_hashes": [3, 4], "parent_block_hash": 2, "token_ids": [7, 8]}
     blocks.apply(decode_batch(batch(nxt)), 1, now=3.0)
-    assert blocks.first_store([5, 6, 7, 8], after=1.0) == 1  # the previous turn's store
-    assert blocks.first_store([5, 6, 7, 8], after=1.0, beyond=2) == 2
+    assert blocks.stores_after([5, 6, 7, 8], after=1.0) == [1, 2]  # the previous turn's store first
+    assert blocks.stores_after([5, 6, 7, 8], after=1.0, beyond=2) == [2]
     assert blocks.held_before([5, 6, 7, 8], 2) == Held(2, known=True)
 
 
-def test_without_a_store_of_its_own_a_request_is_matched_as_of_its_answer_where_the_server_publishes_first() -> None:
+def test_a_store_read_late_is_not_taken_for_the_request_s_own_when_the_events_held_more_than_it_matched() -> None:
+    """The stream reads behind the server (a loaded machine): the previous turn's store of block 4 and the eviction
+    of blocks 3 and 4 by another session both arrive after the next turn was sent. That turn matched 4 tokens and
+    stored blocks 3 to 5. The late store of block 4 lies past the match and arrived after the turn was sent, but
+    the events held 6 tokens before it, not the 4 matched: it was made before the match. Taken for the turn's own,
+    it placed the match before the eviction (held 6, nothing removed), where the server held 4."""
+    stream = KvEventStream("unused")  # not started: messages are given to it as they would arrive
+    stored = {"type": "BlockStored", "parent_block_hash": None, "block_size": 2}
+    path = [5, 6, 7, 8, 9, 10, 11, 12, 13, 14]
+    stream.receive(0, decode_batch(batch({**stored, "block_hashes": [1, 2, 3], "token_ids": path[:6]})), now=1.0)
+    previous = {**stored, "block_hashes": [4], "parent_block_hash": 3, "token_ids": path[6:8]}
+    stream.receive(1, decode_batch(batch(previous)), now=5.0)
+    evicted = batch({"type": "BlockRemoved", "block_hashes": [4]}, {"type": "BlockRemoved", "block_hashes": [3]})
+    stream.receive(2, decode_batch(evicted), now=5.1)
+    own = {**stored, "block_hashes": [3, 4, 5], "parent_block_hash": 2, "token_ids": path[4:]}
+    stream.receive(3, decode_batch(batch(own)), now=5.2)
+    assert stream.blocks.stores_after(path, after=4.0, beyond=4) == [2, 5]  # the late store, then its own
+    removals, held = stream.at_match(path, sent=4.0, matched=4, wait=0.0)
+    assert sorted(r.start for r in removals) == [4, 6] and held == Held(4, known=True)
+    stream.missed = 1  # a stream that lost messages cannot check what was held: the first store past the match
+    assert stream.at_match(path, sent=4.0, matched=4, wait=0.0)[1] == Held(6, known=True)
+
+
+def test_without_a_store_of_its_own_a_request_is_matched_where_the_events_held_what_it_matched() -> None:
     """A request matched 4 tokens and stored no new block (vLLM: its new tokens filled none). The server evicted
     one of its blocks after it answered (vLLM frees a request's blocks, and may evict them, only then), and that
-    removal arrived while the prediction waited: as of the answer, the server still held all 4."""
+    removal arrived while the prediction waited: the request is matched at the first moment after it was sent when
+    the events held the 4 it matched. Without the server's count, the events that arrived by its answer, where the
+    server publishes before it answers; else all of them."""
     stream = KvEventStream("unused")  # not started: messages are given to it as they would arrive
     stored = {"type": "BlockStored", "parent_block_hash": None, "block_size": 2}
     path = [5, 6, 7, 8]
     stream.receive(0, decode_batch(batch({**stored, "block_hashes": [1, 2], "token_ids": path})), now=1.0)
     stream.receive(1, decode_batch(batch({"type": "BlockRemoved", "block_hashes": [2]})), now=3.5)
-    removals, held = stream.at_match(path, sent=2.0, matched=4, answered=3.0, wait=0.0)
+    for answered in (3.0, None):
+        removals, held = stream.at_match(path, sent=2.0, matched=4, answered=answered, wait=0.0)
+        assert removals == [] and held == Held(4, known=False)
+    removals, held = stream.at_match(path, sent=2.0, answered=3.0, wait=0.0)
     assert removals == [] and held == Held(4, known=False)
-    removals, held = stream.at_match(path, sent=2.0, matched=4, wait=0.0)  # without the answer: all events so far
+    removals, held = stream.at_match(path, sent=2.0, wait=0.0)  # all events so far
     assert [r.start for r in removals] == [2] and held == Held(2, known=True)
+
+
+def test_a_match_without_a_store_is_placed_by_what_the_events_held_however_late_they_were_read() -> None:
+    """The previous turn stored a fourth block; its message, read behind the server, arrived only after the next
+    turn was answered. That turn matched all 8 tokens and stored nothing: as of its answer the events held 6, but
+    they held its 8 once the late store was read, which is when the server matched it."""
+    stream = KvEventStream("unused")
+    stored = {"type": "BlockStored", "parent_block_hash": None, "block_size": 2}
+    path = [5, 6, 7, 8, 9, 10, 11, 12, 13]
+    stream.receive(0, decode_batch(batch({**stored, "block_hashes": [1, 2, 3], "token_ids": path[:6]})), now=1.0)
+    late = {**stored, "block_hashes": [4], "parent_block_hash": 3, "token_ids": path[6:8]}
+    stream.receive(1, decode_batch(batch(late)), now=4.0)
+    removals, held = stream.at_match(path, sent=2.0, matched=8, answered=3.0, wait=0.0)
+    assert removals == [] and held == Held(8, known=False)
+    assert stream.blocks.held_exactly(path, since=1, matched=2) is None  # never held just the first block
+
+
+def test_a_store_the_request_must_have_made_is_waited_for_however_late_its_message_comes() -> None:
+    """The server evicted the last two of a session's four blocks, then matched the next turn's first 4 tokens and
+    stored the rest, the two blocks again and one new; on a loaded machine both messages come a second after the
+    answer. The turn computed whole blocks past its match, on a path the events know, so its own store must come:
+    it is waited for, and the removal before it is taken, rather than matching the turn against events that lag
+    behind the server."""
+    stream = KvEventStream("unused")  # not started: messages are given to it as they would arrive
+    stored = {"type": "BlockStored", "parent_block_hash": None, "block_size": 2}
+    path = [5, 6, 7, 8, 9, 10, 11, 12]
+    stream.receive(0, decode_batch(batch({**stored, "block_hashes": [1, 2, 3, 4], "token_ids": path})), now=1.0)
+    sent = time.monotonic()
+
+    def late() -> None:
+        time.sleep(STORE_WAIT * 2)
+        stream.receive(1, decode_batch(batch({"type": "BlockRemoved", "block_hashes": [3, 4]})), time.monotonic())
+        again = {**stored, "block_hashes": [3, 4, 5], "parent_block_hash": 2, "token_ids": [*path[4:], 13, 14]}
+        stream.receive(2, decode_batch(batch(again)), time.monotonic())
+
+    feeder = threading.Thread(target=late)
+    feeder.start()
+    removals, held = stream.at_match([*path, 13, 14], sent, matched=4)
+    feeder.join()
+    assert [(r.start, r.path) for r in removals] == [(4, tuple(path))] and held == Held(4, known=True)
+
+
+def test_a_request_must_store_only_whole_blocks_past_its_match_on_a_path_the_events_know() -> None:
+    blocks = ServerBlocks()
+    stored = {"type": "BlockStored", "parent_block_hash": None, "block_size": 2}
+    assert not blocks.must_store([5, 6, 7, 8], matched=0)  # no block size known yet
+    blocks.apply(decode_batch(batch({**stored, "block_hashes": [1, 2], "token_ids": [5, 6, 7, 8]})), 0)
+    assert blocks.must_store([5, 6, 7, 8, 9, 10], matched=4)
+    assert not blocks.must_store([5, 6, 7, 8, 9], matched=4)  # one token past the match fills no block
+    assert not blocks.must_store([1, 2, 3, 4], matched=0)  # tokens no event named: not the server's own
+    assert not blocks.must_store([5, 6, 0, 0, 0, 0], matched=4)  # a match the events cannot place
+    assert not blocks.must_store([5, 6, 7, 8], matched=2)  # sent before: all held, matched short of its end
+    assert not blocks.must_store([5, 6, 7, 8, 9], matched=2)
+    blocks.apply(decode_batch(batch({"type": "BlockRemoved", "block_hashes": [2]})), 1)
+    assert blocks.must_store([5, 6, 7, 8], matched=2)  # its second block went: computed and stored again

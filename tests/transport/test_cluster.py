@@ -225,7 +225,7 @@ def _assert_exact(turns: list[Turn], workers: tuple[str, ...]) -> None:
         assert turn.status == 200 and turn.exact and turn.output_ids_known, turn
         assert turn.worker in workers and turn.worker_source == "header", turn
         assert turn.predicted_prompt_tokens == turn.reported_prompt_tokens, turn
-        assert turn.predicted_cached == turn.reported_cached, turn
+        assert turn.predicted_cached == turn.reported_cached, repr(turn)  # whole, not cut short
 
 
 def test_each_worker_s_kv_events_keep_its_model_in_step_through_an_eviction(each_cluster: EngineInfo) -> None:

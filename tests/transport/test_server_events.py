@@ -8,6 +8,9 @@ together.
 
 from __future__ import annotations
 
+import gc
+import threading
+import time
 from typing import Any
 
 import httpx
@@ -44,7 +47,7 @@ def assert_exact_through_the_eviction(transport: CacheAwareTransport) -> None:
     turns = transport.ledger.turns()
     assert len(turns) == len(ORDER)
     for turn in turns:
-        assert turn.predicted_cached == turn.reported_cached, turn  # the guarantee, eviction or not
+        assert turn.predicted_cached == turn.reported_cached, repr(turn)  # the guarantee; whole, not cut short
     alpha = transport.ledger.turns("alpha")
     assert [t.cause for t in alpha[:2]] == [causes.NEW_SESSION, causes.NONE]
     assert alpha[2].cause == causes.EVICTED and "KV events" in (alpha[2].detail or ""), alpha[2]
@@ -72,3 +75,23 @@ def test_vllm_s_evictions_keep_predictions_exact(vllm: EngineInfo) -> None:
     )
     through_an_eviction(vllm.url, transport, vllm.model, {})
     assert_exact_through_the_eviction(transport)
+
+
+def test_a_middleware_that_went_stops_reading_the_server_s_events(sglang: EngineInfo) -> None:
+    """Each middleware subscribes to the server's events; once it is garbage, its stream stops. Left reading, every
+    dropped one went on decoding and applying each event for the life of the process: a test session's hundred
+    transports made a hundred threads doing so, enough load to make the live one late."""
+    assert sglang.kv_events is not None
+    name = f"agentcache-kv-events {sglang.kv_events}"
+    before = {thread for thread in threading.enumerate() if thread.name == name}
+    transport = CacheAwareTransport(
+        server="sglang", model_dir=sglang.model_dir, kv_events=sglang.kv_events, predict_in="thread"
+    )
+    reading = [thread for thread in threading.enumerate() if thread.name == name and thread not in before]
+    assert len(reading) == 1 and reading[0].is_alive()
+    del transport
+    deadline = time.monotonic() + 10
+    while reading[0].is_alive() and time.monotonic() < deadline:  # the worker may still hold it for a moment
+        gc.collect()
+        reading[0].join(timeout=0.2)
+    assert not reading[0].is_alive()

@@ -98,7 +98,7 @@ class PythonSession:
         module, package = self.project.module(source.path), self.project.package(source.path)
         templates = self.project.templates(source.path)
         results: list[tuple[Rule, ast.expr, str]] = []
-        exports: dict[str, Value] = {}
+        exports: dict[str, Value | str] = {}
         gives: dict[str, Value] = {}
         scope = None
         reading = self.project.reading()
@@ -109,6 +109,8 @@ class PythonSession:
                 results.extend(analysis.sinks.results())
                 exports.update(analysis.exports())
                 gives.update(analysis.gives)
+                # last: a summary's runs, with parameters of their own and calls cut short, report and give nothing
+                exports.update(analysis.summaries())
                 scope = analysis.globals
         except SyntaxError as exc:  # a later part of a large module: the whole module is unparsable
             line, column = exc.lineno or 1, exc.offset or 1

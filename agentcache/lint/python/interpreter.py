@@ -11,9 +11,9 @@ from collections.abc import Callable
 from functools import reduce
 from typing import Any, ClassVar
 
-from agentcache.lint.python.project import Reading
+from agentcache.lint.python.project import Reading, Summary
 from agentcache.lint.python.sinks import sorts_keys
-from agentcache.lint.python.statements import Statements
+from agentcache.lint.python.statements import MAX_CALL_DEPTH, Statements
 from agentcache.lint.python.syntax import (
     Function,
     callable_without_arguments,
@@ -23,6 +23,7 @@ from agentcache.lint.python.syntax import (
     imports,
     last_name,
     returns_own_class,
+    takes_arguments,
 )
 from agentcache.lint.python.templates import TemplateFiles, reads
 from agentcache.lint.python.values import (
@@ -30,6 +31,7 @@ from agentcache.lint.python.values import (
     KEY_ORDER,
     MAX_ITEMS,
     ORDER,
+    PARAM,
     SHUFFLE,
     Origin,
     Scope,
@@ -37,17 +39,23 @@ from agentcache.lint.python.values import (
     combine,
     concat,
     element,
+    export_kind,
+    given_by_caller,
     join,
     keyed,
+    merged,
     order_free,
     ordered,
     orders,
     read_export,
     sequence_order,
+    under,
     unkeyed,
     volatile,
+    with_entry,
 )
 from agentcache.lint.python.vocabulary import (
+    COPIES,
     DUMPS,
     FACTORY_KEYWORDS,
     LAYOUT_KEEPING,
@@ -59,6 +67,7 @@ from agentcache.lint.python.vocabulary import (
     SEQUENCERS,
     SET_ALGEBRA,
     SET_OPERATORS,
+    TEMPLATE,
     TEMPLATE_SOURCES,
     TEXT_METHODS,
     VOCABULARY,
@@ -92,6 +101,8 @@ class Interpreter(Statements):
         if scope is not None:
             self.globals = scope
         self.templates = templates if templates is not None else TemplateFiles()
+        self.data_keys = self.templates.keys()
+        """The last keys of the strings in the package's data files (:meth:`data_text`)."""
         self.imports = imports(self.nodes, package)
         self.functions, self.methods = definitions(self.nodes)
         self.learned = learned if learned is not None else Reading({})
@@ -99,6 +110,12 @@ class Interpreter(Statements):
         """Function (by id) -> its parameters annotated with an imported class -> that class's dotted name, alone
         in a tuple (:meth:`classes_of`)."""
         self.classes = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+        self.local_classes = {f"{module}.{name}": name for name in self.classes}
+        """The module's classes by dotted name (:attr:`Value.cls`) -> their name here."""
+        self.package_top = module.partition(".")[0] + "."
+        """The module's top-level package, as the prefix of its names: summaries are looked up there."""
+        self.worth: dict[str, bool] = {}
+        """The module's classes -> whether an object of one is known by its class (:meth:`class_made`)."""
         self.factories: dict[int, bool] = {}
         """Function (by id) -> whether it returns a class it defines (:meth:`makes_a_class`)."""
         self.given_to: dict[str, str] = {}
@@ -107,6 +124,10 @@ class Interpreter(Statements):
         self.gives: dict[str, Value] = {}
         """What the module gives the constructors of the project's classes, when it differs or is set-ordered:
         ``pkg.mod.Config(schema=)`` -> the values given that keyword, ``pkg.mod.Config(=)`` -> all of them."""
+        self.templated: set[int] = set()
+        """The lines where the module makes or renders a Jinja template (``env.from_string(text)``,
+        ``template.render(...)``): the functions and classes around them are summed up for the modules that call
+        them (:meth:`summaries`)."""
 
     def exports(self) -> dict[str, Value]:
         """After :meth:`run`: what each top-level function that takes no arguments returns (``name()``), each
@@ -132,6 +153,62 @@ class Interpreter(Statements):
             found.update((f"{name}().{key[5:]}", value) for key, value in fields.items())
         return found
 
+    def summaries(self) -> dict[str, str]:
+        """After :meth:`run`: what each top-level function and each method of a top-level class that makes or
+        renders a Jinja template returns of the arguments it is given (``render(*)``, ``Budget().render(*)``:
+        :class:`~agentcache.lint.python.project.Summary`), for the modules that call them: a template's variables
+        it does not print are what such a call drops. So are the class's factories (its class and static
+        methods: ``Budget.for_model(model, handler)``), which make the object its methods are then called on.
+        Any other call is taken to return what it is given: running every function once more would cost as much
+        as the analysis."""
+        found: dict[str, str] = {}
+        for node in self.tree.body if self.templated else ():
+            if not self._templates_in(node):
+                continue
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and self.functions.get(node.name) is node:
+                if takes_arguments(node):
+                    found[f"{node.name}(*)"] = self.summary(node, 0, 1)
+            elif isinstance(node, ast.ClassDef):
+                names = [item.name for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))]
+                for item in node.body:
+                    if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) or names.count(item.name) > 1:
+                        continue
+                    decorators = {last_name(decorator) for decorator in item.decorator_list}
+                    bound = 0 if "staticmethod" in decorators else 1
+                    factory = not decorators.isdisjoint(("staticmethod", "classmethod"))
+                    if (factory or self._templates_in(item)) and takes_arguments(item, bound):
+                        found[f"{node.name}().{item.name}(*)"] = self.summary(item, bound, 2 if factory else 1)
+        return found
+
+    def _templates_in(self, node: ast.stmt) -> bool:
+        end = node.end_lineno or node.lineno
+        return any(node.lineno <= line <= end for line in self.templated)
+
+    def summary(self, function: Function, bound: int, reach: int) -> str:
+        """``function`` run with each parameter (but its ``bound`` first ones: ``self``) given a value of its own
+        (:data:`~agentcache.lint.python.values.PARAM`): those that reach what it returns pass their arguments. Calls
+        are followed ``reach`` deep (each parameter's value is new to the memo, so every call it reaches runs again):
+        a function that renders a template does it itself, a factory makes the object through another one
+        (``cls.for_model(...)``); a call cut short passes all it is given."""
+        spec = function.args
+        positional = [arg.arg for arg in (*spec.posonlyargs, *spec.args)][bound:]
+        extra = [arg.arg for arg in (spec.vararg, spec.kwarg) if arg is not None]
+        names = [*positional, *(arg.arg for arg in spec.kwonlyargs), *extra]
+        bindings = {name: Value(frozenset({Origin(0, index, PARAM, name)})) for index, name in enumerate(names)}
+        self.reach = reach
+        try:
+            result = self.invoke(function, bindings)
+        finally:
+            self.reach = MAX_CALL_DEPTH
+        passing = frozenset(origin.label for origin in result.origins if origin.kind == PARAM)
+        return Summary(
+            tuple(positional),
+            spec.vararg.arg if spec.vararg else "",
+            spec.kwarg.arg if spec.kwarg else "",
+            passing,
+            export_kind(result) or "",
+        ).encode()
+
     def expr(self, node: ast.expr | None, scope: Scope) -> Value:
         """What ``node`` evaluates to in ``scope``; an expression it does not model (a lambda) is CLEAN."""
         if node is None:
@@ -154,16 +231,40 @@ class Interpreter(Statements):
         known = scope.lookup(key) if key else None
         if known is not None:
             return known
-        if isinstance(node.value, ast.Name):
-            if node.value.id == "self" and self.stack and id(self.stack[-1]) in self.owners:
-                given = self.given(self.owners[id(self.stack[-1])], node)
-                if given is not None:
-                    return given
-            for owner in self.classes_of(node.value.id):  # a field set by a class in another module
+        if isinstance(node.value, ast.Name) and node.value.id == "self" and self.stack:
+            owner = self.owners.get(id(self.stack[-1]))
+            given = self.given(owner, node) if owner else None
+            if given is not None:
+                return given
+        receiver = self.expr(node.value, scope)
+        for owner in self.owners_of(node.value, receiver) if receiver.cls or type(node.value) is ast.Name else ():
+            local = self.local_classes.get(owner)  # a field its class sets, in this module or another
+            if local is not None:
+                field = self.instance_fields.get(local, {}).get(f"self.{node.attr}")
+            else:
                 kind = self.learned.get(f"{owner}().{node.attr}")
-                if kind:
-                    return read_export(kind, node)
-        return combine(self.expr(node.value, scope))
+                field = read_export(kind, node) if kind else None
+            if field is not None:
+                return Value(receiver.origins | field.origins, field.unordered) if receiver.origins else field
+        read = combine(receiver)
+        return self.data_text(node, read) if node.attr in self.data_keys else read
+
+    def owners_of(self, node: ast.expr, value: Value) -> tuple[str, ...]:
+        """The classes whose fields and methods an object read as ``node`` has: the class it was made of
+        (:attr:`Value.cls`), else those of the name (:meth:`classes_of`)."""
+        if value.cls:
+            return (value.cls,)
+        return self.classes_of(node.id) if type(node) is ast.Name else ()
+
+    def data_text(self, node: ast.Attribute | ast.Subscript, read: Value) -> Value:
+        """``read``, or, when it is stable and nothing in the code gives its text, the string of the package's
+        data files under the key path ``node`` reads (``get_settings().review_prompt.system``): a template found
+        there prints only what its text names."""
+        if read.origins or read.text is not None:
+            return read
+        path = _key_path(node, self.data_keys)
+        text = self.templates.keyed(path) if path else None
+        return Value(text=text) if text is not None else read
 
     def given(self, owner: str, node: ast.Attribute) -> Value | None:
         """``self.x`` in a method of the module's class ``owner``, as what the project's modules give its
@@ -236,6 +337,8 @@ class Interpreter(Statements):
             return concat([left, right])
         if isinstance(node.op, SET_OPERATORS) and (left.unordered or right.unordered):
             return Value(left.origins | right.origins, left.unordered or right.unordered)
+        if isinstance(node.op, ast.BitOr) and (left.entries or right.entries):  # dicts: base | {"date": today}
+            return Value(left.origins | right.origins, entries=merged(left, right))
         if isinstance(node.op, ast.Mod) and left.text is not None:
             return combine(left, ordered(right, node.right))
         return combine(left, right)
@@ -281,11 +384,22 @@ class Interpreter(Statements):
         return Value(combine(*items).origins, Origin.at(node, ORDER))
 
     def mapping(self, node: ast.Dict, scope: Scope) -> Value:
+        """A dict display: what it holds, and its entries under constant keys (``{**base, "date": today}``)."""
         keys = [self.expr(key, scope) for key in node.keys]
         values = [self.expr(value, scope) for value in node.values]
         if self.sinks.dict_sinks(node, values):
             return CLEAN  # a user's or an assistant's message
-        return combine(*keys, *values)
+        held = combine(*keys, *values)
+        if not held.origins and not any(value.unordered for value in values):
+            return held
+        parts = []
+        for key, value in zip(node.keys, values, strict=True):
+            name = constant(key)
+            if key is None:
+                parts.append(value)
+            elif isinstance(name, str):
+                parts.append(Value(entries=with_entry(CLEAN, name, value)))
+        return Value(held.origins, entries=merged(*parts))
 
     def comprehension(self, node: ast.ListComp | ast.GeneratorExp | ast.SetComp | ast.DictComp, scope: Scope) -> Value:
         inner = Scope(scope)
@@ -306,7 +420,14 @@ class Interpreter(Statements):
         return Value(result.origins | found)
 
     def subscript(self, node: ast.Subscript, scope: Scope) -> Value:
-        return combine(self.expr(node.value, scope), self.expr(node.slice, scope))
+        """An item: of a dict whose entries are known, the one under a constant key (``variables["date"]``)."""
+        container, key = self.expr(node.value, scope), self.expr(node.slice, scope)
+        if isinstance(key.text, str):
+            if container.entries:
+                return under(container, key.text)
+            if key.text in self.data_keys:
+                return self.data_text(node, combine(container))
+        return combine(container, key)
 
     def inner(self, node: ast.Await | ast.Starred, scope: Scope) -> Value:
         return self.expr(node.value, scope)
@@ -329,13 +450,13 @@ class Interpreter(Statements):
         args = [self.expr(arg, scope) for arg in node.args] if node.args else []
         kwargs = {kw.arg: self.expr(kw.value, scope) for kw in keywords if kw.arg is not None} if keywords else {}
         spread = [self.expr(kw.value, scope) for kw in keywords if kw.arg is None] if keywords else []
-        if keywords:  # a field's default_factory: the value is what calling it makes, one per object
-            spread += [self.made_by(kw.value, scope) for kw in keywords if kw.arg in FACTORY_KEYWORDS]
+        # a field's default_factory: the value is what calling it makes, one per object
+        factories = [self.made_by(kw.value, scope) for kw in keywords if kw.arg in FACTORY_KEYWORDS] if keywords else []
         receiver = self.expr(func.value, scope) if isinstance(func, ast.Attribute) else CLEAN
         name = self.qualname(func, scope)
         callee = last_name(func) or ""
         called = self.words.callee(callee)
-        if self.sinks.call_sinks(node, callee, called, args, kwargs):
+        if self.sinks.call_sinks(node, callee, called, args, kwargs, spread):
             return CLEAN  # a user's or an assistant's message
         if name is not None:
             kind = source_kind(name, len(node.args) + len(keywords), self.words)
@@ -351,14 +472,19 @@ class Interpreter(Statements):
                 if key:
                     self.mutate(key, Value(args[0].origins | {Origin.at(node, SHUFFLE)}), node, scope)
                 return CLEAN
-            if name in LAYOUT_KEEPING and len(args) == 1:
+            if (name in LAYOUT_KEEPING or name in COPIES) and len(args) == 1:
                 return args[0]
-        if (callee in TEMPLATE_SOURCES and not _class_of(func)) or name in TEMPLATE_SOURCES:
-            template = self.template_source(callee, node, args)
+        if (callee in TEMPLATE_SOURCES and isinstance(func, ast.Attribute) and not _class_of(func)) or (
+            name in TEMPLATE_SOURCES
+        ):  # an environment's env.from_string(text), env.get_template(name); jinja2.Template(text)
+            self.templated.add(node.lineno)
+            template = self.template_source(callee, node, receiver, args)
             if template is not None:
                 return template
         elif callee in RENDERERS and isinstance(func, ast.Attribute):
-            rendered = self.rendered(func.value, node, receiver, scope)
+            if receiver.text is not None or receiver.cls == TEMPLATE:
+                self.templated.add(node.lineno)
+            rendered = self.rendered(func.value, node, receiver, [*args, *spread], kwargs, scope)
             if rendered is not None:
                 return rendered
         # What an unknown call returns depends on its receiver and positional arguments. Keyword arguments count
@@ -368,9 +494,12 @@ class Interpreter(Statements):
         # as a variable that says so (``toolkit.clone_for_session(new_session_id)``), and so does a location given
         # to a call that reads what is stored there (``Config.load(log_dir)``); an id given to a constructor is what
         # the object keeps (``Stash(storage, agent.session_id)``).
-        made = callee if callee[:1].isupper() else _class_of(func)  # Tool(...), Tool.from_function(...)
+        made = callee if _capitalized(callee) else _class_of(func)  # Tool(...), _Spec(...), Tool.from_function(...)
         if made and self.words.is_record(made):
             return CLEAN  # a record's ids and times are its bookkeeping (see Vocabulary.record_words)
+        cls = None
+        if made:
+            cls = self.class_made(func.value if isinstance(func, ast.Attribute) and made != callee else func, scope)
         if kwargs and made == callee:
             self.give(func, kwargs, scope)
         if not made and self.words.returns_tool_calls(callee) and not self.makes_a_class(func):
@@ -391,20 +520,26 @@ class Interpreter(Statements):
         ids = (made or (isinstance(func, ast.Attribute) and name is None)) and callee not in TEXT_METHODS
         if ids or reads:
             given = [value for arg, value in zip(node.args, args, strict=True) if not self._configures(arg, ids, reads)]
-        everything = combine(receiver, *given, *filled, *spread)
+        everything = combine(receiver, *given, *filled, *spread, *factories)
         result: Value | None = None
         if isinstance(func, ast.Name) and scope.lookup(func.id) is None and func.id not in self.imports:
             result = builtin(func.id, node, args)
+            if func.id == "dict":  # a dict of these items: dict(base, date=today)
+                named = [Value(entries=with_entry(CLEAN, key, value)) for key, value in kwargs.items()]
+                result = Value(everything.origins, entries=merged(*args, *spread, *named))
             function = self.functions.get(func.id)
             if result is None and function is not None:
                 result = self.inline(function, node, args, kwargs, skip_self=False)
         elif isinstance(func, ast.Attribute):
-            result = self.method(func, node, receiver, args, kwargs, scope)
+            result = self.method(func, node, receiver, args, kwargs, spread, scope)
         if result is None:
-            result = everything
-            if system:  # a helper not followed: what it returns is the system prompt, wherever it is put
+            summed = None
+            if name and (node.args or keywords) and name.startswith(self.package_top):
+                summed = self.summed(func, name, node, args, kwargs, scope)
+            result = everything if summed is None else summed
+            if system:  # a helper not followed but by its summary: what it returns is the system prompt, wherever put
                 self.sinks.system_sink(node, result)
-        return result
+        return Value(result.origins, result.unordered, cls=cls) if cls else result
 
     def method(
         self,
@@ -413,21 +548,28 @@ class Interpreter(Statements):
         receiver: Value,
         args: list[Value],
         kwargs: dict[str, Value],
+        spread: list[Value],
         scope: Scope,
     ) -> Value | None:
-        """A method call's value when the method is known (None: the caller combines its inputs)."""
+        """A method call's value when the method is known (None: the caller combines its inputs). ``spread``: the
+        dicts it is given as ``**mapping``."""
         attr = func.attr
-        if attr in LAYOUT_KEEPING_METHODS and not args:
+        if (attr in LAYOUT_KEEPING_METHODS or attr == "copy") and not args:
             return receiver
-        if attr == "format" and receiver.text is not None:
-            return format_call(receiver.text, node, args, kwargs)
+        if attr in ("format", "format_map") and receiver.text is not None:
+            if attr == "format_map":
+                return format_call(receiver.text, node, [], {}, args[:1])
+            return format_call(receiver.text, node, args, kwargs, spread)
         if attr == "join" and receiver.text is not None and len(node.args) == 1:
             return self.join_text(receiver.text, node, args[0], scope)
+        if attr == "get" and receiver.entries and 1 <= len(node.args) <= 2 and isinstance(constant(node.args[0]), str):
+            return reduce(join, args[1:], under(receiver, str(constant(node.args[0]))))  # d.get("date", default)
         key = dotted(func.value)
         if key and attr in MUTATORS:
             given = combine(*args)  # a set holds the same items whatever order they come in (a loop's too)
             added = element(given).origins if receiver.unordered else given.origins | self.order
-            self.mutate(key, Value(receiver.origins | added, receiver.unordered), node, scope)
+            entries = _updated(receiver, attr, node, args, kwargs) if attr in ("setdefault", "update") else None
+            self.mutate(key, Value(receiver.origins | added, receiver.unordered, entries=entries), node, scope)
         elif key and attr == "sort":
             scope.update(key, Value(order_free(receiver.origins)))
         if attr in SET_ALGEBRA and receiver.unordered:
@@ -439,40 +581,91 @@ class Interpreter(Statements):
             and not self.words.binds(attr)
         ):  # a binder's body (the framework's own) is how what it is given is sent: reported at the call
             return self.inline(self.methods[attr], node, args, kwargs, skip_self=True)
-        if isinstance(func.value, ast.Name) and not node.args and not node.keywords:
-            for owner in self.classes_of(func.value.id):  # a method of a class in another module
+        if not (node.args or node.keywords):
+            for owner in self.owners_of(func.value, receiver):  # a method of a class in another module
                 kind = self.learned.get(f"{owner}().{attr}()")
                 if kind:
                     return read_export(kind, node)
+        elif receiver.cls or (type(func.value) is ast.Name and func.value.id != "self"):  # by its summary
+            for owner in self.owners_of(func.value, receiver):
+                summary = self.learned.get(f"{owner}().{attr}(*)")
+                returned = Summary.decode(summary).returned(node, args, kwargs) if summary else None
+                if returned is not None:
+                    return combine(receiver, returned)
         return None
 
-    def template_source(self, callee: str, node: ast.Call, args: list[Value]) -> Value | None:
+    def summed(
+        self, func: ast.expr, name: str, node: ast.Call, args: list[Value], kwargs: dict[str, Value], scope: Scope
+    ) -> Value | None:
+        """What a function of another module of the package (``render(...)``), or a class's method called on the
+        class (``Budget.for_model(...)``), returns of the arguments given, by its summary (None: none known). Only
+        asked of the module's own top-level package: most calls are the standard library's and other packages'."""
+        summary = self.learned.get(f"{name}(*)")
+        if summary is None and isinstance(func, ast.Attribute):
+            owner = self.qualname(func.value, scope)
+            summary = self.learned.get(f"{owner}().{func.attr}(*)") if owner else None
+        return Summary.decode(summary).returned(node, args, kwargs) if summary else None
+
+    def class_made(self, made: ast.expr, scope: Scope) -> str | None:
+        """The class of the project an object is made of (``_SchemaSpec(...)``, ``Budget.for_model(...)``: ``made``
+        is the class), when it is worth knowing: a class of the module that sets a field that differs, but for its
+        ids and times (an object known by its class is a memo key of its own, and a class that stamps its objects
+        is common), or a class of another module whose methods are summed up (:class:`Summary`)."""
+        if isinstance(made, ast.Name) and made.id in self.classes and scope.lookup(made.id) is None:
+            known = self.worth.get(made.id)
+            if known is None and made.id in self.instance_fields:  # its __init__ has run: asked once per class
+                fields = self.instance_fields[made.id]
+                known = self.worth[made.id] = any(not self.words.is_bookkeeping(field[5:]) for field in fields)
+            return f"{self.module}.{made.id}" if known else None
+        name = self.qualname(made, scope)
+        return name if name and name.startswith(self.package_top) and self.learned.get(f"{name}(.)") else None
+
+    def template_source(self, callee: str, node: ast.Call, receiver: Value, args: list[Value]) -> Value | None:
         """A template made from a text (``env.from_string(TEXT)``, ``jinja2.Template(TEXT)``) or loaded by a
         literal name from the package (``env.get_template("agent.jinja")``): its value is its text, which
-        :meth:`rendered` reads (None: not known)."""
+        :meth:`rendered` reads; a template of a text not known is a :data:`TEMPLATE` (None: no argument)."""
         if not args:
             return None
         if callee == "get_template":
             name = constant(node.args[0])
             text = self.templates.named(name) if isinstance(name, str) else None
-            return Value(text=text) if text is not None else None
-        return args[0] if args[0].text is not None else None
+            if text is not None:
+                return Value(text=text)
+        elif args[0].text is not None:
+            return args[0]
+        return Value(combine(receiver, *args).origins, cls=TEMPLATE)
 
-    def rendered(self, made: ast.expr, node: ast.Call, receiver: Value, scope: Scope) -> Value | None:
+    def rendered(
+        self, made: ast.expr, node: ast.Call, receiver: Value, bags: list[Value], kwargs: dict[str, Value], scope: Scope
+    ) -> Value | None:
         """``template.render(agent=...)`` of a template whose text is known (``receiver.text``, or the file its
         class names when ``made`` constructs one, ``AgentTemplate(agent=self)``): of each variable, what the text
         prints or iterates of it (``{{ agent.name }}`` reads ``self.name``, a field a class sets), iterated in
-        its order. None when the text or the variables are not known: then the call combines its inputs."""
+        its order; of a dict of variables given whole (``bags``: ``render(variables)``, ``render(**variables)``),
+        the keys it prints. A template whose text is not known prints none of a dict given whole: its text is
+        the user's (configuration, a file chosen at run time), and offering a value is no sign it is printed;
+        what it is given by keyword is (unless the text comes from a caller whose summary is being learned:
+        then all of it counts). None when the variables are not known: the call combines its inputs."""
         text, given = receiver.text, node.keywords
         if text is None and isinstance(made, ast.Call):
+            if any(keyword.arg is None for keyword in made.keywords):
+                return None
             text, given = self.class_template(made.func, scope), [*made.keywords, *node.keywords]
-        found = reads(text) if text is not None else None
-        if found is None or node.args or any(keyword.arg is None for keyword in given):
+        if text is None:
+            if not bags or receiver.cls != TEMPLATE or given_by_caller(receiver.origins):
+                return None
+            return combine(receiver, *(kwargs[keyword.arg] for keyword in node.keywords if keyword.arg))
+        found = reads(text)
+        if found is None:
             return None
         parts = [receiver] if receiver.text is not None else []
-        for keyword in given:
-            variable = keyword.arg or ""
-            for attribute in found.get(variable, ()):
+        named = {keyword.arg: keyword for keyword in given if keyword.arg}
+        for variable, attributes in found.items():
+            keyword = named.get(variable)
+            if keyword is None:
+                parts.extend(ordered(under(bag, variable), ast.copy_location(ast.Name(variable), node)) for bag in bags)
+                continue
+            for attribute in attributes:
                 read: ast.expr = keyword.value
                 site: ast.expr = ast.Name(variable)
                 if attribute is not None:
@@ -536,7 +729,7 @@ class Interpreter(Statements):
         """An in-place change (``append``, ``shuffle``) to the object bound to ``key``: a rebinding, for sinks too."""
         scope.update(key, value)
         owner, _, name = key.rpartition(".")
-        self.sinks.named_sink(name, node, value, owner.rpartition(".")[2] or None)
+        self.sinks.named_sink(name, node, value, owner.rpartition(".")[2] or None, local=not owner)
 
     def inline(
         self, function: Function, node: ast.Call, args: list[Value], kwargs: dict[str, Value], skip_self: bool
@@ -603,6 +796,45 @@ def builtin(name: str, node: ast.Call, args: list[Value]) -> Value | None:
     return None
 
 
+def _updated(
+    mapping: Value, method: str, node: ast.Call, args: list[Value], kwargs: dict[str, Value]
+) -> tuple[tuple[str, Value], ...] | None:
+    """A dict's entries once ``d.setdefault(key, value)`` or ``d.update(other, key=value)`` changed it."""
+    if method == "setdefault" and len(node.args) == 2:
+        key = constant(node.args[0])
+        if isinstance(key, str) and all(name != key for name, _ in mapping.entries or ()):
+            return with_entry(mapping, key, args[1])
+    elif method == "update":
+        named = [Value(entries=with_entry(CLEAN, key, value)) for key, value in kwargs.items()]
+        return merged(mapping, *args, *named)
+    return mapping.entries
+
+
+def _key_path(node: ast.Attribute | ast.Subscript, keys: frozenset[str]) -> tuple[str, ...] | None:
+    """The key path an attribute or item read follows from where it starts, when its last key is one of ``keys``:
+    ``get_settings().review_prompt.system`` and ``config["review_prompt"]["system"]`` follow
+    ``review_prompt``, ``system``, from a call and from a name; ``self.config.system_template`` follows ``config``,
+    ``system_template``."""
+    path: list[str] = []
+    current: ast.expr = node
+    while True:
+        if isinstance(current, ast.Attribute):
+            key = current.attr
+        elif isinstance(current, ast.Subscript) and isinstance(constant(current.slice), str):
+            key = str(constant(current.slice))
+        else:
+            break
+        if not path and key not in keys:
+            return None
+        path.append(key)
+        current = current.value
+    if not path:
+        return None
+    if isinstance(current, ast.Name) and current.id not in ("self", "cls"):
+        path.append(current.id)
+    return tuple(reversed(path))
+
+
 def _class_named(annotation: ast.expr) -> ast.expr:
     """The class an annotation names, unquoted and without ``None``: ``"Agent"``, ``"pkg.Agent | None"``,
     ``Agent | None`` and ``Optional[Agent]`` name ``Agent``. A quoted annotation is read without parsing it (a
@@ -633,12 +865,18 @@ _QUOTED_CLASS = re.compile(r"\s*([A-Za-z_][\w.]*)\s*(?:\|\s*None\s*)?")
 
 
 def _class_of(func: ast.expr) -> str | None:
-    """The class a call makes an object of through a factory method (``StructuredTool.from_function``)."""
+    """The class a call makes an object of through a factory method (``StructuredTool.from_function``,
+    ``_BranchPath.from_string``)."""
     if isinstance(func, ast.Attribute):
         owner = last_name(func.value)
-        if owner is not None and owner[:1].isupper() and not owner.isupper():
+        if owner and _capitalized(owner) and not owner.isupper():
             return owner
     return None
+
+
+def _capitalized(name: str) -> bool:
+    """Whether a name is written as a class's, private or not (``Tool``, ``_SchemaSpec``)."""
+    return name.lstrip("_")[:1].isupper()
 
 
 def dump(node: ast.Call, name: str, args: list[Value]) -> Value:
@@ -652,9 +890,12 @@ def dump(node: ast.Call, name: str, args: list[Value]) -> Value:
     return dumped
 
 
-def format_call(template: str, node: ast.Call, args: list[Value], kwargs: dict[str, Value]) -> Value | None:
-    """``TEMPLATE.format(...)`` laid out field by field, so AC105 sees where each value lands."""
-    if any(isinstance(arg, ast.Starred) for arg in node.args) or any(kw.arg is None for kw in node.keywords):
+def format_call(
+    template: str, node: ast.Call, args: list[Value], kwargs: dict[str, Value], bags: list[Value]
+) -> Value | None:
+    """``TEMPLATE.format(...)`` laid out field by field, so AC105 sees where each value lands. ``bags``: the dicts
+    it is given whole (``format(**variables)``, ``format_map(variables)``), of which each field reads its key."""
+    if any(isinstance(arg, ast.Starred) for arg in node.args):
         return None
     parts: list[Value] = []
     automatic = 0
@@ -669,10 +910,9 @@ def format_call(template: str, node: ast.Call, args: list[Value], kwargs: dict[s
         key = re.split(r"[.\[]", field_name, maxsplit=1)[0]
         if key == "":
             key, automatic = str(automatic), automatic + 1
-        value = (
-            (args[int(key)] if int(key) < len(args) else CLEAN)
-            if key.isdecimal() and key.isascii()
-            else kwargs.get(key, CLEAN)
-        )
+        if key.isdecimal() and key.isascii():
+            value = args[int(key)] if int(key) < len(args) else CLEAN
+        else:
+            value = kwargs.get(key) or reduce(join, (under(bag, key) for bag in bags), CLEAN)
         parts.append(ordered(value, node))
     return concat(parts)

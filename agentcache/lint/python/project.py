@@ -2,6 +2,10 @@
 random value, a fresh id or what was built in a set's order (``get_today_str()``), module constants and class
 fields that hold one, and those that are sets (``ALL_TOOLS = frozenset({...})``), an order where they are iterated.
 
+A function or method of a module that makes or renders a template is also summed up for the others
+(:class:`Summary`): of the arguments it is given, which ones reach what it returns (a template's variables it does
+not print do not).
+
 Modules are checked one by one; each one's findings use what the modules checked before it exported. A module that
 read a name before what it exports was learned (a helper, a class's field) is checked again at the end
 (:meth:`Project.revisit`), so the order of the walk changes no finding. A name a package re-exports from its
@@ -22,8 +26,58 @@ from pathlib import Path
 
 from agentcache.lint.python.syntax import imports
 from agentcache.lint.python.templates import TemplateFiles
-from agentcache.lint.python.values import Value, export_kind, kind_rank
+from agentcache.lint.python.values import Value, combine, export_kind, join, kind_rank, read_export, under
 from agentcache.lint.python.vocabulary import VOCABULARY, Vocabulary
+
+#: What a module exports under ``Class(.)`` when it sums up the class's methods (:class:`Summary`): an object made
+#: of it elsewhere is then known as one of it (:attr:`Value.cls`), whose methods are followed by their summaries.
+#: Not for a class whose fields or methods' results are exported: following every object made of one costs an
+#: eighth of the analysis, as a volatile field reaches all that is done with the object.
+OBJECT = "object"
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What a function (or a method, without ``self``) returns of its arguments, exported as text under
+    ``name(*)`` (``pkg.mod.Budget().render(*)``): its positional parameters in order, its ``*args`` and
+    ``**kwargs``, the parameters that reach what it returns (``variables[diff]``: only the item of a dict a
+    template prints), and the kind of what it returns on its own."""
+
+    positional: tuple[str, ...]
+    varargs: str
+    varkeywords: str
+    passing: frozenset[str]
+    own: str
+
+    def encode(self) -> str:
+        return ";".join(
+            (",".join(self.positional), self.varargs, self.varkeywords, ",".join(sorted(self.passing)), self.own)
+        )
+
+    @classmethod
+    def decode(cls, text: str) -> Summary:
+        positional, varargs, varkeywords, passing, own = text.split(";")
+        names = frozenset(filter(None, passing.split(",")))
+        return cls(tuple(filter(None, positional.split(","))), varargs, varkeywords, names, own)
+
+    def returned(self, node: ast.Call, args: list[Value], kwargs: dict[str, Value]) -> Value | None:
+        """What the call returns: the arguments of the parameters that reach the result, and what it returns on
+        its own. None for a call that unpacks its arguments (``*args``, ``**kwargs``): which parameter each
+        fills is not known."""
+        if any(isinstance(arg, ast.Starred) for arg in node.args) or any(kw.arg is None for kw in node.keywords):
+            return None
+        given = dict(kwargs)
+        for index, value in enumerate(args):
+            name = self.positional[index] if index < len(self.positional) else self.varargs
+            given[name] = join(given[name], value) if name in given else value
+        passed = [read_export(self.own, node)] if self.own else []
+        for name in self.passing:
+            parameter, _, key = name.partition("[")
+            if parameter == self.varkeywords:  # **kwargs: the keywords no parameter is named by
+                passed += [value for keyword, value in kwargs.items() if keyword not in self.positional]
+            elif parameter in given:
+                passed.append(under(given[parameter], key[:-1]) if key else given[parameter])
+        return combine(*passed)
 
 
 @dataclass(frozen=True)
@@ -107,15 +161,18 @@ class Project:
         return Reading(self.exports)
 
     def lesson(
-        self, path: Path, module: str, exported: dict[str, Value], given: dict[str, Value], reading: Reading
+        self, path: Path, module: str, exported: dict[str, Value | str], given: dict[str, Value], reading: Reading
     ) -> Lesson:
         """What a checked module teaches: its exports that are volatile, set-ordered or sets
-        (:func:`~agentcache.lint.python.values.export_kind`), and what it gives the project's constructors."""
+        (:func:`~agentcache.lint.python.values.export_kind`), its summaries (text already), and what it gives the
+        project's constructors."""
         exports, gives = {}, {}
         for name, value in exported.items():
-            kind = export_kind(value)
+            kind = export_kind(value) if isinstance(value, Value) else value
             if kind is not None:
                 exports[name] = kind
+                if name.endswith("(*)") and "()." in name:  # Budget().render(*): a Budget made elsewhere is one
+                    exports[name.partition("()")[0] + "(.)"] = OBJECT
         for name, value in given.items():
             kind = export_kind(value)
             if kind is not None:

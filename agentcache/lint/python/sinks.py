@@ -17,7 +17,7 @@ from agentcache.lint.python.rules import (
     Report,
     message,
 )
-from agentcache.lint.python.syntax import Function, constant, last_name
+from agentcache.lint.python.syntax import Function, constant, escaping, last_name
 from agentcache.lint.python.values import KEY_ORDER, Origin, Value, orders, stable_tail, volatile
 from agentcache.lint.python.vocabulary import (
     AGENT,
@@ -47,33 +47,43 @@ class Sinks:
         self.reports: dict[tuple[str, int, int], Report] = {}
         self.bound: dict[tuple[int, int], str] = {}
         """Position of a value bound at module level to a name that says system prompt or tools -> that name."""
+        self.escaping: dict[int, frozenset[str]] = {}
+        """Function (by id) -> the names whose object leaves it as it is (:meth:`leaves`)."""
         self.sentinels: set[str] = set()
         """Names compared by identity (``if prompt is DEFAULT_PROMPT``): a module-level one is a marker for "not
         given", replaced before anything is sent, so what it is bound to is no sink."""
 
     def call_sinks(
-        self, node: ast.Call, name: str, called: Callee, args: list[Value], kwargs: dict[str, Value]
+        self,
+        node: ast.Call,
+        name: str,
+        called: Callee,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        spread: list[Value],
     ) -> bool:
         """The sinks among a call's arguments: ``system=``, ``tools=``, ``SystemMessage(...)``, ``bind_tools``,
         ``set_instruction(...)``, ``Message(role="system", content=...)``, ``Message("system", text)``... Returns
         whether the call makes a message of another role (``role="user"``, ``HumanMessage(...)``): what that holds
         is never a system prompt or a tool list, so the interpreter drops it, wherever the message is then put.
-        ``name``: the called name, ``called``: what the vocabulary says of it."""
+        ``name``: the called name, ``called``: what the vocabulary says of it; ``spread``: the dicts given as
+        ``**kwargs``, whose entries are keyword arguments too."""
         func = node.func
         words = self.words
         role: ast.keyword | None = None
+        unpacked = 0
         for keyword in node.keywords:
-            if keyword.arg == "role":
+            if keyword.arg is None:
+                for key, value in spread[unpacked].entries or ():
+                    if key in words.sink_keywords:
+                        self.keyword_argument(key, keyword.value, value, name, called)
+                unpacked += 1
+            elif keyword.arg == "role":
                 role = keyword
-            elif (keyword.arg in words.system_keywords and not called.template) or (
-                keyword.arg == "prompt" and called.sink == AGENT
-            ):
+            elif keyword.arg == "prompt" and called.sink == AGENT:
                 self.system_sink(keyword.value, kwargs[keyword.arg])
-            elif (keyword.arg in words.tools_keywords or keyword.arg in words.schema_keywords) and not (
-                words.is_record(name) or words.reads_reply(name)
-            ):
-                what = TOOL_LIST if keyword.arg in words.tools_keywords else OUTPUT_SCHEMA
-                self.tools_sink(keyword.value, kwargs[keyword.arg], sink=what)
+            elif keyword.arg in words.sink_keywords:
+                self.keyword_argument(keyword.arg, keyword.value, kwargs[keyword.arg], name, called)
         sink = called.sink
         if sink == FACTORY and not (
             isinstance(func, ast.Attribute) and words.is_system_message(last_name(func.value), name)
@@ -132,17 +142,64 @@ class Sinks:
                     self.system_sink(node.values[fields[field]], values[fields[field]])
         return bool(role) and role != SYSTEM
 
+    def mapping_sinks(self, node: ast.Dict, value: Value) -> None:
+        """A dict display bound to a name or returned, whose items under the keyword of a tool list or an output
+        schema differ (``return {"response_format": schema}``, ``payload = {"tools": tools}``): such a dict is the
+        keyword arguments of a call (``**kwargs``) or a request's body. A dict written as an argument is the called
+        function's (a record logged, a payload dumped), not followed; and the system keywords are too common as a
+        record's fields (``{"instructions": ...}`` of an artifact) to say so of a dict."""
+        if not value.entries:
+            return
+        entries = dict(value.entries)
+        for key, item in zip(node.keys, node.values, strict=True):
+            name = constant(key)
+            if isinstance(name, str) and name in entries and self.words.lists(name):
+                self.keyword_sink(name, item, entries[name])
+
+    def item_sink(self, key: str, node: ast.expr | None, value: Value) -> None:
+        """An item stored in a dict under a constant key: under the keyword of a tool list or an output schema, as
+        in a dict display (``kwargs["response_format"] = schema``: :meth:`mapping_sinks`), else as a name that
+        says system prompt or tools (``state["system_prompt"]``)."""
+        if node is not None and self.words.lists(key):
+            self.keyword_sink(key, node, value)
+        else:
+            self.named_sink(key, node, value)
+
+    def keyword_argument(self, keyword: str, node: ast.expr, value: Value, name: str, called: Callee) -> None:
+        """A call's keyword argument, when it is a sink: a system keyword but a template's placeholder
+        (``PROMPT.format(instruction=task)``), a tool list or output schema but a record's or a reply reader's."""
+        words = self.words
+        if (keyword in words.system_keywords and not called.template) or (
+            words.lists(keyword) and not (words.is_record(name) or words.reads_reply(name))
+        ):
+            self.keyword_sink(keyword, node, value)
+
+    def keyword_sink(self, keyword: str, node: ast.expr, value: Value) -> None:
+        """What a sink's keyword is given (``system=``, ``tools=``, ``response_format=``), as a call's keyword
+        argument or as a dict's key: such a dict is the keyword arguments of a call (``**kwargs``) or a request's
+        body."""
+        if keyword in self.words.system_keywords:
+            self.system_sink(node, value)
+        else:
+            sink = TOOL_LIST if keyword in self.words.tools_keywords else OUTPUT_SCHEMA
+            self.tools_sink(node, value, sink=sink)
+
     def message_sinks(self, node: ast.Call, kwargs: dict[str, Value], *extra: str) -> None:
         """A system message's ``content=`` and ``name=`` (and ``extra`` keywords: a template's ``template=``)."""
         for keyword in node.keywords:
             if keyword.arg in MESSAGE_FIELDS or keyword.arg in extra:
                 self.system_sink(keyword.value, kwargs[keyword.arg])
 
-    def named_sink(self, name: str, node: ast.expr | None, value: Value, owner: str | None = None) -> None:
+    def named_sink(
+        self, name: str, node: ast.expr | None, value: Value, owner: str | None = None, local: bool = False
+    ) -> None:
         """A binding whose name says system prompt or tools is a sink of its own, but for tool calls the model
         made: the tools of a record (``run.tools``), and those bound in a function that parses the reply's tool
         calls (``candidate_tools`` in ``get_tool_message``). A set bound there is not yet an order: it becomes one
-        where it is iterated (a set kept for membership tests never is)."""
+        where it is iterated (a set kept for membership tests never is). A function's own variable (``local``)
+        is a tool list only if it leaves the function as it is (:func:`~agentcache.lint.python.syntax.escaping`):
+        tools are sent as a whole, and one only iterated or tested there (``requested_tools & SUPPORTED``, the
+        commands an artifact goes to) is not; what it holds is reported where it reaches a sink."""
         if node is None:
             return
         if not self.stack:
@@ -151,11 +208,23 @@ class Sinks:
         if lowered.endswith(self.words.system_names):
             self.system_sink(node, value, taken=True)
         elif lowered == "tools" or lowered.endswith("_tools"):
-            if (owner and self.words.is_record(owner)) or (
-                self.stack and self.words.returns_tool_calls(self.stack[-1].name)
+            if (
+                (owner and self.words.is_record(owner))
+                or (self.stack and self.words.returns_tool_calls(self.stack[-1].name))
+                or not (volatile(value.origins) or orders(value, taken=True))  # nothing to report: spare the walk
+                or (local and self.stack and not self.leaves(name))
             ):
                 return
             self.tools_sink(node, value, taken=True)
+
+    def leaves(self, name: str) -> bool:
+        """Whether the running function's variable ``name`` leaves it as it is: asked of a variable named like
+        tools, whose escaping names are worked out once per function."""
+        function = self.stack[-1]
+        found = self.escaping.get(id(function))
+        if found is None:
+            found = self.escaping[id(function)] = escaping(function)
+        return name in found
 
     def system_sink(self, node: ast.expr, value: Value, taken: bool = False) -> None:
         changing = volatile(value.origins)

@@ -22,8 +22,10 @@ from agentcache.lint.python.values import (
     element,
     join,
     keyed,
+    merged,
     ordered,
     sequence_order,
+    with_entry,
 )
 from agentcache.lint.python.vocabulary import SET_OPERATORS, Vocabulary
 
@@ -53,6 +55,8 @@ class Statements(ABC):
         (else :data:`MAX_CALL_DEPTH`): :meth:`invoke`."""
         self.cut = False
         """Whether the function being run cut a call short, itself or through a call it made."""
+        self.reach = MAX_CALL_DEPTH
+        """How deep calls are followed from the outermost function run (less for a summary: see the interpreter)."""
         self.fields: dict[int, dict[str, Value]] = {}
         """Method (by id) -> the ``self.x`` values its class's body or ``__init__`` set that may differ between
         calls (class attributes, dataclass and pydantic fields made by a ``default_factory``, ``__init__``'s)."""
@@ -129,6 +133,8 @@ class Statements(ABC):
 
     def assignment(self, node: ast.Assign, scope: Scope, returns: list[Value]) -> None:
         value = self.expr(node.value, scope)
+        if type(node.value) is ast.Dict:  # a dict display bound: a call's keyword arguments, a request's body
+            self.sinks.mapping_sinks(node.value, value)
         if self.order and _extends(node):  # text = text + s, text = f"{text}, {s}": built up in the loop's order
             value = Value(value.origins | self.order, value.unordered, value.text, value.shape)
         for target in node.targets:
@@ -136,7 +142,10 @@ class Statements(ABC):
 
     def annotated_assignment(self, node: ast.AnnAssign, scope: Scope, returns: list[Value]) -> None:
         if node.value is not None:
-            self.assign(node.target, self.expr(node.value, scope), scope, node.value)
+            value = self.expr(node.value, scope)
+            if type(node.value) is ast.Dict:
+                self.sinks.mapping_sinks(node.value, value)
+            self.assign(node.target, value, scope, node.value)
 
     def augmented_assignment(self, node: ast.AugAssign, scope: Scope, returns: list[Value]) -> None:
         old, new = self.read(node.target, scope), self.expr(node.value, scope)
@@ -146,6 +155,8 @@ class Statements(ABC):
             value = concat([old, new])
         elif isinstance(node.op, SET_OPERATORS) and old.unordered:
             value = Value(old.origins | new.origins, old.unordered)
+        elif isinstance(node.op, ast.BitOr) and (old.entries or new.entries):  # a dict updated: d |= {"k": v}
+            value = Value(old.origins | new.origins, entries=merged(old, new))
         else:
             value = combine(old, new)
         outer, self.order = self.order, frozenset()  # d[k] += ...: no key is added, in any order
@@ -156,6 +167,8 @@ class Statements(ABC):
         """What a function whose name says it makes a system prompt returns is one, wherever its caller puts it
         (``messages[0].content = build_system_prompt()``)."""
         value = self.expr(node.value, scope)
+        if type(node.value) is ast.Dict:
+            self.sinks.mapping_sinks(node.value, value)
         if node.value is not None and self.words.makes_system_prompt(self.stack[-1].name if self.stack else ""):
             self.sinks.system_sink(node.value, value)
         returns.append(value)
@@ -189,9 +202,7 @@ class Statements(ABC):
         unbound: they are read by their definitions (a template class's file)."""
         body = Scope(scope)
         self.block(node.body, body, [])
-        self.class_fields[id(node)] = {
-            f"self.{name}": value for name, value in body.vars.items() if value.origins or value.unordered is not None
-        }
+        self.class_fields[id(node)] = {f"self.{name}": value for name, value in body.vars.items() if _kept(value)}
         if self.stack:
             annotations = [item.annotation for item in node.body if isinstance(item, ast.AnnAssign)]
             scope.vars[node.name] = combine(*(self.expr(part, body) for part in (*node.bases, *annotations)))
@@ -284,7 +295,7 @@ class Statements(ABC):
         """Bind ``target``; an assignment to a name that says system prompt or tools is a sink of its own."""
         if isinstance(target, ast.Name):
             scope.vars[target.id] = value
-            self.sinks.named_sink(target.id, source, value)
+            self.sinks.named_sink(target.id, source, value, local=True)
         elif isinstance(target, ast.Attribute):
             key = dotted(target)
             if key:
@@ -292,12 +303,15 @@ class Statements(ABC):
             self.sinks.named_sink(target.attr, source, value, last_name(target.value))
         elif isinstance(target, ast.Subscript):
             key = dotted(target.value)
+            name = target.slice.value if isinstance(target.slice, ast.Constant) else None
             if key:
                 old = scope.lookup(key) or CLEAN
-                scope.update(key, Value(old.origins | value.origins | keyed(self.order), old.unordered))
+                entries = with_entry(old, name, value) if isinstance(name, str) else old.entries
+                held = old.origins | value.origins | keyed(self.order)
+                scope.update(key, Value(held, old.unordered, entries=entries))
                 self.store(key, value)
-            if isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str):
-                self.sinks.named_sink(target.slice.value, source, value)
+            if isinstance(name, str):
+                self.sinks.item_sink(name, source, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             pairs = unpacked(target, source)
             items = value.items
@@ -342,7 +356,7 @@ class Statements(ABC):
         it had, and run again where it can follow more: its sinks then see what they are sent."""
         known_values = sorted((item for item in bindings.items() if item[1] != CLEAN), key=lambda item: item[0])
         key = (id(function), tuple(known_values))  # a parameter bound to CLEAN is one not given
-        depth = MAX_CALL_DEPTH - len(self.stack)
+        depth = self.reach - len(self.stack)
         known = self.memo.get(key)
         if known is not None and known[1] >= depth:
             self.cut = self.cut or known[1] < MAX_CALL_DEPTH  # what it returned then was cut short too
@@ -364,17 +378,19 @@ class Statements(ABC):
         returns: list[Value] = []
         self.block(function.body, scope, returns)
         if fields is not None:
-            fields.update(
-                (key, value)
-                for key, value in scope.vars.items()
-                if key.startswith("self.") and (value.origins or value.unordered is not None)
-            )
+            fields.update((key, value) for key, value in scope.vars.items() if key.startswith("self.") and _kept(value))
         self.stack.pop()
         self.order = outer
         result = reduce(join, returns) if returns else CLEAN
         self.memo[key] = (result, depth if self.cut else MAX_CALL_DEPTH)
         self.cut = self.cut or outer_cut
         return result
+
+
+def _kept(value: Value) -> bool:
+    """Whether an object's field is worth knowing in its methods: it differs, is a set, or is an object whose class
+    the project knows (:attr:`Value.cls`: its own fields are read through it)."""
+    return bool(value.origins) or value.unordered is not None or value.cls is not None
 
 
 def _count(node: ast.expr) -> bool:

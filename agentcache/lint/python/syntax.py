@@ -46,6 +46,12 @@ def callable_without_arguments(function: Function, bound: int = 0) -> bool:
     return len(spec.defaults) >= len(spec.posonlyargs) + len(spec.args) - bound and None not in spec.kw_defaults
 
 
+def takes_arguments(function: Function, bound: int = 0) -> bool:
+    """Whether ``function`` has parameters besides its ``bound`` first ones (a method's ``self``)."""
+    spec = function.args
+    return len(spec.posonlyargs) + len(spec.args) > bound or bool(spec.vararg or spec.kwonlyargs or spec.kwarg)
+
+
 def returns_own_class(function: Function) -> bool:
     """Whether ``function`` returns, by name, a class defined in its body."""
     nodes = statements(function)
@@ -53,6 +59,34 @@ def returns_own_class(function: Function) -> bool:
     return any(
         isinstance(node, ast.Return) and isinstance(node.value, ast.Name) and node.value.id in classes for node in nodes
     )
+
+
+#: Nodes whose ``value`` leaves where it is written: returned, yielded, awaited, bound.
+_HOLDERS = (ast.Return, ast.Yield, ast.YieldFrom, ast.Await, ast.Assign, ast.AnnAssign, ast.AugAssign)
+
+
+def escaping(function: Function) -> frozenset[str]:
+    """The names whose object leaves ``function`` as it is (or through a function nested in it): returned or
+    yielded, given to a call, bound to another name or stored, or put in a collection. A name only iterated,
+    tested or combined with others (``requested & KNOWN``, ``for name in supported``) is consumed where it is."""
+    found: set[str] = set()
+    for node in ast.walk(function):
+        if isinstance(node, _HOLDERS):
+            held = [node.value]
+        elif isinstance(node, ast.Call):
+            held = [*node.args, *(keyword.value for keyword in node.keywords)]
+        elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            held = list(node.elts)
+        elif isinstance(node, ast.Dict):
+            held = list(node.values)
+        else:
+            continue
+        for value in held:
+            if isinstance(value, ast.Starred):
+                value = value.value
+            if isinstance(value, ast.Name):
+                found.add(value.id)
+    return frozenset(found)
 
 
 def unpacked(target: ast.Tuple | ast.List, source: ast.expr | None) -> list[tuple[ast.expr, ast.expr | None]]:

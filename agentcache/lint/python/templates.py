@@ -3,23 +3,34 @@ it prints or iterates (``{{ agent.name }}``, ``{% for m in memories %}``), so th
 objects passed flow into the rendered text, and a set it iterates leaves its order there.
 
 The text is found statically or not at all: a string the module holds, a file the module's package holds by the
-name the code gives (``env.get_template("agent.jinja")``), or the file a template class names in its body
-(``template_path: str = "agent.jinja"``). Jinja's own parser reads it when ``jinja2`` is installed (an optional
-dependency: it is imported when a template is first read), else a regular expression reads ``{{ ... }}`` and
-``{% for ... in ... %}``.
+name the code gives (``env.get_template("agent.jinja")``), the file a template class names in its body
+(``template_path: str = "agent.jinja"``), or a string of the package's data files (TOML, YAML, JSON) under the
+key path the code reads (``get_settings().review_prompt.system``, ``config["agent"]["system_template"]``). Jinja's
+own parser reads it when ``jinja2`` is installed (an optional dependency: it is imported when a template is first
+read), else a regular expression reads ``{{ ... }}`` and ``{% for ... in ... %}``.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib
+import json
+import os
 import re
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from agentcache.lint.config import toml_reader
+from agentcache.lint.core import SKIP_DIRS, is_test_code
+
 #: How the files of templates rendered by name end (Jinja's, and Markdown prompts rendered through Jinja).
 TEMPLATE_SUFFIXES = (".jinja", ".jinja2", ".j2", ".md")
+#: Data files whose strings may be templates read by a key path (settings, configs shipped in the package).
+DATA_SUFFIXES = (".toml", ".yaml", ".yml", ".json")
+#: Larger data files are datasets or recorded fixtures, not settings: they are not read.
+MAX_DATA_BYTES = 256 * 1024
 
 Reads = dict[str, frozenset[str | None]]
 """Variable -> what the template puts into its text of it: attributes (``agent.name``), None for the value itself
@@ -125,6 +136,23 @@ class TemplateFiles:
             name = next((base.id for base in classes[name].bases if isinstance(base, ast.Name)), "")
         return None
 
+    def keys(self) -> frozenset[str]:
+        """The last keys of the texts the package's data files hold (:class:`_DataTexts`): a key path read in code
+        is looked up only when it ends with one of them."""
+        return _data(self.folder).keys if self.folder is not None else frozenset()
+
+    def keyed(self, path: tuple[str, ...]) -> str | None:
+        """The text of the string the package's data files hold under the key path the code reads
+        (``("review_prompt", "system")`` of ``get_settings().review_prompt.system``): of the strings under its last
+        key, those whose paths end with the most of its keys (``agent.system_template`` for
+        ``self.config.system_template``, a config object's field named as the key). The same setting in several
+        files (each config's ``agent.system_template``) is read as one text made of them all, which prints
+        whatever any of them prints. None: no string under that key, or several settings the code's path does not
+        tell apart (``self.handler.system`` and the ``system`` of each prompt's table)."""
+        if self.folder is None or not path:
+            return None
+        return _data(self.folder).text(path)
+
     def _module(self, dotted: str) -> ast.Module | None:
         if self.root is None or not dotted:
             return None
@@ -164,4 +192,100 @@ def _parsed(path: Path) -> ast.Module | None:
     try:
         return ast.parse(path.read_bytes())
     except (OSError, SyntaxError, ValueError):
+        return None
+
+
+class _DataTexts:
+    """The strings of a package's data files, by the key path that leads to each (lists are passed through: the
+    prompts of a list of agents are under ``agents.system_prompt``). Only the keys that hold a text are looked up:
+    a string of several lines or with a placeholder (``{{ diff }}``, ``{date}``) under one of them, not a model's
+    name or a flag; the code's keys are matched as they are written."""
+
+    def __init__(self, folder: Path) -> None:
+        self.by_key: dict[str, list[tuple[tuple[str, ...], str]]] = {}
+        for path in _data_files(folder):
+            data = _load(path)
+            try:
+                self._add((), data)
+            except RecursionError:  # nested deeper than Python's stack: not settings
+                continue
+        for found in self.by_key.values():
+            found.sort()
+        self.keys = frozenset(key for key, found in self.by_key.items() if any(_text_like(text) for _, text in found))
+        self.texts: dict[tuple[str, ...], str | None] = {}
+        """Key path -> its text, once looked up: a module reads the same settings in many places."""
+
+    def _add(self, path: tuple[str, ...], data: object) -> None:
+        if isinstance(data, dict):
+            for key, value in data.items():
+                if isinstance(key, str):
+                    self._add((*path, key), value)
+        elif isinstance(data, list):
+            for item in data:
+                self._add(path, item)
+        elif isinstance(data, str) and path:
+            self.by_key.setdefault(path[-1], []).append((path, data))
+
+    def text(self, path: tuple[str, ...]) -> str | None:
+        if path not in self.texts:
+            self.texts[path] = self._find(path)
+        return self.texts[path]
+
+    def _find(self, path: tuple[str, ...]) -> str | None:
+        found = self.by_key.get(path[-1])
+        if not found:
+            return None
+        matched = [(_common_tail(stored, path), stored, text) for stored, text in found]
+        best = max(length for length, _, _ in matched)
+        chosen = [(stored, text) for length, stored, text in matched if length == best]
+        if best < len(path) and len({stored for stored, _ in chosen}) > 1:
+            return None  # the key of several settings (review.system, changelog.system), the code's path tells none
+        return "\n".join(dict.fromkeys(text for _, text in chosen))
+
+
+def _text_like(text: str) -> bool:
+    """Whether a data file's string reads as a text a prompt is made of: several lines, or a placeholder."""
+    return "\n" in text or "{" in text
+
+
+def _common_tail(first: tuple[str, ...], second: tuple[str, ...]) -> int:
+    """How many keys two key paths end with alike."""
+    count = 0
+    for a, b in zip(reversed(first), reversed(second), strict=False):
+        if a != b:
+            break
+        count += 1
+    return count
+
+
+@lru_cache(maxsize=64)
+def _data(folder: Path) -> _DataTexts:
+    return _DataTexts(folder)
+
+
+def _data_files(folder: Path) -> Iterator[Path]:
+    """The package's data files, but in test folders (their fixtures are not what it ships) and large ones."""
+    for parent, subdirs, files in os.walk(folder):
+        subdirs[:] = sorted(name for name in subdirs if name not in SKIP_DIRS and not is_test_code(name, True))
+        for name in sorted(files):
+            if name.endswith(DATA_SUFFIXES) and not is_test_code(name, False):
+                path = Path(parent, name)
+                try:
+                    if path.stat().st_size <= MAX_DATA_BYTES:
+                        yield path
+                except OSError:
+                    continue
+
+
+def _load(path: Path) -> object:
+    """A data file's content (None: it does not parse, or its format's parser is not installed)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".json":
+            return json.loads(text)
+        if path.suffix == ".toml":
+            return toml_reader().loads(text)  # None on Python 3.10 without tomli: an AttributeError
+        yaml = importlib.import_module("yaml")  # PyYAML, when installed
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except Exception:  # OSError, UnicodeDecodeError, ImportError, and each parser's own errors
         return None

@@ -15,6 +15,10 @@ from agentcache.lint.python.syntax import code
 CLOCK, RANDOM, FRESH_ID, SHUFFLE = "clock", "random", "id", "shuffle"
 ORDER, KEYS, KEY_ORDER = "order", "keys", "key-order"
 _ORDERS = frozenset({ORDER, KEYS, KEY_ORDER})
+#: A parameter's value, where a function is run to learn what it returns of its arguments (a summary): neither
+#: volatile nor an order, so no sink reports it; its label is the parameter's name.
+PARAM = "param"
+_NOT_VOLATILE = _ORDERS | {PARAM}
 #: What a module exports that is a set not yet iterated (a kind of export, no :class:`Origin`'s): in the module that
 #: reads it, it is a set, whose order is taken where it is iterated.
 SET = "set"
@@ -59,6 +63,15 @@ class Value:
     """A short tuple's elements, one value each (``return state, prompt``), so that unpacking it gives each name
     its own: the tuple as a whole still carries all their origins. Kept up to :data:`MAX_ITEMS` elements: values
     are memo keys, hashed on every call."""
+    entries: tuple[tuple[str, Value], ...] | None = None
+    """A dict's items under constant keys that differ or are sets (``{"date": today}``, ``d["date"] = today``),
+    so that a template given the dict reads only the variables it prints: the dict as a whole still carries all
+    their origins, and those no entry holds may be under any key (:func:`unattributed`)."""
+    cls: str | None = None
+    """The class an object was made of (``pkg.mod.Budget`` of ``Budget(...)`` or ``Budget.for_model(...)``), when
+    the analysis knows something of it: ``obj.field`` reads the field a class of the module sets, ``obj.method(...)``
+    follows a summary another module exports; a Jinja template of a text not found is a ``jinja2.Template``. What
+    the object carries as a whole is what it was given (``origins``), not its fields."""
 
 
 CLEAN = Value()
@@ -86,7 +99,70 @@ def join(first: Value, second: Value) -> Value:
         first.text if first.text == second.text else None,
         first.shape if first.shape == second.shape else None,
         items,
+        None if first.entries is None and second.entries is None else _joined_entries(first, second),
+        first.cls if first.cls == second.cls else None,
     )
+
+
+def _joined_entries(first: Value, second: Value) -> tuple[tuple[str, Value], ...] | None:
+    """The entries of a dict that is one of two: each key's values joined. A dict whose items are not known, but
+    that differs, leaves none (what it holds may be under any key, where the other's entries say otherwise)."""
+    if first.entries is None or second.entries is None:
+        known = first if second.entries is None else second
+        other = second if known is first else first
+        return known.entries if not other.origins else None
+    merged = dict(first.entries)
+    for key, value in second.entries:
+        merged[key] = join(merged[key], value) if key in merged else value
+    return tuple(merged.items())
+
+
+def merged(*mappings: Value) -> tuple[tuple[str, Value], ...] | None:
+    """The entries of a dict made of these dicts' items, later ones winning (``{**a, **b}``, ``a | b``,
+    ``a.update(b)``); what one holds under keys no entry names stays in the origins, where it may be anywhere."""
+    entries: dict[str, Value] = {}
+    for mapping in mappings:
+        for key, value in mapping.entries or ():
+            entries[key] = value
+    return tuple(entries.items()) or None
+
+
+def with_entry(mapping: Value, key: str, value: Value) -> tuple[tuple[str, Value], ...] | None:
+    """``mapping``'s entries once ``key`` holds ``value`` (``d[key] = value``): a clean value drops the key (what it
+    held, still in the dict's origins, may then be anywhere)."""
+    entries = tuple(item for item in mapping.entries or () if item[0] != key)
+    if value.origins or value.unordered is not None:
+        entries += ((key, value),)
+    return entries or None
+
+
+def under(mapping: Value, key: str) -> Value:
+    """What a dict may hold under ``key``: its entry, and what it holds under keys no entry names. A parameter's
+    dict, in a function run for its summary, holds there the parameter's item (``variables[diff]``): its caller
+    reads that key of the dict it gives."""
+    rest = unattributed(mapping)
+    if given_by_caller(rest.origins):
+        rest = Value(
+            frozenset(
+                replace(origin, label=f"{origin.label}[{key}]")
+                if origin.kind == PARAM and "[" not in origin.label
+                else origin
+                for origin in rest.origins
+            )
+        )
+    for name, value in mapping.entries or ():
+        if name == key:
+            return join(value, rest)
+    return rest
+
+
+def unattributed(mapping: Value) -> Value:
+    """What a dict holds under keys no entry names: its origins that no entry carries."""
+    if not mapping.entries:
+        return Value(mapping.origins) if mapping.origins else CLEAN
+    held = frozenset().union(*(value.origins for _, value in mapping.entries))
+    rest = mapping.origins - held
+    return Value(rest) if rest else CLEAN
 
 
 def segments(value: Value) -> tuple[int | Value, ...]:
@@ -114,13 +190,18 @@ def concat(values: Sequence[Value]) -> Value:
 
 def volatile(origins: frozenset[Origin]) -> frozenset[Origin]:
     """The origins that differ from call to call (hash order differs only between processes)."""
-    return frozenset(origin for origin in origins if origin.kind not in _ORDERS)
+    return frozenset(origin for origin in origins if origin.kind not in _NOT_VOLATILE)
 
 
 def order_free(origins: frozenset[Origin]) -> frozenset[Origin]:
     """The origins left when the order of what was read is dropped (``sorted``, ``.sort()``, ``sum``): a set's
     order and a shuffle's go, clocks, draws and ids stay."""
     return frozenset(origin for origin in origins if origin.kind not in _ORDERS and origin.kind != SHUFFLE)
+
+
+def given_by_caller(origins: frozenset[Origin]) -> bool:
+    """Whether a value comes from a parameter of a function run for its summary (:data:`PARAM`)."""
+    return any(origin.kind == PARAM for origin in origins)
 
 
 def orders(value: Value, taken: bool = False) -> frozenset[Origin]:
@@ -137,7 +218,7 @@ def kind_rank(kind: str) -> tuple[int, str]:
 def export_kind(value: Value) -> str | None:
     """What another module learns of ``value`` (:mod:`~agentcache.lint.python.project`): the first kind of its
     volatile origins, else of the set orders it took, else :data:`SET` for a set; None for a stable value."""
-    kinds = [origin.kind for origin in value.origins]
+    kinds = [origin.kind for origin in value.origins if origin.kind != PARAM]
     if value.unordered is not None:
         kinds.append(SET)
     return min(kinds, key=kind_rank, default=None)

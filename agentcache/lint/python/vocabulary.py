@@ -133,12 +133,15 @@ class Vocabulary:
     system_factories: frozenset[str] = field(init=False, repr=False, compare=False)
     """Methods that may make a system message (:meth:`is_system_message`), from ``system_messages``: asked of
     every method call."""
+    sink_keywords: frozenset[str] = field(init=False, repr=False, compare=False)
+    """The keywords that are sinks (:meth:`sends`): asked of every keyword argument."""
     callees: dict[str, Callee] = field(init=False, repr=False, compare=False, default_factory=dict)
     """Called name -> what :meth:`callee` says of it, worked out once per name: asked of every call."""
 
     def __post_init__(self) -> None:
         methods = {name.rpartition(".")[2] for name in self.system_messages if "." in name}
         object.__setattr__(self, "system_factories", frozenset({*methods, "from_template"}))
+        object.__setattr__(self, "sink_keywords", self.system_keywords | self.tools_keywords | self.schema_keywords)
 
     def is_bookkeeping(self, keyword: str) -> bool:
         """Whether a constructor's keyword argument is a record's id or time (``id=``, ``run_id=``,
@@ -204,7 +207,11 @@ class Vocabulary:
 
     def sends(self, keyword: str) -> bool:
         """Whether a keyword argument is a sink: a system prompt, a tool list or an output schema."""
-        return keyword in self.system_keywords or keyword in self.tools_keywords or keyword in self.schema_keywords
+        return keyword in self.sink_keywords
+
+    def lists(self, keyword: str) -> bool:
+        """Whether a keyword argument takes a tool list or an output schema, what is sent before the messages."""
+        return keyword in self.tools_keywords or keyword in self.schema_keywords
 
     def binds(self, method: str) -> bool:
         """Whether a method's first argument is a tool list or an output schema (``bind_tools``)."""
@@ -290,6 +297,11 @@ TEXT_METHODS = frozenset(
 #: render one.
 TEMPLATE_SOURCES = frozenset({"from_string", "get_template", "jinja2.Template", "jinja2.environment.Template"})
 RENDERERS = frozenset({"render", "render_async"})
+#: The class (:attr:`~agentcache.lint.python.values.Value.cls`) of a template a template source made from a text or
+#: a file the analysis cannot read.
+TEMPLATE = "jinja2.Template"
+#: Calls that return a copy of their argument: a dict of variables copied keeps its entries.
+COPIES = frozenset({"copy.copy", "copy.deepcopy"})
 #: Keyword arguments that give a factory called once per object made (dataclasses, pydantic, attrs).
 FACTORY_KEYWORDS = frozenset({"default_factory", "factory"})
 DUMPS = frozenset({"json.dumps", "json.dump", "orjson.dumps"})
