@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 
 import orjson
 
-from agentcache.canon.memo import Entry, built, proven_nulls, serialized
+from agentcache.canon.memo import Entry, built, holds, proven_nulls, serialized
 from agentcache.errors import CycleError, InvalidValueError, NestingTooDeepError
 
 _DUMP_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
@@ -88,7 +88,8 @@ def canonical_json(obj: Any) -> bytes:
 def sourced_json(obj: dict[str, Any], sources: Mapping[str, Entry], memoized: frozenset[str]) -> bytes:
     """The canonical bytes of ``obj``, a canonical request as built, whose fields in ``sources`` hold those entries'
     items: the JSON of those in ``memoized`` (the tools) as kept with their memo entry, written once rather than at
-    every request that re-sends them; the others' without the null count (canonicalization refused a NaN there)."""
+    every request that re-sends them, while the field still :func:`~agentcache.canon.memo.holds` the entry's items;
+    the others' without the null count (canonicalization refused a NaN there)."""
     parts: list[bytes] = []
     for key in sorted(obj):
         parts += (b",", orjson.dumps(key), b":", _field(sources, memoized, key, obj[key]))
@@ -101,7 +102,7 @@ def _field(sources: Mapping[str, Entry], memoized: frozenset[str], key: str, val
     """One field of a request canonicalization built: see :func:`sourced_json`; a field without a source by
     :func:`canonical_json`."""
     source = sources.get(key)
-    if source is None:
+    if source is None or (key in memoized and not holds(value, source)):
         return canonical_json(value)
     if key in memoized:
         return serialized(source, _sorted)

@@ -104,16 +104,16 @@ BUILT: Memo[int, Built] = Memo(256, 1 << 20)
 SERIALIZED: Memo[int, tuple[Entry, bytes]] = Memo(256, 256 << 20)
 
 
+def holds(value: Any, entry: Entry) -> bool:
+    """Whether ``value`` is a list of ``entry``'s very items, in its order: what is known of the entry (its JSON, its
+    nulls) is then known of ``value``."""
+    return type(value) is list and len(value) == len(entry.value) and all(map(operator.is_, value, entry.value))
+
+
 def kept_sources(request: dict[str, Any], sources: dict[str, Entry]) -> dict[str, Entry]:
-    """The entries of ``sources`` whose field in ``request`` still holds the entry's items (relocating volatile lines
-    may have replaced a message)."""
-    return {
-        key: entry
-        for key, entry in sources.items()
-        if type(value := request.get(key)) is list
-        and len(value) == len(entry.value)
-        and all(map(operator.is_, value, entry.value))
-    }
+    """The entries of ``sources`` whose field in ``request`` still :func:`holds` the entry's items (relocating
+    volatile lines may have replaced a message)."""
+    return {key: entry for key, entry in sources.items() if holds(request.get(key), entry)}
 
 
 def record_built(request: dict[str, Any], sources: dict[str, Entry], memoized: frozenset[str]) -> dict[str, Any]:
@@ -254,6 +254,7 @@ class Histories:
         return self._last if found is None else found
 
     def put(self, thread: str, history: History) -> None:
+        """Keep ``history`` as the last list of ``thread``, and of any."""
         with self._lock:
             kept = self._kept.pop(thread, None)
             self._bytes += len(history.raw) - (0 if kept is None else len(kept.raw))

@@ -259,7 +259,7 @@ class CacheMiddleware:
                 sent, headers = self._ask_diagnosis(request, session, sent)
             # canonical_json's bytes without its check: a parsed body holds no NaN for a null to hide, and the
             # check walks the whole body in Python whenever it holds a null (a tool call's "content": null). The
-            # canonical body as built, which nothing edits, takes its tools' JSON as kept with their memo entry.
+            # canonical body as built takes its tools' JSON as kept with their memo entry.
             if sent is canonical:
                 content = sourced_json(sent, sources, TOOL_SET)
             else:
@@ -336,8 +336,7 @@ class CacheMiddleware:
             key,
             placements=placements,
         )
-        if self.listeners:
-            self._notify(lambda listener: listener.on_begin(call))
+        self._notify(lambda listener: listener.on_begin(call))
         return call
 
     def wrap(self, call: Call, response: httpx.Response) -> httpx.Response:

@@ -540,3 +540,19 @@ def test_histories_keep_the_last_extended_within_their_budget() -> None:
     large = History(b"[" + b"1" * 200 + b"]", [], [], [])
     histories.put("e", large)
     assert histories.get("e") is large and len(histories) == 1  # the last one is kept whatever its size
+
+
+@pytest.mark.parametrize(
+    "edit", [lambda tools: tools.reverse(), lambda tools: tools.pop(), lambda tools: tools.append(tool("new"))]
+)
+def test_built_bytes_follow_a_tool_list_changed_after_it_was_built(edit: Any) -> None:
+    """The tools' JSON kept with their memo entry is written only while the body still holds that entry's tools."""
+    from agentcache.canon.jsonvalue import sourced_json
+    from agentcache.canon.request import TOOL_SET
+
+    canonicalizer = Canonicalizer(CanonicalPolicy())
+    body = request(tools=[tool("b"), tool("a")])
+    canonicalizer.build(body)
+    out, sources = canonicalizer.build(body)  # the second time, from the memo
+    edit(out["tools"])
+    assert sourced_json(out, sources, TOOL_SET) == json.dumps(out, sort_keys=True, separators=(",", ":")).encode()
