@@ -11,9 +11,9 @@ concurrent agents' are; ``--together`` starts them all at once. Rounds alternate
 the ledger), so load on the machine hits both alike, each client in a process of its own with the same sessions, so
 each pays the garbage collections of its own allocations (see :func:`measure`). Latency is from sending a request to
 having its body parsed, as the caller sees it. CPU per request is that of the client's process over its rounds
-(every thread, the turns' recording included), and apart from it that of agentcache's prediction process
-(``--predict-in process``, the default): the load of other processes on a shared machine moves latency far more than
-CPU time.
+(every thread, the turns' recording included), the part of it on the event loop's thread (what every request queues
+behind), and apart from it that of agentcache's prediction process (``--predict-in process``, the default): the load
+of other processes on a shared machine moves latency far more than CPU time.
 
 Without ``--url`` the server is a local OpenAI-compatible stub in its own process. Each request asks it for a server
 time of 0.5 to 1.5 times ``--delay``, drawn from its session and turn, so both clients meet the same server times;
@@ -168,13 +168,15 @@ class SpendingTransport(httpx.AsyncBaseTransport):
 class Side:
     """One client's measurements: the latency of every request; its client time, the latency less the server
     time the request asked the stub for; the CPU seconds its rounds took in its process (``time.process_time``,
-    every thread, the turns' recording included) and in agentcache's prediction process, which the load of other
-    processes on the machine moves far less than latency; and the turns its ledger recorded."""
+    every thread, the turns' recording included), on its event loop's thread alone, and in agentcache's prediction
+    process, which the load of other processes on the machine moves far less than latency; and the turns its ledger
+    recorded."""
 
     def __init__(self) -> None:
         self.latencies: list[float] = []
         self.client_times: list[float] = []
         self.cpu = 0.0
+        self.loop_cpu = 0.0
         self.cpu_elsewhere = 0.0
         self.recorded = 0
 
@@ -216,12 +218,15 @@ async def serve_side(url: str, args: argparse.Namespace) -> None:
             print(json.dumps({"recorded": recorded()}), flush=True)
             return
         start, start_elsewhere = time.process_time(), process_cpu()
+        start_loop = time.thread_time()  # this thread runs the event loop
         latencies = await run_round(clients, url, sessions, command[1], spread)
+        loop_cpu = time.thread_time() - start_loop
         await asyncio.to_thread(settle)
         round_ = {
             "latencies": latencies,
             "client_times": [latency - delay for latency, delay in zip(latencies, delays, strict=True)],
             "cpu": time.process_time() - start,
+            "loop_cpu": loop_cpu,
             "cpu_elsewhere": process_cpu() - start_elsewhere,
             "recorded": recorded(),
         }
@@ -252,6 +257,7 @@ class SideProcess:
             self.measured.latencies += answer["latencies"]
             self.measured.client_times += answer["client_times"]
             self.measured.cpu += answer["cpu"]
+            self.measured.loop_cpu += answer["loop_cpu"]
             self.measured.cpu_elsewhere += answer["cpu_elsewhere"]
 
     def close(self) -> Side:
@@ -325,10 +331,11 @@ def main() -> int:
     print(f"{args.sessions} concurrent sessions x {args.turns} turns x {args.rounds} rounds, {start}, {server}")
     sides = {"plain httpx": base, f"agentcache ({args.predict_in})": ours}
     sides.update({f"floor ({args.floor_ms} ms CPU)": side for side in floor})
-    print(f"{'latency':<22}{'p50 ms':>10}{'p90 ms':>10}{'p99 ms':>10}{'CPU ms/req':>12}{'+ predictor':>13}")
+    print(f"{'latency':<22}{'p50 ms':>10}{'p90 ms':>10}{'p99 ms':>10}{'CPU ms/req':>12}{'loop':>8}{'+ predictor':>13}")
     for name, side in sides.items():
-        cpu = [side.cpu / len(side.latencies) * 1000, side.cpu_elsewhere / len(side.latencies) * 1000]
-        print(f"{name:<22}{cells(side.latencies)}{cpu[0]:>12.2f}{cpu[1]:>13.2f}")
+        cpu = [side.cpu, side.loop_cpu, side.cpu_elsewhere]
+        per_request = [seconds / len(side.latencies) * 1000 for seconds in cpu]
+        print(f"{name:<22}{cells(side.latencies)}{per_request[0]:>12.2f}{per_request[1]:>8.2f}{per_request[2]:>13.2f}")
     judged = {name: side.latencies for name, side in sides.items()}
     if args.url is None:  # the stub's server time is known: what is left is the client's own time
         print("client time (latency less the server time the request asked for)")

@@ -16,6 +16,18 @@ _DEFAULT = CanonicalPolicy()
 _canonicalizers: dict[CanonicalPolicy, Canonicalizer] = {}
 
 
+def canonicalizer(policy: CanonicalPolicy | None = None) -> Canonicalizer:
+    """The canonicalizer :func:`canonicalize` uses for ``policy``, memos and all: a caller that canonicalizes at
+    every request (the transport) keeps it rather than hash the policy each time."""
+    policy = policy or _DEFAULT
+    found = _canonicalizers.get(policy)
+    if found is None:
+        if len(_canonicalizers) >= 16:
+            _canonicalizers.clear()
+        found = _canonicalizers[policy] = Canonicalizer(policy)
+    return found
+
+
 def canonicalize(request: Any, policy: CanonicalPolicy | None = None) -> dict[str, Any]:
     """The canonical form of an OpenAI chat-completions or Anthropic Messages request body.
 
@@ -24,10 +36,4 @@ def canonicalize(request: Any, policy: CanonicalPolicy | None = None) -> dict[st
     shared with the input and with agentcache's memo: treat it as read-only (``copy.deepcopy`` it to edit).
     Raises a :class:`~agentcache.errors.RequestError` subclass, naming the JSON path, on input it cannot handle.
     """
-    policy = policy or _DEFAULT
-    canonicalizer = _canonicalizers.get(policy)
-    if canonicalizer is None:
-        if len(_canonicalizers) >= 16:
-            _canonicalizers.clear()
-        canonicalizer = _canonicalizers[policy] = Canonicalizer(policy)
-    return canonicalizer.canonicalize(request)
+    return canonicalizer(policy).canonicalize(request)

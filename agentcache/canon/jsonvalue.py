@@ -16,12 +16,12 @@ import datetime as _dt
 import enum
 import math
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
 import orjson
 
-from agentcache.canon.memo import Built, built, proven_nulls, serialized
+from agentcache.canon.memo import Entry, built, holds, proven_nulls, serialized
 from agentcache.errors import CycleError, InvalidValueError, NestingTooDeepError
 
 _DUMP_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
@@ -73,7 +73,7 @@ def canonical_json(obj: Any) -> bytes:
     """
     known = built(obj)
     if known is not None:
-        return b"{%s}" % b",".join(orjson.dumps(key) + b":" + _field(known, key, obj[key]) for key in sorted(obj))
+        return sourced_json(obj, known.sources, known.memoized)
     try:
         out = orjson.dumps(obj, option=SORTED_OPTIONS)
     except TypeError as exc:
@@ -85,14 +85,26 @@ def canonical_json(obj: Any) -> bytes:
     return out
 
 
-def _field(known: Built, key: str, value: Any) -> bytes:
-    """One field of a request canonicalization built: its tools' JSON as kept with their memo entry, its messages
-    serialized without the null count (:func:`~agentcache.canon.memo.built` checked their nulls), any other field
-    by :func:`canonical_json`."""
-    source = known.sources.get(key)
-    if source is None:
+def sourced_json(obj: dict[str, Any], sources: Mapping[str, Entry], memoized: frozenset[str]) -> bytes:
+    """The canonical bytes of ``obj``, a canonical request as built, whose fields in ``sources`` hold those entries'
+    items: the JSON of those in ``memoized`` (the tools) as kept with their memo entry, written once rather than at
+    every request that re-sends them, while the field still :func:`~agentcache.canon.memo.holds` the entry's items;
+    the others' without the null count (canonicalization refused a NaN there)."""
+    parts: list[bytes] = []
+    for key in sorted(obj):
+        parts += (b",", orjson.dumps(key), b":", _field(sources, memoized, key, obj[key]))
+    parts[:1] = [b"{"]  # in place of the first comma; an empty object's only part
+    parts.append(b"}")
+    return b"".join(parts)  # one copy of the tools' JSON, not one per concatenation
+
+
+def _field(sources: Mapping[str, Entry], memoized: frozenset[str], key: str, value: Any) -> bytes:
+    """One field of a request canonicalization built: see :func:`sourced_json`; a field without a source by
+    :func:`canonical_json`."""
+    source = sources.get(key)
+    if source is None or (key in memoized and not holds(value, source)):
         return canonical_json(value)
-    if key in known.memoized:
+    if key in memoized:
         return serialized(source, _sorted)
     return _sorted(value)
 

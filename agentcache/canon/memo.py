@@ -4,6 +4,8 @@ lookup instead of a walk, and what an entry keeps so that it is reused only wher
 from __future__ import annotations
 
 import operator
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, NamedTuple, TypeVar
@@ -102,17 +104,22 @@ BUILT: Memo[int, Built] = Memo(256, 1 << 20)
 SERIALIZED: Memo[int, tuple[Entry, bytes]] = Memo(256, 256 << 20)
 
 
+def holds(value: Any, entry: Entry) -> bool:
+    """Whether ``value`` is a list of ``entry``'s very items, in its order: what is known of the entry (its JSON, its
+    nulls) is then known of ``value``."""
+    return type(value) is list and len(value) == len(entry.value) and all(map(operator.is_, value, entry.value))
+
+
+def kept_sources(request: dict[str, Any], sources: dict[str, Entry]) -> dict[str, Entry]:
+    """The entries of ``sources`` whose field in ``request`` still :func:`holds` the entry's items (relocating
+    volatile lines may have replaced a message)."""
+    return {key: entry for key, entry in sources.items() if holds(request.get(key), entry)}
+
+
 def record_built(request: dict[str, Any], sources: dict[str, Entry], memoized: frozenset[str]) -> dict[str, Any]:
-    """Record ``request`` as what canonicalization just returned, for :func:`built`. A source is kept only where
-    its field still holds the entry's items (relocating volatile lines may have replaced a message)."""
-    kept = {
-        key: entry
-        for key, entry in sources.items()
-        if type(value := request.get(key)) is list
-        and len(value) == len(entry.value)
-        and all(map(operator.is_, value, entry.value))
-    }
-    BUILT.put(id(request), Built(request, _shape(request), kept, memoized), 1)
+    """Record ``request`` as what canonicalization just returned, with its :func:`kept_sources`, for
+    :func:`built`."""
+    BUILT.put(id(request), Built(request, _shape(request), sources, memoized), 1)
     return request
 
 
@@ -222,3 +229,38 @@ class History(NamedTuple):
                 high = middle - 1
             middle = (low + high + 1) // 2
         return low
+
+
+#: The history of a thread that has none yet (its lists are only ever sliced, never edited).
+NO_HISTORY = History(b"[]", [], [], [])
+
+
+class Histories:
+    """The last message list of each thread (a conversation, as the caller names it), so that conversations
+    interleaved on one canonicalizer each extend their own. The least recently extended are dropped once the lists'
+    JSON passes ``max_bytes``; the last one is kept whatever its size. Thread-safe."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self._kept: OrderedDict[str, History] = OrderedDict()
+        self._last = NO_HISTORY
+        self._bytes = 0
+        self._max_bytes = max_bytes
+        self._lock = threading.Lock()
+
+    def get(self, thread: str) -> History:
+        """The last list of ``thread``; for a thread not kept, the last list of any (conversations often begin
+        alike: one system prompt)."""
+        found = self._kept.get(thread)
+        return self._last if found is None else found
+
+    def put(self, thread: str, history: History) -> None:
+        """Keep ``history`` as the last list of ``thread``, and of any."""
+        with self._lock:
+            kept = self._kept.pop(thread, None)
+            self._bytes += len(history.raw) - (0 if kept is None else len(kept.raw))
+            self._kept[thread] = self._last = history
+            while self._bytes > self._max_bytes and len(self._kept) > 1:
+                self._bytes -= len(self._kept.popitem(last=False)[1].raw)
+
+    def __len__(self) -> int:
+        return len(self._kept)

@@ -25,7 +25,7 @@ from agentcache.canon.jsonvalue import (
     plain,
     raise_located,
 )
-from agentcache.canon.memo import Entry, History, Memo, record_built, remember
+from agentcache.canon.memo import Entry, Histories, History, Memo, kept_sources, record_built, remember
 from agentcache.canon.policy import CanonicalPolicy
 from agentcache.canon.rules import (
     TOOL_FIELDS,
@@ -55,10 +55,25 @@ class Canonicalizer:
         self.formats: Memo[bytes, Entry] = Memo(256, 16 << 20)
         self.message_memo: Memo[bytes, Entry] = Memo(65536, 256 << 20)
         self.last_tools: tuple[bytes, Entry] = (b"", Entry([], []))
-        self.history = History(b"[]", [], [], [])
+        self.histories = Histories(32 << 20)
         self.arguments: Memo[str, str] = Memo(8192, 16 << 20)
 
     def canonicalize(self, request: Any) -> dict[str, Any]:
+        """:func:`agentcache.canonicalize`."""
+        out, sources = self.build(request)
+        return record_built(out, sources, TOOL_SET)
+
+    def build(
+        self, request: Any, tools_json: bytes | None = None, thread: str = ""
+    ) -> tuple[dict[str, Any], dict[str, Entry]]:
+        """The canonical request, and the entries whose items its arrays hold, from which
+        :func:`~agentcache.canon.jsonvalue.sourced_json` writes its bytes (with ``TOOL_SET`` memoized); not recorded
+        for :func:`~agentcache.canon.jsonvalue.canonical_json`, for a caller that writes it at once itself.
+
+        ``tools_json``, when given, must be ``orjson.dumps(request["tools"])`` of tools parsed from JSON: a caller that
+        has those bytes already (the transport keeps them with a re-sent tool list) spares writing 50 kB of tools
+        again to look them up. ``thread`` names the conversation the request continues (the transport's session):
+        its messages are compared with that conversation's last list, not with whichever request came last."""
         if type(request) is not dict:
             if not isinstance(request, Mapping):
                 raise NotAMappingError(
@@ -72,15 +87,16 @@ class Canonicalizer:
                 request = {**request, key: list(request[key])}
         policy = self.policy
         room = policy.max_depth - 1
-        tools_raw, messages_raw = self._serialize(request)
+        tools_raw, messages_raw = self._serialize(request, tools_json)
         out: dict[str, Any] = {}
         sources: dict[str, Entry] = {}
         try:
             for key in sorted(request):
                 value = request[key]
                 if key == "messages":
-                    out[key] = self.messages(value, messages_raw)
-                    sources[key] = self.history.output(len(out[key]))
+                    history = self.messages(value, messages_raw, thread)
+                    out[key] = history.values[: len(value)]
+                    sources[key] = history.output(len(value))
                 elif key in TOOL_FIELDS:
                     out[key] = self.tool_list(value, key, tools_raw[key])
                     sources[key] = self.last_tools[1]
@@ -97,13 +113,14 @@ class Canonicalizer:
             raise_located(request, "$", policy.max_depth)
         if policy.relocate_volatile:
             relocate_volatile(out, policy)
-        return record_built(out, sources, TOOL_SET)
+        return out, kept_sources(out, sources)
 
-    def _serialize(self, request: dict[str, Any]) -> tuple[dict[str, bytes], bytes]:
+    def _serialize(self, request: dict[str, Any], tools_json: bytes | None) -> tuple[dict[str, bytes], bytes]:
         """Serialize in C, validating key types, surrogates and unknown types, and enforce the size limit.
 
         The compact JSON of each tool field and of the message list is kept: they are the memo keys. The size
-        counts each message's JSON, without the list's brackets and commas.
+        counts each message's JSON, without the list's brackets and commas. ``tools_json`` is the ``tools``
+        field's, given: JSON orjson wrote holds nothing to validate.
         """
         tools: dict[str, bytes] = {}
         messages_raw = b"[]"
@@ -111,7 +128,8 @@ class Canonicalizer:
             rest = dict(request)
             for key in TOOL_FIELDS:
                 if key in rest:
-                    tools[key] = dumps(rest.pop(key))
+                    value = rest.pop(key)
+                    tools[key] = tools_json if key == "tools" and tools_json is not None else dumps(value)
             size = sum(map(len, tools.values()))
             if "messages" in rest:
                 messages = rest.pop("messages")
@@ -134,13 +152,14 @@ class Canonicalizer:
 
     # -- messages -------------------------------------------------------------------------------------------
 
-    def messages(self, messages: list[Any], raw: bytes) -> list[Any]:
-        """The canonical messages: those the last list also began with are reused, the rest are memoized one by
-        one, so another conversation interleaved with this one still costs lookups rather than walks."""
-        history = self.history
+    def messages(self, messages: list[Any], raw: bytes, thread: str) -> History:
+        """The history of ``thread`` whose leading values are the canonical ``messages`` (their list's compact JSON
+        is ``raw``): those the thread's last list also began with are reused, the rest are memoized one by one, so
+        a conversation the thread's name does not tell apart still costs lookups rather than walks."""
+        history = self.histories.get(thread)
         shared = history.reusable(messages, raw)
         if shared == len(messages):  # the last list, or the start of it (a retry): keep the longer one
-            return history.values[:shared]
+            return history
         values = history.values[:shared]
         ends = history.ends[:shared]
         nulls = history.nulls[: bisect_left(history.nulls, (shared,))]
@@ -165,8 +184,9 @@ class Canonicalizer:
             end += 1 + len(message_raw)  # the "[" or "," before the message, then the message
             ends.append(end)
             nulls.extend((index, path) for path in known.nulls)
-        self.history = History(raw, ends, values, nulls)
-        return list(values)
+        history = History(raw, ends, values, nulls)
+        self.histories.put(thread, history)
+        return history
 
     def fresh(self, value: Any, room: int, raw: bytes | None = None) -> Entry:
         """A private copy of ``value`` for the rules to edit in place and for the memo to keep: nothing the

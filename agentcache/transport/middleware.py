@@ -44,8 +44,10 @@ import orjson
 from agentcache.breakpoints import Placements, Shape, place
 from agentcache.cache.options import CacheOptions
 from agentcache.cache.rules import Provider, lookup
-from agentcache.canon import CanonicalPolicy, canonicalize
+from agentcache.canon import CanonicalPolicy, canonicalizer
+from agentcache.canon.jsonvalue import sourced_json
 from agentcache.canon.lossless import check_parse
+from agentcache.canon.request import TOOL_SET
 from agentcache.errors import AgentCacheError, InputError, RequestError
 from agentcache.predict.provider import ANTHROPIC_BETA
 from agentcache.predict.replay import Prediction
@@ -178,6 +180,7 @@ class CacheMiddleware:
             raise InputError("an Anthropic server has no local chat template: leave model_dir and prompt unset for it")
         self.canonicalize = canonicalize
         self.policy = policy or CanonicalPolicy()
+        self._canonicalizer = canonicalizer(self.policy)
         self._relocations = RelocationMemory() if self.policy.relocate_volatile else None
         """Where each session's earlier turns had their volatile lines relocated: later turns keep them there."""
         self._bodies = ToolListParses()
@@ -226,21 +229,25 @@ class CacheMiddleware:
         body = request.content
         started = time.time()
         try:
-            parsed, checked = self._bodies.loads(body)
+            parsed, checked, tools_json = self._bodies.loads(body)
         except orjson.JSONDecodeError as exc:
-            return self._call(request, request, None, f"body is not JSON ({exc})", started)
+            who = session_of(request.headers, {}, self.session_header)
+            return self._call(request, request, who, None, f"body is not JSON ({exc})", started)
         if not isinstance(parsed, dict) or not isinstance(parsed.get("messages"), list):
-            return self._call(request, request, None, "not a chat request (no messages array)", started)
+            who = session_of(request.headers, {}, self.session_header)
+            return self._call(request, request, who, None, "not a chat request (no messages array)", started)
+        who = session_of(request.headers, parsed, self.session_header)
         if not self.canonicalize:
-            return self._call(request, request, parsed, "canonicalization switched off", started)
+            return self._call(request, request, who, parsed, "canonicalization switched off", started)
         try:
             if not checked:
                 check_parse(body, parsed)  # a key the parse dropped, or a number it changed, is never sent so
-            canonical = canonicalize(parsed, self.policy)
-            session = session_of(request.headers, parsed, self.session_header)[0]
+            session = who[0]
+            canonical, sources = self._canonicalizer.build(parsed, tools_json, session)
             placement = place_volatile(self.prompt, self._relocations, session, canonical, parsed)
             if placement.refused is not None:
-                return self._call(request, request, parsed, f"not canonicalized: {placement.refused}", started)
+                why = f"not canonicalized: {placement.refused}"
+                return self._call(request, request, who, parsed, why, started)
             sent = placement.body
             account: Placements | None = None
             if self.breakpoints:
@@ -251,12 +258,16 @@ class CacheMiddleware:
             if self.diagnostics and request.url.path.rstrip("/").endswith("/v1/messages"):
                 sent, headers = self._ask_diagnosis(request, session, sent)
             # canonical_json's bytes without its check: a parsed body holds no NaN for a null to hide, and the
-            # check walks the whole body in Python whenever it holds a null (a tool call's "content": null).
-            content = orjson.dumps(sent, option=orjson.OPT_SORT_KEYS)
+            # check walks the whole body in Python whenever it holds a null (a tool call's "content": null). The
+            # canonical body as built takes its tools' JSON as kept with their memo entry.
+            if sent is canonical:
+                content = sourced_json(sent, sources, TOOL_SET)
+            else:
+                content = orjson.dumps(sent, option=orjson.OPT_SORT_KEYS)
         except AgentCacheError as exc:
-            return self._call(request, request, parsed, f"not canonicalized: {_refusal(exc)}", started)
-        relocated = placement.relocated_path
-        return self._call(request, _with_body(request, content, headers), parsed, None, started, relocated, account)
+            return self._call(request, request, who, parsed, f"not canonicalized: {_refusal(exc)}", started)
+        outgoing = _with_body(request, content, headers)
+        return self._call(request, outgoing, who, parsed, None, started, placement.relocated_path, account)
 
     def _place(self, request: httpx.Request, session: str, sent: dict[str, Any]) -> tuple[dict[str, Any], Placements]:
         """The canonical body with breakpoints placed for the session, and the account of them; when placement
@@ -296,13 +307,15 @@ class CacheMiddleware:
         self,
         received: httpx.Request,
         outgoing: httpx.Request,
+        who: tuple[str, str],
         original: dict[str, Any] | None,
         passthrough: str | None,
         started: float,
         relocated: str | None = None,
         placements: Placements | None = None,
     ) -> Call:
-        session, source = session_of(received.headers, original or {}, self.session_header)
+        """The call of ``received``, to send as ``outgoing``; ``who`` is its ``(session, source)``."""
+        session, source = who
         turn = self.ledger.next_turn(session)
         key = None if self.cluster is None else self.cluster.routing_key(received, session)
         if key is not None and self.cluster is not None and self.cluster.routing_key_header not in outgoing.headers:
@@ -506,12 +519,18 @@ def _with_header(request: httpx.Request, name: str, value: str) -> httpx.Request
 
 
 def _with_body(request: httpx.Request, content: bytes, extra: dict[str, str] | None = None) -> httpx.Request:
+    """``request`` with ``content`` as its body and ``extra`` headers (itself when neither changes it).
+
+    Built from a stream, as httpx copies a request: built from ``content=``, httpx would look its headers up and
+    build them again twice over, three times this method's time on the event loop."""
     if content == request.content and not extra:
         return request
-    headers = httpx.Headers(request.headers)
-    headers.update(extra or {})
+    headers = request.headers.copy()
+    if extra:
+        headers.update(extra)
     headers.pop("transfer-encoding", None)  # the new body has a length; never send both framings
     headers["content-length"] = str(len(content))
-    rebuilt = httpx.Request(request.method, request.url, headers=headers, content=content)
+    rebuilt = httpx.Request(request.method, request.url, headers=headers, stream=httpx.ByteStream(content))
+    rebuilt.read()  # ``content`` itself: a stream of one chunk is read as that chunk
     rebuilt.extensions = request.extensions
     return rebuilt

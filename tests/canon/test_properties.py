@@ -228,12 +228,15 @@ def test_same_bytes_in_every_process(workers: list[subprocess.Popen[str]], reque
 @given(st.lists(requests, min_size=1, max_size=3), st.randoms(use_true_random=False))
 def test_memo_and_history_never_change_the_bytes(sequence: list[dict[str, Any]], rng: random.Random) -> None:
     """A canonicalizer that has seen other requests (earlier turns, retries, other conversations) gives the bytes
-    a fresh one gives."""
+    a fresh one gives; so does one that keeps a history per thread, whichever thread a request names, written from
+    what it was built from."""
     from agentcache import CanonicalPolicy
-    from agentcache.canon.request import Canonicalizer
+    from agentcache.canon.jsonvalue import sourced_json
+    from agentcache.canon.request import TOOL_SET, Canonicalizer
 
     policy = CanonicalPolicy()
     warm = Canonicalizer(policy)
+    threaded = Canonicalizer(policy)
     turns: list[dict[str, Any]] = []
     for index, request in enumerate(sequence):
         messages = request["messages"]
@@ -242,4 +245,8 @@ def test_memo_and_history_never_change_the_bytes(sequence: list[dict[str, Any]],
         turns.append({**request, "messages": [*messages, *later]})
     for turn in turns:
         body = json.loads(json.dumps(turn))
-        assert canonical_json(warm.canonicalize(body)) == canonical_json(Canonicalizer(policy).canonicalize(body))
+        fresh = canonical_json(Canonicalizer(policy).canonicalize(body))
+        assert canonical_json(warm.canonicalize(body)) == fresh
+        tools_json = orjson.dumps(body["tools"]) if "tools" in body and rng.random() < 0.5 else None
+        built, sources = threaded.build(body, tools_json, rng.choice(["a", "b"]))
+        assert sourced_json(built, sources, TOOL_SET) == fresh

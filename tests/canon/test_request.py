@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from agentcache import CanonicalPolicy, canonical_json, canonicalize
+from agentcache.canon.memo import NO_HISTORY, Histories, History
 from agentcache.canon.request import Canonicalizer
 from agentcache.errors import DuplicateToolError, InvalidValueError
 
@@ -499,3 +500,59 @@ def test_canonical_json_still_names_a_nan_put_into_a_canonical_body(edit: Any, p
     edit(out)
     with pytest.raises(InvalidValueError, match=re.escape(path)):
         canonical_json(out)
+
+
+def _conversation(name: str, turns: int) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "Be brief."}]
+    for turn in range(turns):
+        messages += [{"role": "user", "content": f"{name} {turn}"}, {"role": "assistant", "content": f"ok {turn}"}]
+    return request(messages=messages)
+
+
+def test_interleaved_threads_each_extend_their_own_history(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two conversations sent turn about: each request's earlier messages are its own thread's history, compared
+    as bytes, not memo lookups; the bytes are those of a canonicalizer that saw nothing else."""
+    canonicalizer = Canonicalizer(CanonicalPolicy())
+    looked_up: list[bytes] = []
+    get = canonicalizer.message_memo.get
+    monkeypatch.setattr(canonicalizer.message_memo, "get", lambda raw: looked_up.append(raw) or get(raw))
+    for turn in range(1, 5):
+        for name in ("a", "b"):
+            looked_up.clear()
+            body = _conversation(name, turn)
+            out = canonicalizer.build(body, thread=name)[0]
+            assert canonical_json(out) == canonical_json(Canonicalizer(CanonicalPolicy()).canonicalize(body))
+            assert len(looked_up) == (3 if (turn, name) == (1, "a") else 2)  # the new turn's messages only
+            assert canonicalizer.histories.get(name).raw == json.dumps(body["messages"], separators=(",", ":")).encode()
+
+
+def test_histories_keep_the_last_extended_within_their_budget() -> None:
+    histories = Histories(max_bytes=100)
+    assert histories.get("a") is NO_HISTORY
+    lists = {thread: History(f"[{thread * 40}]".encode(), [], [], []) for thread in "abcde"}
+    for thread in "abc":
+        histories.put(thread, lists[thread])
+    assert len(histories) == 2 and histories.get("b") is lists["b"]  # 3 x 42 bytes: the least recent dropped
+    assert histories.get("a") is lists["c"]  # a thread not kept starts from the last list of any
+    histories.put("b", lists["b"])  # b extended again: c is now the least recent
+    histories.put("d", lists["d"])
+    assert [histories.get(t) is lists[t] for t in "bcd"] == [True, False, True]
+    large = History(b"[" + b"1" * 200 + b"]", [], [], [])
+    histories.put("e", large)
+    assert histories.get("e") is large and len(histories) == 1  # the last one is kept whatever its size
+
+
+@pytest.mark.parametrize(
+    "edit", [lambda tools: tools.reverse(), lambda tools: tools.pop(), lambda tools: tools.append(tool("new"))]
+)
+def test_built_bytes_follow_a_tool_list_changed_after_it_was_built(edit: Any) -> None:
+    """The tools' JSON kept with their memo entry is written only while the body still holds that entry's tools."""
+    from agentcache.canon.jsonvalue import sourced_json
+    from agentcache.canon.request import TOOL_SET
+
+    canonicalizer = Canonicalizer(CanonicalPolicy())
+    body = request(tools=[tool("b"), tool("a")])
+    canonicalizer.build(body)
+    out, sources = canonicalizer.build(body)  # the second time, from the memo
+    edit(out["tools"])
+    assert sourced_json(out, sources, TOOL_SET) == json.dumps(out, sort_keys=True, separators=(",", ":")).encode()
