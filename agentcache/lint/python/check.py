@@ -199,6 +199,7 @@ class _Relevant:
                 *words.schema_keywords,
                 *words.schema_binders,
                 *words.agent_factories,
+                *words.tool_decorators,
                 *words.system_names,
                 *words.system_roles,
                 "system",

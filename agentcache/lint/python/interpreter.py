@@ -58,6 +58,7 @@ from agentcache.lint.python.vocabulary import (
     COPIES,
     DUMPS,
     FACTORY_KEYWORDS,
+    GENERIC_BUILTINS,
     LAYOUT_KEEPING,
     LAYOUT_KEEPING_METHODS,
     MUTATORS,
@@ -522,16 +523,19 @@ class Interpreter(Statements):
             given = [value for arg, value in zip(node.args, args, strict=True) if not self._configures(arg, ids, reads)]
         everything = combine(receiver, *given, *filled, *spread, *factories)
         result: Value | None = None
-        if isinstance(func, ast.Name) and scope.lookup(func.id) is None and func.id not in self.imports:
-            result = builtin(func.id, node, args)
-            if func.id == "dict":  # a dict of these items: dict(base, date=today)
+        builtin_name = _builtin_called(func)
+        if builtin_name is not None and scope.lookup(builtin_name) is None and builtin_name not in self.imports:
+            result = builtin(builtin_name, node, args)
+            if builtin_name == "dict":  # a dict of these items: dict(base, date=today)
                 named = [Value(entries=with_entry(CLEAN, key, value)) for key, value in kwargs.items()]
                 result = Value(everything.origins, entries=merged(*args, *spread, *named))
-            function = self.functions.get(func.id)
+            function = self.functions.get(builtin_name)
             if result is None and function is not None:
                 result = self.inline(function, node, args, kwargs, skip_self=False)
         elif isinstance(func, ast.Attribute):
             result = self.method(func, node, receiver, args, kwargs, spread, scope)
+        if result is None and self.words.replies(dotted(func)):
+            return CLEAN  # the model's reply: what it says is not what it was sent
         if result is None:
             summed = None
             if name and (node.args or keywords) and name.startswith(self.package_top):
@@ -794,6 +798,13 @@ def builtin(name: str, node: ast.Call, args: list[Value]) -> Value | None:
             return args[0]
         return combine(*items)
     return None
+
+
+def _builtin_called(func: ast.expr) -> str | None:
+    """The name a call may call a builtin by: ``set(...)``, and ``set[str]()``, a generic alias of one."""
+    if isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name) and func.value.id in GENERIC_BUILTINS:
+        return func.value.id
+    return func.id if isinstance(func, ast.Name) else None
 
 
 def _updated(

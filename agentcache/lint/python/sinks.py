@@ -34,7 +34,7 @@ from agentcache.lint.python.vocabulary import (
 #: The fields of a system message that are sent as part of it: its text, and its name (OpenAI's ``name``).
 MESSAGE_FIELDS = ("content", "name")
 #: What the findings call the sinks sent before the messages.
-TOOL_LIST, OUTPUT_SCHEMA = "the tool list", "the output schema"
+TOOL_LIST, TOOL_SCHEMA, OUTPUT_SCHEMA = "the tool list", "the tool schema", "the output schema"
 
 
 class Sinks:
@@ -99,8 +99,8 @@ class Sinks:
             self.tools_sink(node.args[0], args[0], sink=OUTPUT_SCHEMA)
         elif sink == AGENT and len(node.args) > 1:
             self.tools_sink(node.args[1], args[1])
-        elif sink == SETTER and node.args:
-            self.system_sink(node.args[0], args[0])
+        elif sink == SETTER and node.args and not any(kw.arg in words.system_keywords for kw in node.keywords):
+            self.system_sink(node.args[0], args[0])  # given by keyword, the prompt is not first: (chat_ctx, instructions=)
         elif role is not None or called.role is not None:
             return self.role_sinks(node, role, called.role, args, kwargs)
         return False
@@ -167,9 +167,10 @@ class Sinks:
 
     def keyword_argument(self, keyword: str, node: ast.expr, value: Value, name: str, called: Callee) -> None:
         """A call's keyword argument, when it is a sink: a system keyword but a template's placeholder
-        (``PROMPT.format(instruction=task)``), a tool list or output schema but a record's or a reply reader's."""
+        (``PROMPT.format(instruction=task)``) or one request's task (``predict_click(instruction=desc)``), a tool
+        list or output schema but a record's or a reply reader's."""
         words = self.words
-        if (keyword in words.system_keywords and not called.template) or (
+        if (keyword in words.system_keywords and not called.template and not words.is_task(keyword, name)) or (
             words.lists(keyword) and not (words.is_record(name) or words.reads_reply(name))
         ):
             self.keyword_sink(keyword, node, value)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from functools import reduce
 from typing import Any, ClassVar
 
-from agentcache.lint.python.sinks import Sinks
+from agentcache.lint.python.sinks import TOOL_SCHEMA, Sinks
 from agentcache.lint.python.syntax import Function, dotted, last_name, statements, unpacked
 from agentcache.lint.python.values import (
     CLEAN,
@@ -126,7 +126,7 @@ class Statements(ABC):
 
     def statement(self, node: ast.stmt, scope: Scope, returns: list[Value]) -> None:
         """Run ``node`` in ``scope``; a ``return`` adds its value to ``returns``. Other statements (imports,
-        ``pass``, nested function definitions, which run on their own) change nothing."""
+        ``pass``) change nothing; a function definition only has its tool schema checked (:meth:`definition`)."""
         handler = self.STATEMENTS.get(type(node))
         if handler is not None:
             handler(self, node, scope, returns)
@@ -207,6 +207,17 @@ class Statements(ABC):
             annotations = [item.annotation for item in node.body if isinstance(item, ast.AnnAssign)]
             scope.vars[node.name] = combine(*(self.expr(part, body) for part in (*node.bases, *annotations)))
 
+    def definition(self, node: Function, scope: Scope, returns: list[Value]) -> None:
+        """A tool's definition (decorated as ``tool_decorators`` say): its parameters' annotations are evaluated
+        where it is defined, and are its schema (``Annotated[list[str], Field(json_schema_extra=...)]``). Its body
+        runs on its own."""
+        if not any(_decorator_name(decorator) in self.words.tool_decorators for decorator in node.decorator_list):
+            return
+        spec = node.args
+        for parameter in (*spec.posonlyargs, *spec.args, *spec.kwonlyargs):
+            if parameter.annotation is not None:
+                self.sinks.tools_sink(parameter.annotation, self.expr(parameter.annotation, scope), sink=TOOL_SCHEMA)
+
     def deletion(self, node: ast.Delete, scope: Scope, returns: list[Value]) -> None:
         for target in node.targets:
             if isinstance(target, ast.Name):
@@ -284,6 +295,8 @@ class Statements(ABC):
         **dict.fromkeys(_TRIES, attempt),
         ast.Match: branches,
         ast.ClassDef: class_body,
+        ast.FunctionDef: definition,
+        ast.AsyncFunctionDef: definition,
         ast.Delete: deletion,
     }
 
@@ -391,6 +404,11 @@ def _kept(value: Value) -> bool:
     """Whether an object's field is worth knowing in its methods: it differs, is a set, or is an object whose class
     the project knows (:attr:`Value.cls`: its own fields are read through it)."""
     return bool(value.origins) or value.unordered is not None or value.cls is not None
+
+
+def _decorator_name(decorator: ast.expr) -> str | None:
+    """A decorator's last name, called or not (``@function_tool(...)``, ``@agent.tool``)."""
+    return last_name(decorator.func if isinstance(decorator, ast.Call) else decorator)
 
 
 def _count(node: ast.expr) -> bool:

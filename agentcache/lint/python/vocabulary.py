@@ -71,6 +71,13 @@ class Vocabulary:
     )
     """Keyword arguments that take a system prompt (``Agent(instructions=...)``), but not a template's placeholders
     (``PROMPT.format(instruction=task)``: the filled text is checked where it is sent)."""
+    task_keywords: frozenset[str] = frozenset({"instruction"})
+    """System keywords that also name one request's task (a GUI agent's grounding query,
+    ``predict_click(instruction=desc)``): no sink when the called name starts with a verb of ``task_verbs``."""
+    task_verbs: frozenset[str] = frozenset(
+        {"predict", "locate", "ground", "detect", "point", "click", "act", "step", "solve", "answer", "ask", "query"}
+    )
+    """Verbs that start the name of a call acting on one request (see ``task_keywords``)."""
     tools_keywords: frozenset[str] = frozenset({"tools", "functions"})
     """Keyword arguments that take a tool list."""
     system_messages: frozenset[str] = frozenset(
@@ -125,6 +132,16 @@ class Vocabulary:
         {"path", "dir", "directory", "folder", "file", "filename", "filepath", "dirname", "logdir", "workdir"}
     )
     """Words that say a name holds a location (``log_dir``, ``config_path``, ``logdir``)."""
+    completion_calls: tuple[str, ...] = (
+        ("completion", "acompletion", "text_completion", "atext_completion")  # LiteLLM
+        + ("completions.create", "responses.create", "messages.create")  # OpenAI, Anthropic
+        + ("generate_content", "generate_content_async")  # Gemini
+    )
+    """Calls, by the end of their dotted name, that send a request to a model and return its reply: the reply
+    holds none of the ids and times of what was sent (a synthetic tool call's id), so it carries none."""
+    tool_decorators: frozenset[str] = frozenset({"tool", "function_tool", "tool_plain", "ai_function"})
+    """Decorators (by last name, called or not) that make a function a tool: its parameters' annotations
+    (``Annotated[list[str], Field(json_schema_extra=...)]``) are written into the tool schema."""
     clock_calls: frozenset[str] = CLOCK_CALLS
     """Dotted names of calls that read the clock (add your project's ``myapp.utils.now``)."""
     id_calls: frozenset[str] = ID_CALLS
@@ -217,6 +234,17 @@ class Vocabulary:
         """Whether a method's first argument is a tool list or an output schema (``bind_tools``)."""
         return method in self.tool_binders or method in self.schema_binders
 
+    def is_task(self, keyword: str, called: str) -> bool:
+        """Whether a system keyword given to ``called`` is one request's task, not a system prompt
+        (:attr:`task_keywords`)."""
+        return keyword in self.task_keywords and called.lstrip("_").partition("_")[0] in self.task_verbs
+
+    def replies(self, called: str | None) -> bool:
+        """Whether a call, by its dotted name, returns a model's reply (:attr:`completion_calls`)."""
+        return called is not None and any(
+            called == name or called.endswith(f".{name}") for name in self.completion_calls
+        )
+
     def is_record(self, name: str) -> bool:
         """Whether an identifier names a record (``RunOutput``, ``tool_call``), by its words."""
         return not self.record_words.isdisjoint(_words(name))
@@ -281,6 +309,8 @@ FIELDS = frozenset(item.name for item in fields(Vocabulary) if item.init)
 #: Builtins whose result does not depend on the order of their iterable, or carries none of it.
 ORDER_FREE = frozenset({"sorted", "min", "max", "sum", "any", "all"})
 OPAQUE = frozenset({"len", "isinstance", "issubclass", "hasattr", "callable", "id", "type", "bool", "hash"})
+#: Builtin classes subscripted to a generic alias and called as themselves (``set[str]()``).
+GENERIC_BUILTINS = frozenset({"set", "frozenset", "list", "tuple", "dict"})
 #: Builtins that turn an iterable into a sequence in its iteration order.
 SEQUENCERS = frozenset(
     {"list", "tuple", "enumerate", "iter", "reversed", "next", "map", "filter", "zip", "str", "repr"}
