@@ -80,6 +80,42 @@ POSITIVE = {
             request.append_instructions([f"Clock: {datetime.now()}"])  # expect: AC101
             agent.memory.add_system_message(f"Woke at {datetime.now()}")  # expect: AC101
     """,
+    "a_tool_parameter_annotation_is_its_schema": """
+        from typing import Annotated
+        from pydantic import Field
+        from livekit.agents import function_tool
+
+        class TaskGroup:
+            def __init__(self):
+                self._visited = set[str]()
+
+            def out_of_scope_tool(self, active):
+                task_ids = self._visited.copy()
+                task_ids.discard(active)
+
+                @function_tool(description="Go back to tasks already visited")
+                async def out_of_scope(
+                    ids: Annotated[list[str], Field(json_schema_extra={"items": {"enum": list(task_ids)}})],  # expect: AC103
+                ) -> None:
+                    pass
+
+                return out_of_scope
+    """,
+    "an_agents_instruction_from_a_request_not_a_reply": """
+        import uuid
+        import litellm
+
+        async def step(messages):
+            call_id = uuid.uuid4().hex
+            response = await litellm.acompletion(messages=[*messages, {"call_id": call_id}])
+            Agent(name="clicker", instruction=f"Click {response.choices[0]} for {call_id}")  # expect: AC101
+    """,
+    "a_setter_given_its_prompt_by_keyword": """
+        from datetime import datetime
+
+        def refresh(chat_ctx):
+            update_instructions(chat_ctx, instructions=f"As of {datetime.now()}")  # expect: AC101
+    """,
     "structured_output_schema_is_a_tool": """
         def extraction_schema(labels):
             kinds = list({label.kind for label in labels})
@@ -256,6 +292,42 @@ NEGATIVE = {
 
         def prompt_settings(settings):
             return settings.get("system", f"{time.time()}")
+    """,
+    "a_tool_parameter_annotation_in_a_defined_order": """
+        from typing import Annotated
+        from pydantic import Field
+        from livekit.agents import function_tool
+
+        def out_of_scope_tool(visited, active):
+            task_ids = set[str](visited) - {active}
+
+            @function_tool(description="Go back to tasks already visited")
+            async def out_of_scope(
+                ids: Annotated[list[str], Field(json_schema_extra={"items": {"enum": sorted(task_ids)}})],
+            ) -> None:
+                pass
+
+            def helper(ids: Annotated[list[str], Field(json_schema_extra={"enum": list(task_ids)})]) -> None:
+                pass
+
+            return out_of_scope, helper
+    """,
+    "a_setter_given_its_prompt_by_keyword_updates_its_first_argument": """
+        def update_tools(chat_ctx, old, new, instructions):
+            chat_ctx.insert({"tools_added": list(set(new) - set(old))})
+            update_instructions(chat_ctx, instructions=instructions)
+    """,
+    "instruction_of_one_request_and_a_models_reply": """
+        import uuid
+        import litellm
+
+        async def step(grounding, messages, tools):
+            call_id = uuid.uuid4().hex
+            request = {"messages": [*messages, {"type": "computer_call", "call_id": call_id}], "tools": tools}
+            response = await litellm.acompletion(**request)
+            for desc in descriptions(response.model_dump()):
+                await grounding.predict_click(model="ground", instruction=f"{desc} {call_id}")
+                Agent(name="clicker", instruction=f"Click {desc}")
     """,
     "instruction_as_a_template_placeholder": """
         from datetime import datetime

@@ -100,7 +100,7 @@ class Sinks:
         elif sink == AGENT and len(node.args) > 1:
             self.tools_sink(node.args[1], args[1])
         elif sink == SETTER and node.args and not any(kw.arg in words.system_keywords for kw in node.keywords):
-            self.system_sink(node.args[0], args[0])  # given by keyword, the prompt is not first: (chat_ctx, instructions=)
+            self.system_sink(node.args[0], args[0])  # given by keyword, it is not first: (chat_ctx, instructions=)
         elif role is not None or called.role is not None:
             return self.role_sinks(node, role, called.role, args, kwargs)
         return False

@@ -133,9 +133,9 @@ class Vocabulary:
     )
     """Words that say a name holds a location (``log_dir``, ``config_path``, ``logdir``)."""
     completion_calls: tuple[str, ...] = (
-        ("completion", "acompletion", "text_completion", "atext_completion")  # LiteLLM
-        + ("completions.create", "responses.create", "messages.create")  # OpenAI, Anthropic
-        + ("generate_content", "generate_content_async")  # Gemini
+        *("completion", "acompletion", "text_completion", "atext_completion"),  # LiteLLM
+        *("completions.create", "responses.create", "messages.create"),  # OpenAI, Anthropic
+        *("generate_content", "generate_content_async"),  # Gemini
     )
     """Calls, by the end of their dotted name, that send a request to a model and return its reply: the reply
     holds none of the ids and times of what was sent (a synthetic tool call's id), so it carries none."""
