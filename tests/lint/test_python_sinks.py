@@ -95,7 +95,7 @@ POSITIVE = {
 
                 @function_tool(description="Go back to tasks already visited")
                 async def out_of_scope(
-                    ids: Annotated[list[str], Field(json_schema_extra={"items": {"enum": list(task_ids)}})],  # expect: AC103
+                    ids: Annotated[list[str], Field(json_schema_extra={"enum": list(task_ids)})],  # expect: AC103
                 ) -> None:
                     pass
 

@@ -150,6 +150,8 @@ class Vocabulary:
     system_factories: frozenset[str] = field(init=False, repr=False, compare=False)
     """Methods that may make a system message (:meth:`is_system_message`), from ``system_messages``: asked of
     every method call."""
+    completion_methods: frozenset[str] = field(init=False, repr=False, compare=False)
+    """The last names of ``completion_calls``: asked of every call not followed before its dotted name is."""
     sink_keywords: frozenset[str] = field(init=False, repr=False, compare=False)
     """The keywords that are sinks (:meth:`sends`): asked of every keyword argument."""
     callees: dict[str, Callee] = field(init=False, repr=False, compare=False, default_factory=dict)
@@ -158,6 +160,8 @@ class Vocabulary:
     def __post_init__(self) -> None:
         methods = {name.rpartition(".")[2] for name in self.system_messages if "." in name}
         object.__setattr__(self, "system_factories", frozenset({*methods, "from_template"}))
+        last = frozenset(name.rpartition(".")[2] for name in self.completion_calls)
+        object.__setattr__(self, "completion_methods", last)
         object.__setattr__(self, "sink_keywords", self.system_keywords | self.tools_keywords | self.schema_keywords)
 
     def is_bookkeeping(self, keyword: str) -> bool:
@@ -241,8 +245,10 @@ class Vocabulary:
 
     def replies(self, called: str | None) -> bool:
         """Whether a call, by its dotted name, returns a model's reply (:attr:`completion_calls`)."""
-        return called is not None and any(
-            called == name or called.endswith(f".{name}") for name in self.completion_calls
+        return (
+            called is not None
+            and called.rpartition(".")[2] in self.completion_methods
+            and any(called == name or called.endswith(f".{name}") for name in self.completion_calls)
         )
 
     def is_record(self, name: str) -> bool:
