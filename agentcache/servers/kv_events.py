@@ -336,6 +336,11 @@ class ServerBlocks:
         }
         return sorted(orders)
 
+    def matched_at(self, tokens: Sequence[int], before: int, matched: int) -> bool:
+        """Whether just before event ``before`` the events held exactly ``matched`` tokens of ``tokens``' path, as
+        the server did when it matched that many: the test that places a request's match in the event order."""
+        return self.held_before(tokens, before).tokens == matched
+
     def held_exactly(self, tokens: Sequence[int], since: int, matched: int) -> int | None:
         """The first position from event ``since`` on (up to the next event) before which the events held exactly
         ``matched`` tokens of ``tokens``' path, as the server did when it matched them; None when there is none.
@@ -344,7 +349,7 @@ class ServerBlocks:
         positions = {since, self.order + 1}
         for _, block in self._path(tokens):
             positions.update(order + 1 for order, _ in block.history if order >= since)
-        return next((p for p in sorted(positions) if self.held_before(tokens, p).tokens == matched), None)
+        return next((p for p in sorted(positions) if self.matched_at(tokens, p, matched)), None)
 
     def stats(self) -> dict[str, int]:
         live = sum(len(b.tokens) for b in self._blocks.values() if b.live)
@@ -496,7 +501,7 @@ class KvEventStream:
                 for order in stores:
                     if order > checked:
                         checked = order
-                        if not exact or self.blocks.held_before(tokens, order).tokens == matched:
+                        if not exact or self.blocks.matched_at(tokens, order, matched or 0):
                             limit = order
                             break
                 if limit is None and time.monotonic() >= deadline:
