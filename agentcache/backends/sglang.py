@@ -34,6 +34,9 @@ from agentcache.backends.call import (
 from agentcache.errors import InputError
 from agentcache.usage import CacheUsage
 
+FLUSH_WAIT = 60.0
+"""How long a flush lets the server finish the requests it still runs (:meth:`SGLangProtocol.flush_cache`)."""
+
 
 @dataclass(frozen=True)
 class Generation:
@@ -106,9 +109,12 @@ class SGLangProtocol(Protocol):
         text, input_ids = (prefix, None) if isinstance(prefix, str) else (None, prefix)
         return self.generate(text, input_ids, {"max_new_tokens": 0}, cache_salt=cache_salt, extra_key=extra_key)
 
-    def flush_cache(self) -> Call[None]:
-        """Empty the radix cache. SGLang refuses (HTTP 400, raised as BackendError) while requests are running."""
-        return Call(self.request("POST", "/flush_cache"), no_content)
+    def flush_cache(self, wait: float = FLUSH_WAIT) -> Call[None]:
+        """Empty the radix cache as soon as the server is idle, waiting up to ``wait`` seconds. SGLang refuses a
+        flush while requests run (HTTP 400, raised as BackendError), and a request still runs for a moment after
+        its answer came back, so a flush right after an answer can be refused; given a timeout, SGLang defers the
+        flush until it is idle. ``wait=0`` asks once."""
+        return Call(self.request("POST", f"/flush_cache?timeout={wait:g}"), no_content)
 
     def server_info(self) -> Call[dict[str, Any]]:
         """The server's arguments and state (``/get_server_info``): ``version``, ``enable_cache_report``,

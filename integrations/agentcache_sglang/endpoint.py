@@ -27,7 +27,9 @@ from types import SimpleNamespace
 from typing import Any
 
 from sglang.lang.backend.runtime_endpoint import RuntimeEndpoint
+from sglang.utils import http_request
 
+from agentcache.backends.sglang import FLUSH_WAIT
 from agentcache.canon import CanonicalPolicy, VolatileSpan, find_volatile, normalize_prose
 
 PRIME, GENERATE, SELECT = "prime", "generate", "select"
@@ -155,9 +157,16 @@ class CacheAwareEndpoint(RuntimeEndpoint):  # type: ignore[misc]  # sglang ships
             self._forks.clear()
             self._primed.clear()
 
-    def flush_cache(self) -> None:
-        """Flush the server's cache, and forget which prefixes were primed: they are gone."""
-        super().flush_cache()
+    def flush_cache(self, wait: float = FLUSH_WAIT) -> None:
+        """Flush the server's cache as soon as it is idle, waiting up to ``wait`` seconds, and forget which
+        prefixes were primed: they are gone. SGLang refuses a flush while a request runs, and a request still runs
+        for a moment after its answer has come back (the scheduler frees it at its next step), so a flush right
+        after a program's last answer can find the branches it just answered running; given a timeout, the server
+        defers the flush until it is idle. A server too old for the timeout ignores it and flushes at once."""
+        answer = http_request(
+            f"{self.base_url}/flush_cache?timeout={wait:g}", api_key=self.api_key, verify=self.verify, method="POST"
+        )
+        self._assert_success(answer)
         with self._lock:
             self._primed.clear()
 

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import orjson
 import pytest
 
 from agentcache.backends import AsyncSGLangClient, Generation, SGLangClient
@@ -118,6 +119,22 @@ def test_flush_cache_empties_it(client: SGLangClient, tokenizer: HFTokenizer) ->
     client.prime(ids)
     assert client.generate(input_ids=ids, sampling_params=GREEDY).cached_tokens == len(ids) - 1
     client.flush_cache()
+    assert client.generate(input_ids=ids, sampling_params=GREEDY).cached_tokens == 0
+
+
+def test_flush_cache_waits_for_a_running_request_then_empties_it(
+    client: SGLangClient, tokenizer: HFTokenizer, sglang: EngineInfo
+) -> None:
+    """SGLang refuses a flush while a request runs; the client's flush lets it finish first, then flushes."""
+    ids = tokenizer.encode(fresh("busy"))
+    long = {"max_new_tokens": 256, "temperature": 0, "ignore_eos": True}
+    body = {"input_ids": ids, "sampling_params": long, "stream": True}
+    with httpx.stream("POST", f"{sglang.url}/generate", json=body, timeout=120) as running:
+        lines = running.iter_lines()
+        assert next(line for line in lines if line.startswith("data:"))  # generating: 255 tokens still to come
+        client.flush_cache()
+        last = [line for line in lines if line.startswith("data:") and line != "data: [DONE]"][-1]
+    assert len(orjson.loads(last.removeprefix("data:"))["output_ids"]) == 256  # the flush let it finish
     assert client.generate(input_ids=ids, sampling_params=GREEDY).cached_tokens == 0
 
 
