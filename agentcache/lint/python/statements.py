@@ -151,6 +151,7 @@ class Statements(ABC):
         old, new = self.read(node.target, scope), self.expr(node.value, scope)
         if self.order and isinstance(node.op, ast.Add) and not _count(node.value):
             new = Value(new.origins | self.order)  # built up across a loop's iterations, in its order (not a count)
+            self.sinks.ordered_messages(node.value, self.order)  # messages += [{"role": "system", ...}]
         if isinstance(node.op, ast.Add):
             value = concat([old, new])
         elif isinstance(node.op, SET_OPERATORS) and old.unordered:
@@ -186,7 +187,11 @@ class Statements(ABC):
         value = self.expr(node.value, scope)
         if isinstance(node, ast.YieldFrom):
             value = ordered(value, node.value)
-        return Value(value.origins | self.order) if self.order else value
+        if not self.order:
+            return value
+        if isinstance(node, ast.Yield):
+            self.sinks.ordered_messages(node.value, self.order)
+        return Value(value.origins | self.order)
 
     def with_statement(self, node: ast.With | ast.AsyncWith, scope: Scope, returns: list[Value]) -> None:
         for context in node.items:
