@@ -8,7 +8,7 @@ Corpora: ``tuned``, the one the lint was built against; ``second``, judged first
 labelled corpus; ``third``, first judged against the lint of 2026-12-04; ``fourth``, judged against the lint of
 2026-12-05 (commit 6dfa9bb) and tuned to after; ``fifth``, judged against the lint of 2026-12-05 (commit b3fa554)
 and tuned to after; ``sixth``, judged against the lint of 2026-12-05 (commit 5faca15) and tuned to after;
-``seventh``, judged against the lint of 2026-12-05 (commit 60b4e2d). Targets, per corpus: precision >= 90%,
+``seventh``, judged against the lint of 2026-12-05 (commit 60b4e2d) and tuned to after. Targets, per corpus: precision >= 90%,
 recall >= 80%, >= 300 files/s, peak RSS < 300 MB on a 4 MB file. Exits 1 when a target is missed
 or a finding is unlabelled.
 
@@ -50,7 +50,7 @@ FLOORS = {
     "fourth": (0.95, 0.71),
     "fifth": (0.75, 1.0),
     "sixth": (1.0, 1.0),
-    "seventh": (1.0, 0.5),
+    "seventh": (1.0, 1.0),
 }
 #: Worker processes of the wall-clock run: the issue's target is for a 2-core machine.
 JOBS = 2
