@@ -39,6 +39,13 @@ POSITIVE = {
         def stream(chunks):
             for chunk in set(chunks):
                 yield {"role": "developer", "content": chunk}  # expect: AC103
+
+        def bound(chunks):
+            messages = []
+            for chunk in set(chunks):
+                message = SystemMessage(content=f"Context: {chunk}")  # expect: AC103
+                messages.append(message)
+            return messages
     """,
     "a_class_whose_role_defaults_to_system": """
         from dataclasses import dataclass, field
@@ -113,6 +120,19 @@ NEGATIVE = {
         def send(client, docs):
             for c in set(docs):
                 client.create(messages=[{"role": "system", "content": c}])
+    """,
+    "the_same_system_message_once_per_item": """
+        from langchain_core.messages import HumanMessage, SystemMessage
+
+        RULES = "Answer briefly."
+
+        def send(client, docs):
+            messages = []
+            rules = SystemMessage(content=RULES)
+            for c in set(docs):
+                messages.append({"role": "system", "content": RULES})
+                messages += [rules, HumanMessage(content=c)]
+            client.create(messages=messages)
     """,
     "classes_whose_role_is_not_a_system_role": """
         from uuid import uuid4

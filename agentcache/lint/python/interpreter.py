@@ -16,6 +16,7 @@ from agentcache.lint.python.sinks import sorts_keys
 from agentcache.lint.python.statements import MAX_CALL_DEPTH, Statements
 from agentcache.lint.python.syntax import (
     Function,
+    bound_names,
     callable_without_arguments,
     constant,
     definitions,
@@ -423,9 +424,12 @@ class Interpreter(Statements):
     def comprehension(self, node: ast.ListComp | ast.GeneratorExp | ast.SetComp | ast.DictComp, scope: Scope) -> Value:
         inner = Scope(scope)
         found: frozenset[Origin] = frozenset()
+        items: frozenset[str] = frozenset()
         for generator in node.generators:
             iterable = self.expr(generator.iter, inner)
-            found |= sequence_order(iterable, generator.iter)
+            order = sequence_order(iterable, generator.iter)
+            if order:
+                found, items = found | order, items | bound_names(generator.target)
             self.assign(generator.target, element(iterable), inner, None)
             for condition in generator.ifs:
                 self.expr(condition, inner)
@@ -435,7 +439,7 @@ class Interpreter(Statements):
         else:
             result = self.expr(node.elt, inner)
             if found and not isinstance(node, ast.SetComp):
-                self.sinks.ordered_messages(node, found)
+                self.sinks.ordered_messages(node, found, items)
         if isinstance(node, ast.SetComp):
             return Value(volatile(result.origins), Origin.at(node, ORDER))
         return Value(result.origins | found)
@@ -596,7 +600,7 @@ class Interpreter(Statements):
             entries = _updated(receiver, attr, node, args, kwargs) if attr in ("setdefault", "update") else None
             self.mutate(key, Value(receiver.origins | added, receiver.unordered, entries=entries), node, scope)
             if self.order and attr in SEQUENCE_MUTATORS and node.args:
-                self.sinks.ordered_messages(node.args[-1], self.order)
+                self.sinks.ordered_messages(node.args[-1], self.order, self.items)
         elif key and attr == "sort":
             scope.update(key, Value(order_free(receiver.origins)))
         if attr in SET_ALGEBRA and receiver.unordered:

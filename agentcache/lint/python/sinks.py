@@ -55,6 +55,9 @@ class Sinks:
         self.system_messages: set[int] = set()
         """The nodes (by id) that made a system message: :meth:`ordered_messages` asks of the messages a collection
         is made of."""
+        self.named_messages: dict[tuple[int, str], ast.expr] = {}
+        """(function by id, variable) -> the system message last bound to it (``message = SystemMessage(...)``),
+        then added to a collection by name (:meth:`bind_message`)."""
 
     def call_sinks(
         self,
@@ -160,19 +163,34 @@ class Sinks:
         self.system_messages.add(id(node))
         self.system_sink(node.elts[1], content)
 
-    def ordered_messages(self, node: ast.expr | None, order: frozenset[Origin]) -> None:
+    def bind_message(self, name: str, source: ast.expr | None) -> None:
+        """A variable of the running function bound to ``source``: remembered while it is a system message."""
+        key = (id(self.stack[-1]) if self.stack else 0, name)
+        if source is not None and id(source) in self.system_messages:
+            self.named_messages[key] = source
+        elif self.named_messages:
+            self.named_messages.pop(key, None)
+
+    def ordered_messages(self, node: ast.expr | None, order: frozenset[Origin], items: frozenset[str]) -> None:
         """Messages made one per item of a set, or in a shuffled order, into one collection (``node``: a
-        comprehension's element, what a loop appends, extends with or yields): the order of the system messages
-        among them is part of the system prompt, as a set's order is when it is joined into one message. Reported
-        at each system message's construction; a user's or an assistant's message is conversation."""
+        comprehension's element, what a loop appends, extends with or yields, a message or a variable bound to
+        one; ``items``: the names the loops bind to each item): the order of the system messages among them is
+        part of the system prompt, as a set's order is when it is joined into one message. Reported at each
+        system message's construction that reads an item (the same message added once per item is the same
+        whatever the order); a user's or an assistant's message is conversation."""
         if isinstance(node, (ast.List, ast.Tuple)):
             made = node.elts
         elif isinstance(node, (ast.ListComp, ast.GeneratorExp)):
             made = [node.elt]
         else:
             made = [node] if node is not None else []
+        function = id(self.stack[-1]) if self.stack else 0
         for item in made:
-            if id(item) in self.system_messages:
+            if isinstance(item, ast.Name):
+                item = self.named_messages.get((function, item.id), item)
+            if id(item) in self.system_messages and any(
+                isinstance(part, ast.Name) and part.id in items for part in ast.walk(item)
+            ):
                 self.system_sink(item, Value(order), taken=True)
 
     def mapping_sinks(self, node: ast.Dict, value: Value) -> None:

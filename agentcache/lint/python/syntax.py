@@ -89,6 +89,11 @@ def escaping(function: Function) -> frozenset[str]:
     return frozenset(found)
 
 
+def bound_names(target: ast.expr) -> frozenset[str]:
+    """The names a ``for`` target binds (``item``, ``key, (a, b)``, ``*rest``)."""
+    return frozenset(node.id for node in ast.walk(target) if isinstance(node, ast.Name))
+
+
 def unpacked(target: ast.Tuple | ast.List, source: ast.expr | None) -> list[tuple[ast.expr, ast.expr | None]]:
     """Pair each target with its own source expression when both sides are literal tuples of one length."""
     if (
