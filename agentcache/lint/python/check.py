@@ -108,6 +108,7 @@ class PythonSession:
                 analysis.run()
                 results.extend(analysis.sinks.results())
                 exports.update(analysis.exports())
+                exports.update(analysis.roles_given())
                 gives.update(analysis.gives)
                 # last: a summary's runs, with parameters of their own and calls cut short, report and give nothing
                 exports.update(analysis.summaries())

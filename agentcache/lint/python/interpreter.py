@@ -16,6 +16,7 @@ from agentcache.lint.python.sinks import sorts_keys
 from agentcache.lint.python.statements import MAX_CALL_DEPTH, Statements
 from agentcache.lint.python.syntax import (
     Function,
+    bound_names,
     callable_without_arguments,
     constant,
     definitions,
@@ -23,6 +24,7 @@ from agentcache.lint.python.syntax import (
     imports,
     last_name,
     returns_own_class,
+    role_default,
     takes_arguments,
 )
 from agentcache.lint.python.templates import TemplateFiles, reads
@@ -65,6 +67,7 @@ from agentcache.lint.python.vocabulary import (
     OPAQUE,
     ORDER_FREE,
     RENDERERS,
+    SEQUENCE_MUTATORS,
     SEQUENCERS,
     SET_ALGEBRA,
     SET_OPERATORS,
@@ -111,6 +114,11 @@ class Interpreter(Statements):
         """Function (by id) -> its parameters annotated with an imported class -> that class's dotted name, alone
         in a tuple (:meth:`classes_of`)."""
         self.classes = {node.name for node in tree.body if isinstance(node, ast.ClassDef)}
+        self.class_nodes = {node.name: node for node in self.nodes if isinstance(node, ast.ClassDef)}
+        self.class_nodes.update((node.name, node) for node in tree.body if isinstance(node, ast.ClassDef))
+        """The module's classes by name (a top-level one before a nested one of the same name)."""
+        self.roles: dict[str, str | None] = {}
+        """Class (by dotted name) -> the role it gives its objects when not given one (:meth:`class_role`)."""
         self.local_classes = {f"{module}.{name}": name for name in self.classes}
         """The module's classes by dotted name (:attr:`Value.cls`) -> their name here."""
         self.package_top = module.partition(".")[0] + "."
@@ -152,6 +160,17 @@ class Interpreter(Statements):
                         found[f"{node.name}().{item.name}{call}"] = self.invoke(item, {})
         for name, fields in self.instance_fields.items():  # Agent().name: a field of every Agent made
             found.update((f"{name}().{key[5:]}", value) for key, value in fields.items())
+        return found
+
+    def roles_given(self) -> dict[str, str]:
+        """After :meth:`run`: the role each top-level class gives its objects when not given one
+        (``Class(role)``: :meth:`class_role`), for the modules that make them and for its subclasses."""
+        found = {}
+        for node in self.tree.body:
+            if isinstance(node, ast.ClassDef):
+                role = self.class_role(node.name)
+                if role is not None:
+                    found[f"{node.name}(role)"] = role
         return found
 
     def summaries(self) -> dict[str, str]:
@@ -369,7 +388,7 @@ class Interpreter(Statements):
             else:
                 items.append(self.expr(item, scope))
         if isinstance(node, ast.Tuple) and len(node.elts) == 2 and constant(node.elts[0]) in self.words.system_roles:
-            self.sinks.system_sink(node.elts[1], items[1])  # LangChain's ("system", text) message tuples
+            self.sinks.system_tuple(node, items[1])
         if (
             isinstance(node, ast.Tuple)
             and len(items) <= MAX_ITEMS
@@ -405,9 +424,12 @@ class Interpreter(Statements):
     def comprehension(self, node: ast.ListComp | ast.GeneratorExp | ast.SetComp | ast.DictComp, scope: Scope) -> Value:
         inner = Scope(scope)
         found: frozenset[Origin] = frozenset()
+        items: frozenset[str] = frozenset()
         for generator in node.generators:
             iterable = self.expr(generator.iter, inner)
-            found |= sequence_order(iterable, generator.iter)
+            order = sequence_order(iterable, generator.iter)
+            if order:
+                found, items = found | order, items | bound_names(generator.target)
             self.assign(generator.target, element(iterable), inner, None)
             for condition in generator.ifs:
                 self.expr(condition, inner)
@@ -416,6 +438,8 @@ class Interpreter(Statements):
             found = keyed(found)  # the order of its keys
         else:
             result = self.expr(node.elt, inner)
+            if found and not isinstance(node, ast.SetComp):
+                self.sinks.ordered_messages(node, found, items)
         if isinstance(node, ast.SetComp):
             return Value(volatile(result.origins), Origin.at(node, ORDER))
         return Value(result.origins | found)
@@ -457,7 +481,8 @@ class Interpreter(Statements):
         name = self.qualname(func, scope)
         callee = last_name(func) or ""
         called = self.words.callee(callee)
-        if self.sinks.call_sinks(node, callee, called, args, kwargs, spread):
+        default = self.called_role(func, name) if _capitalized(callee) else None
+        if self.sinks.call_sinks(node, callee, called, args, kwargs, spread, default):
             return CLEAN  # a user's or an assistant's message
         if name is not None:
             kind = source_kind(name, len(node.args) + len(keywords), self.words)
@@ -574,6 +599,8 @@ class Interpreter(Statements):
             added = element(given).origins if receiver.unordered else given.origins | self.order
             entries = _updated(receiver, attr, node, args, kwargs) if attr in ("setdefault", "update") else None
             self.mutate(key, Value(receiver.origins | added, receiver.unordered, entries=entries), node, scope)
+            if self.order and attr in SEQUENCE_MUTATORS and node.args:
+                self.sinks.ordered_messages(node.args[-1], self.order, self.items)
         elif key and attr == "sort":
             scope.update(key, Value(order_free(receiver.origins)))
         if attr in SET_ALGEBRA and receiver.unordered:
@@ -609,6 +636,47 @@ class Interpreter(Statements):
             owner = self.qualname(func.value, scope)
             summary = self.learned.get(f"{owner}().{func.attr}(*)") if owner else None
         return Summary.decode(summary).returned(node, args, kwargs) if summary else None
+
+    def called_role(self, func: ast.expr, name: str | None) -> str | None:
+        """The role a called class gives its objects when not given ``role=``, as
+        :meth:`~agentcache.lint.python.sinks.Sinks.call_sinks` takes it: of a class of the module (``name`` None)
+        by :meth:`class_role`, of an imported one by what its module exports (``Class(role)``). None: it sets
+        none, or ``func`` names no class known."""
+        if name is None:
+            return self.class_role(func.id) if isinstance(func, ast.Name) and func.id in self.class_nodes else None
+        if name not in self.roles:
+            self.roles[name] = self.learned.get(f"{name}(role)")
+        return self.roles[name]
+
+    def class_role(self, cls: str) -> str | None:
+        """The role the module's class ``cls`` gives its objects when not given one, learned from its body
+        (:func:`~agentcache.lint.python.syntax.role_default`), else from its first base that gives one:
+        :data:`~agentcache.lint.python.vocabulary.SYSTEM`, another of ``other_roles``, ``""`` for a role of its
+        own; None when it gives none."""
+        key = f"{self.module}.{cls}"
+        if key in self.roles:
+            return self.roles[key]
+        self.roles[key] = None  # a class that derives from itself, through others, gives none
+        node = self.class_nodes[cls]
+        written = role_default(node)
+        found: str | None = None
+        if written is not None:  # a constant, or a name that says a role (Role.SYSTEM); else not known
+            text = constant(written)
+            if isinstance(text, str):
+                found = self.words.role_text(text) or ""
+            else:
+                found = self.words.role_named(last_name(written) or "")
+        else:
+            for base in node.bases:
+                if isinstance(base, ast.Name) and base.id in self.class_nodes:
+                    found = self.class_role(base.id)
+                else:
+                    imported = self.imported(base)
+                    found = self.learned.get(f"{imported}(role)") if imported else None
+                if found is not None:
+                    break
+        self.roles[key] = found
+        return found
 
     def class_made(self, made: ast.expr, scope: Scope) -> str | None:
         """The class of the project an object is made of (``_SchemaSpec(...)``, ``Budget.for_model(...)``: ``made``

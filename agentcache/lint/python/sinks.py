@@ -52,6 +52,12 @@ class Sinks:
         self.sentinels: set[str] = set()
         """Names compared by identity (``if prompt is DEFAULT_PROMPT``): a module-level one is a marker for "not
         given", replaced before anything is sent, so what it is bound to is no sink."""
+        self.system_messages: set[int] = set()
+        """The nodes (by id) that made a system message: :meth:`ordered_messages` asks of the messages a collection
+        is made of."""
+        self.named_messages: dict[tuple[int, str], ast.expr] = {}
+        """(function by id, variable) -> the system message last bound to it (``message = SystemMessage(...)``),
+        then added to a collection by name (:meth:`bind_message`)."""
 
     def call_sinks(
         self,
@@ -61,13 +67,16 @@ class Sinks:
         args: list[Value],
         kwargs: dict[str, Value],
         spread: list[Value],
+        default: str | None = None,
     ) -> bool:
         """The sinks among a call's arguments: ``system=``, ``tools=``, ``SystemMessage(...)``, ``bind_tools``,
         ``set_instruction(...)``, ``Message(role="system", content=...)``, ``Message("system", text)``... Returns
         whether the call makes a message of another role (``role="user"``, ``HumanMessage(...)``): what that holds
         is never a system prompt or a tool list, so the interpreter drops it, wherever the message is then put.
         ``name``: the called name, ``called``: what the vocabulary says of it; ``spread``: the dicts given as
-        ``**kwargs``, whose entries are keyword arguments too."""
+        ``**kwargs``, whose entries are keyword arguments too. ``default``: the role the called class gives its
+        objects when not given ``role=`` (:data:`SYSTEM`, another of ``other_roles``, ``""`` for one of its own),
+        read from its body: it says what the class makes, whatever its name says."""
         func = node.func
         words = self.words
         role: ast.keyword | None = None
@@ -89,7 +98,12 @@ class Sinks:
             isinstance(func, ast.Attribute) and words.is_system_message(last_name(func.value), name)
         ):
             sink = None
+        if default is not None and role is None:
+            if default != SYSTEM:
+                return bool(default)
+            sink = MESSAGE
         if sink in (MESSAGE, FACTORY):
+            self.system_messages.add(id(node))
             if node.args:
                 self.system_sink(node.args[0], args[0])
             self.message_sinks(node, kwargs, "template")
@@ -125,6 +139,7 @@ class Sinks:
                 if found == SYSTEM and not (self.stack and self.words.builds_prompt(self.stack[-1].name)):
                     return False
         if found == SYSTEM:
+            self.system_messages.add(id(node))
             if len(node.args) > content:
                 self.system_sink(node.args[content], args[content])
             self.message_sinks(node, kwargs)
@@ -137,10 +152,46 @@ class Sinks:
         index = fields.get("role")
         role = self.role(node.values[index], values[index]) if index is not None else None
         if role == SYSTEM:
+            self.system_messages.add(id(node))
             for field in MESSAGE_FIELDS:
                 if field in fields:
                     self.system_sink(node.values[fields[field]], values[fields[field]])
         return bool(role) and role != SYSTEM
+
+    def system_tuple(self, node: ast.Tuple, content: Value) -> None:
+        """LangChain's ``("system", text)`` message tuple."""
+        self.system_messages.add(id(node))
+        self.system_sink(node.elts[1], content)
+
+    def bind_message(self, name: str, source: ast.expr | None) -> None:
+        """A variable of the running function bound to ``source``: remembered while it is a system message."""
+        key = (id(self.stack[-1]) if self.stack else 0, name)
+        if source is not None and id(source) in self.system_messages:
+            self.named_messages[key] = source
+        elif self.named_messages:
+            self.named_messages.pop(key, None)
+
+    def ordered_messages(self, node: ast.expr | None, order: frozenset[Origin], items: frozenset[str]) -> None:
+        """Messages made one per item of a set, or in a shuffled order, into one collection (``node``: a
+        comprehension's element, what a loop appends, extends with or yields, a message or a variable bound to
+        one; ``items``: the names the loops bind to each item): the order of the system messages among them is
+        part of the system prompt, as a set's order is when it is joined into one message. Reported at each
+        system message's construction that reads an item (the same message added once per item is the same
+        whatever the order); a user's or an assistant's message is conversation."""
+        if isinstance(node, (ast.List, ast.Tuple)):
+            made = node.elts
+        elif isinstance(node, (ast.ListComp, ast.GeneratorExp)):
+            made = [node.elt]
+        else:
+            made = [node] if node is not None else []
+        function = id(self.stack[-1]) if self.stack else 0
+        for item in made:
+            if isinstance(item, ast.Name):
+                item = self.named_messages.get((function, item.id), item)
+            if id(item) in self.system_messages and any(
+                isinstance(part, ast.Name) and part.id in items for part in ast.walk(item)
+            ):
+                self.system_sink(item, Value(order), taken=True)
 
     def mapping_sinks(self, node: ast.Dict, value: Value) -> None:
         """A dict display bound to a name or returned, whose items under the keyword of a tool list or an output
@@ -257,9 +308,8 @@ class Sinks:
         """A message's role: :data:`SYSTEM` for the system's, another of ``other_roles``, None when not known. A
         constant says it, also as a value (``role = "system"``, a helper's parameter), else a name does
         (:meth:`Vocabulary.role_named`: ``self.system_message_role``, ``Role.USER``)."""
-        text = value.text
-        if text is not None:
-            return SYSTEM if text in self.words.system_roles else text if text in self.words.other_roles else None
+        if value.text is not None:
+            return self.words.role_text(value.text)
         found = last_name(node)
         return self.words.role_named(found) if found is not None else None
 

@@ -11,7 +11,7 @@ from functools import reduce
 from typing import Any, ClassVar
 
 from agentcache.lint.python.sinks import TOOL_SCHEMA, Sinks
-from agentcache.lint.python.syntax import Function, dotted, last_name, statements, unpacked
+from agentcache.lint.python.syntax import Function, bound_names, dotted, last_name, statements, unpacked
 from agentcache.lint.python.values import (
     CLEAN,
     Origin,
@@ -77,6 +77,8 @@ class Statements(ABC):
         self.order: frozenset[Origin] = frozenset()
         """The undefined orders of the loops being run (a set's, a shuffle's): what a loop body adds to a
         collection or a string that outlives an iteration is built in that order."""
+        self.items: frozenset[str] = frozenset()
+        """The names those loops bind to each item (:meth:`Sinks.ordered_messages`)."""
 
     @abstractmethod
     def expr(self, node: ast.expr | None, scope: Scope) -> Value:
@@ -151,6 +153,7 @@ class Statements(ABC):
         old, new = self.read(node.target, scope), self.expr(node.value, scope)
         if self.order and isinstance(node.op, ast.Add) and not _count(node.value):
             new = Value(new.origins | self.order)  # built up across a loop's iterations, in its order (not a count)
+            self.sinks.ordered_messages(node.value, self.order, self.items)  # messages += [{"role": "system"...}]
         if isinstance(node.op, ast.Add):
             value = concat([old, new])
         elif isinstance(node.op, SET_OPERATORS) and old.unordered:
@@ -186,7 +189,11 @@ class Statements(ABC):
         value = self.expr(node.value, scope)
         if isinstance(node, ast.YieldFrom):
             value = ordered(value, node.value)
-        return Value(value.origins | self.order) if self.order else value
+        if not self.order:
+            return value
+        if isinstance(node, ast.Yield):
+            self.sinks.ordered_messages(node.value, self.order, self.items)
+        return Value(value.origins | self.order)
 
     def with_statement(self, node: ast.With | ast.AsyncWith, scope: Scope, returns: list[Value]) -> None:
         for context in node.items:
@@ -246,14 +253,16 @@ class Statements(ABC):
         deeper than :data:`MAX_REPEATED_LOOPS` run once, so the cost stays linear in the source, not exponential.
         One handler for ``for`` and ``while``, like :meth:`branches`, to spend one frame less per level."""
         target: ast.expr | None
-        outer = self.order
+        outer, items = self.order, self.items
         if isinstance(node, ast.While):
             self.expr(node.test, scope)
             target, item = None, CLEAN
         else:
             iterable = self.expr(node.iter, scope)
             target, item = node.target, element(iterable)
-            self.order = outer | sequence_order(iterable, node.iter)
+            order = sequence_order(iterable, node.iter)
+            if order:
+                self.order, self.items = outer | order, items | bound_names(target)
         before = scope.fork()
         self.loops += 1
         for _ in range(2 if self.loops <= MAX_REPEATED_LOOPS else 1):
@@ -261,7 +270,7 @@ class Statements(ABC):
                 self.assign(target, item, scope, None)
             self.block(node.body, scope, returns)
         self.loops -= 1
-        self.order = outer
+        self.order, self.items = outer, items
         self.block(node.orelse, scope, returns)
         scope.merge(before, scope)
 
@@ -309,6 +318,7 @@ class Statements(ABC):
         if isinstance(target, ast.Name):
             scope.vars[target.id] = value
             self.sinks.named_sink(target.id, source, value, local=True)
+            self.sinks.bind_message(target.id, source)
         elif isinstance(target, ast.Attribute):
             key = dotted(target)
             if key:
@@ -381,6 +391,7 @@ class Statements(ABC):
             return combine(*bindings.values())
         self.stack.append(function)
         outer, self.order = self.order, frozenset()  # a call's own collections are not the caller's loop's
+        items, self.items = self.items, frozenset()
         outer_cut, self.cut = self.cut, False
         scope = Scope(self.globals)
         scope.vars.update(self.fields.get(id(function), {}))
@@ -393,7 +404,7 @@ class Statements(ABC):
         if fields is not None:
             fields.update((key, value) for key, value in scope.vars.items() if key.startswith("self.") and _kept(value))
         self.stack.pop()
-        self.order = outer
+        self.order, self.items = outer, items
         result = reduce(join, returns) if returns else CLEAN
         self.memo[key] = (result, depth if self.cut else MAX_CALL_DEPTH)
         self.cut = self.cut or outer_cut

@@ -89,6 +89,11 @@ def escaping(function: Function) -> frozenset[str]:
     return frozenset(found)
 
 
+def bound_names(target: ast.expr) -> frozenset[str]:
+    """The names a ``for`` target binds (``item``, ``key, (a, b)``, ``*rest``)."""
+    return frozenset(node.id for node in ast.walk(target) if isinstance(node, ast.Name))
+
+
 def unpacked(target: ast.Tuple | ast.List, source: ast.expr | None) -> list[tuple[ast.expr, ast.expr | None]]:
     """Pair each target with its own source expression when both sides are literal tuples of one length."""
     if (
@@ -167,3 +172,65 @@ def _absolute(module: str, level: int, package: str) -> str | None:
         return None
     base = parts[: len(parts) - (level - 1)]
     return ".".join([*base, module] if module else base) or None
+
+
+def role_default(node: ast.ClassDef) -> ast.expr | None:
+    """What a class makes its objects' ``role`` when not given one, as written: a class attribute or field default
+    (``role: str = "system"``, ``Field(default="system")``), else what its ``__init__`` assigns (``self.role =
+    "system"``, ``super().__init__(role="system", ...)``; a parameter's default for ``self.role = role``). None
+    when it sets none, or ``__init__`` takes it from a parameter with no default: then it is always given."""
+    found: ast.expr | None = None
+    for item in node.body:
+        if isinstance(item, (ast.Assign, ast.AnnAssign)) and item.value is not None:
+            targets = [item.target] if isinstance(item, ast.AnnAssign) else item.targets
+            if any(_named(target, "role") for target in targets):
+                found = _field_default(item.value)
+    init = next((item for item in node.body if isinstance(item, ast.FunctionDef) and item.name == "__init__"), None)
+    assigned = _init_role(init) if init is not None else None
+    return found if init is None or assigned is None else _parameter_default(init, assigned)
+
+
+def _named(node: ast.expr, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def _field_default(value: ast.expr) -> ast.expr:
+    """A field's default: ``Field("system")``, ``field(default="system")`` and ``attr.ib(default=...)`` give theirs."""
+    if isinstance(value, ast.Call):
+        given = next((keyword.value for keyword in value.keywords if keyword.arg == "default"), None)
+        return given if given is not None else value.args[0] if value.args else value
+    return value
+
+
+def _init_role(init: ast.FunctionDef) -> ast.expr | None:
+    """What ``__init__``'s own statements set ``self.role`` to, or give ``super().__init__`` as ``role=``."""
+    found = None
+    for statement in init.body:
+        if isinstance(statement, ast.Assign) and any(
+            isinstance(target, ast.Attribute) and target.attr == "role" and _named(target.value, "self")
+            for target in statement.targets
+        ):
+            found = statement.value
+        elif (
+            isinstance(statement, ast.Expr)
+            and isinstance(statement.value, ast.Call)
+            and isinstance(statement.value.func, ast.Attribute)
+            and statement.value.func.attr == "__init__"
+        ):
+            found = next((kw.value for kw in statement.value.keywords if kw.arg == "role"), found)
+    return found
+
+
+def _parameter_default(function: ast.FunctionDef, value: ast.expr) -> ast.expr | None:
+    """``value``, or the default of the parameter it names (None: a parameter without one)."""
+    if not isinstance(value, ast.Name):
+        return value
+    spec = function.args
+    positional = [*spec.posonlyargs, *spec.args]
+    named = [arg.arg for arg in positional[len(positional) - len(spec.defaults) :]]
+    defaults = dict(zip(named, spec.defaults, strict=True))
+    keywords = zip(spec.kwonlyargs, spec.kw_defaults, strict=True)
+    defaults.update((arg.arg, default) for arg, default in keywords if default is not None)
+    if value.id in defaults:
+        return defaults[value.id]
+    return None if any(arg.arg == value.id for arg in (*positional, *spec.kwonlyargs)) else value

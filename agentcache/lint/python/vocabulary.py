@@ -218,6 +218,11 @@ class Vocabulary:
             return SYSTEM
         return next(iter(self.other_roles.intersection(_words(name))), None)
 
+    def role_text(self, text: str) -> str | None:
+        """The role a role's text says: :data:`SYSTEM` for one of ``system_roles``, one of ``other_roles``, else
+        None."""
+        return SYSTEM if text in self.system_roles else text if text in self.other_roles else None
+
     def builds_prompt(self, function: str) -> bool:
         """Whether a function's name says it builds a prompt (``prompt_timeinfo``, ``get_prompt``)."""
         return "prompt" in _words(function)
@@ -342,6 +347,8 @@ COPIES = frozenset({"copy.copy", "copy.deepcopy"})
 FACTORY_KEYWORDS = frozenset({"default_factory", "factory"})
 DUMPS = frozenset({"json.dumps", "json.dump", "orjson.dumps"})
 MUTATORS = frozenset({"append", "extend", "insert", "add", "update", "appendleft", "extendleft", "setdefault"})
+#: The mutators that add to a sequence, in the order they are called: its last argument is what they add.
+SEQUENCE_MUTATORS = frozenset({"append", "extend", "insert", "appendleft", "extendleft"})
 SET_ALGEBRA = frozenset({"union", "intersection", "difference", "symmetric_difference", "copy"})
 #: Operators that make a set of two sets (``a | b``); on anything else they combine like any operator.
 SET_OPERATORS = (ast.BitOr, ast.BitAnd, ast.Sub, ast.BitXor)
