@@ -132,12 +132,11 @@ class _Channel:
 
 
 def _write(pipe: IO[bytes], message: object, body: bytes = b"") -> None:
-    """One message: its lengths, the pickled message, then ``body`` as it is (a request body is not pickled:
-    the buffered pipe writes bytes this large straight through, without a copy)."""
+    """One message: its lengths, the pickled message, then ``body`` as it is (a request body is not pickled), in
+    one write. Written apart, the body (larger than the pipe's buffer) went out in a system call of its own, and
+    each gave up the GIL and waited to take it back from the event loop."""
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    pipe.write(_HEADER.pack(len(data), len(body)))
-    pipe.write(data)
-    pipe.write(body)
+    pipe.write(b"".join((_HEADER.pack(len(data), len(body)), data, body)))
 
 
 def _read(pipe: IO[bytes]) -> tuple[Any, bytes]:
@@ -250,7 +249,9 @@ class Predictions:
                         stacklevel=2,
                     )
                     return f"no prediction: {exc}"
-        return self._in_process().predict(job)
+        prediction = self._in_process().predict(job)
+        time.sleep(0)  # a prediction here holds the GIL for its CPU: let an event loop waiting for it run now
+        return prediction
 
 
 def _forget(key: int, built: list[Predictor]) -> None:
