@@ -14,12 +14,14 @@ here, in the caller's context. Every guarantee of the background thread holds as
   that imports agentcache and loads the tokenizer and chat template, about a second of CPU on another core. A
   script that exits right after its call waits for that, since no turn may be lost.
 - **What is sent**: :class:`~agentcache.transport.predictor.PredictJob`, the canonical body as the bytes that
-  went out plus a few numbers; the process parses them itself. Once per middleware, its
-  :class:`~agentcache.transport.predictor.PredictorSpec`: names and paths only.
+  went out plus a few numbers; the process parses them itself. The turns that ended while the worker was busy, or
+  while it gathered them (:data:`~agentcache.transport.background.GATHER_SECONDS`), go in one message and come
+  back in one answer: each message costs the worker a wake-up and the GIL taken back from the event loop. Once
+  per middleware, its :class:`~agentcache.transport.predictor.PredictorSpec`: names and paths only.
 - **In this process instead** (``predict_in="thread"``, or when a process cannot be used): a tokenizer or
   server prompt given as an object (it would have to be unpickled there, importing the module that defined it),
-  no ``sys.executable``, or a process that could not start or build the model. If the process dies, the turn it
-  was predicting gets no prediction (with the reason), and that middleware's later turns are predicted here, from
+  no ``sys.executable``, or a process that could not start or build the model. If the process dies, the turns it
+  was predicting get no prediction (with the reason), and that middleware's later turns are predicted here, from
   an empty model of the cache; a warning says so. A middleware created later starts a new process.
   :attr:`Predictions.where` and :attr:`Predictions.reason` tell which it is and why.
 """
@@ -38,7 +40,7 @@ import sys
 import time
 import warnings
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any, Literal
 
@@ -75,9 +77,12 @@ class _Channel:
         self.cpu = 0.0
         """The CPU seconds the process has used, as of its last answer."""
 
-    def predict(self, key: int, spec: PredictorSpec, job: PredictJob) -> Prediction | str:
+    def predict(self, key: int, spec: PredictorSpec, jobs: Sequence[PredictJob]) -> list[Prediction | str | Exception]:
+        """The jobs' predictions, in one message each way (their bodies one after the other, as they are)."""
         self.add(key, spec)
-        return _prediction(self._ask(("predict", key, job[1:]), job.sent))
+        message = ("predict", key, [(len(job.sent), job[1:]) for job in jobs])
+        answers = self._ask(message, b"".join(job.sent for job in jobs))
+        return [_prediction(value) if status == "ok" else RuntimeError(value) for status, value in answers]
 
     def add(self, key: int, spec: PredictorSpec) -> None:
         """Have the process build the middleware's predictor, unless it has."""
@@ -232,14 +237,14 @@ class Predictions:
             self._built.append(self._local())
         return self._built[0]
 
-    def predict(self, job: PredictJob) -> Prediction | str:
-        """The turn's prediction, or why there is none. An error inside the prediction process is raised, as
-        it would be here."""
+    def predict(self, jobs: Sequence[PredictJob]) -> list[Prediction | str | Exception]:
+        """Each turn's prediction, or why there is none, in the order given; an error the prediction raised (here
+        or inside the prediction process) in its place, for the caller to raise with that turn alone."""
         if self.where == "process" and self._spec is not None:
             try:
-                prediction = _CHANNEL.predict(self._key, self._spec, job)
+                predictions = _CHANNEL.predict(self._key, self._spec, jobs)
                 self._sent = True
-                return prediction
+                return predictions
             except (_Gone, _Refused) as exc:
                 self.where, self.reason = "thread", str(exc)
                 if self._sent:  # the model of the cache the process held is lost with it
@@ -248,10 +253,16 @@ class Predictions:
                         " empty model of the cache",
                         stacklevel=2,
                     )
-                    return f"no prediction: {exc}"
-        prediction = self._in_process().predict(job)
-        time.sleep(0)  # a prediction here holds the GIL for its CPU: let an event loop waiting for it run now
-        return prediction
+                    return [f"no prediction: {exc}"] * len(jobs)
+        return [self._predict_here(job) for job in jobs]
+
+    def _predict_here(self, job: PredictJob) -> Prediction | str | Exception:
+        try:
+            return self._in_process().predict(job)
+        except Exception as exc:
+            return exc
+        finally:
+            time.sleep(0)  # a prediction here holds the GIL for its CPU: let an event loop waiting for it run now
 
 
 def _forget(key: int, built: list[Predictor]) -> None:
@@ -259,6 +270,20 @@ def _forget(key: int, built: list[Predictor]) -> None:
     _CHANNEL.drop(key)
     for predictor in built:
         predictor.close()
+
+
+def _predict_all(predictor: Predictor, jobs: list[tuple[int, tuple[Any, ...]]], bodies: bytes) -> list[Any]:
+    """Each job's answer, ``("ok", prediction)`` or ``("error", why)``: one turn's error is that turn's alone."""
+    answers: list[Any] = []
+    start = 0
+    for length, rest in jobs:
+        job = PredictJob(bodies[start : start + length], *rest)
+        start += length
+        try:
+            answers.append(("ok", _plain(predictor.predict(job))))
+        except Exception as exc:
+            answers.append(("error", f"{type(exc).__name__}: {exc}"))
+    return answers
 
 
 def main() -> None:
@@ -283,7 +308,7 @@ def main() -> None:
                 predictors[key] = payload.build(prompts)
                 reply: tuple[str, object] = ("ok", None)
             else:
-                reply = ("ok", _plain(predictors[key].predict(PredictJob(body, *payload))))
+                reply = ("ok", _predict_all(predictors[key], payload, body))
         except Exception as exc:  # answered, so that the caller falls back instead of waiting forever
             reply = ("error", f"{type(exc).__name__}: {exc}")
         _write(replies, (*reply, time.process_time()))
