@@ -55,6 +55,7 @@ __all__ = ["PredictIn", "Predictions", "main", "process_cpu"]
 
 PredictIn = Literal["process", "thread"]
 _HEADER = struct.Struct("<QQ")
+_PIPE_BYTES = 1 << 20
 
 
 class _Gone(Exception):
@@ -81,7 +82,7 @@ class _Channel:
         """The jobs' predictions, in one message each way (their bodies one after the other, as they are)."""
         self.add(key, spec)
         message = ("predict", key, [(len(job.sent), job[1:]) for job in jobs])
-        answers = self._ask(message, b"".join(job.sent for job in jobs))
+        answers = self._ask(message, [job.sent for job in jobs])
         return [_prediction(value) if status == "ok" else RuntimeError(value) for status, value in answers]
 
     def add(self, key: int, spec: PredictorSpec) -> None:
@@ -96,7 +97,7 @@ class _Channel:
     def drop(self, key: int) -> None:
         self._dropped.append(key)  # sent before the next message, by the worker thread
 
-    def _ask(self, message: tuple[str, int, object], body: bytes = b"") -> Any:
+    def _ask(self, message: tuple[str, int, object], bodies: Sequence[bytes] = ()) -> Any:
         try:
             process = self._process or self._start()
             assert process.stdin is not None and process.stdout is not None
@@ -105,7 +106,7 @@ class _Channel:
                 if key in self._known:
                     self._known.discard(key)
                     _write(process.stdin, ("drop", key, None))
-            _write(process.stdin, message, body)
+            _write(process.stdin, message, bodies)
             process.stdin.flush()
             (status, value, self.cpu), _ = _read(process.stdout)
         except (OSError, EOFError, pickle.UnpicklingError) as exc:
@@ -125,6 +126,8 @@ class _Channel:
         root = str(Path(agentcache.__file__).resolve().parent.parent)
         code = f"import sys; sys.path.insert(0, {root!r}); from agentcache.transport.process import main; main()"
         self._process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert self._process.stdin is not None
+        _widen(self._process.stdin)
         return self._process
 
     def close(self) -> None:
@@ -136,12 +139,25 @@ class _Channel:
                 self._process.wait(timeout=5)
 
 
-def _write(pipe: IO[bytes], message: object, body: bytes = b"") -> None:
-    """One message: its lengths, the pickled message, then ``body`` as it is (a request body is not pickled), in
-    one write. Written apart, the body (larger than the pipe's buffer) went out in a system call of its own, and
-    each gave up the GIL and waited to take it back from the event loop."""
+def _widen(pipe: IO[bytes]) -> None:
+    """Let the pipe hold a batch of bodies (Linux: 1 MiB, an unprivileged process's limit; 64 kB by default), so that
+    the worker writes a batch without waiting for the process to read part of it: each wait is a wake-up and the
+    GIL taken back from the event loop."""
+    try:
+        import fcntl  # not on Windows
+
+        fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+    except (ImportError, AttributeError, OSError):  # no such call here, or a lower limit: the pipe stays as it is
+        pass
+
+
+def _write(pipe: IO[bytes], message: object, bodies: Sequence[bytes] = ()) -> None:
+    """One message: its lengths, the pickled message, then ``bodies`` as they are (request bodies are not
+    pickled), in one write. Written apart, the bodies (larger than the pipe's buffer) went out in system calls of
+    their own, and each gave up the GIL and waited to take it back from the event loop."""
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    pipe.write(b"".join((_HEADER.pack(len(data), len(body)), data, body)))
+    length = sum(map(len, bodies))
+    pipe.write(b"".join((_HEADER.pack(len(data), length), data, *bodies)))
 
 
 def _read(pipe: IO[bytes]) -> tuple[Any, bytes]:
