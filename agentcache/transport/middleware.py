@@ -37,7 +37,6 @@ import time
 import warnings
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -490,7 +489,7 @@ class CacheMiddleware:
                 warnings.warn(f"agentcache: listener {listener!r} failed ({type(exc).__name__}: {exc})", stacklevel=3)
 
 
-@dataclass(slots=True)
+@dataclasses.dataclass(slots=True)
 class _Ended:
     """A call that ended, on its way to the ledger: what its turn is recorded from."""
 
