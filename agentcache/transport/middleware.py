@@ -30,11 +30,13 @@ and o200k_base give an estimate (the only option for hosted APIs).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import re
 import threading
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -215,6 +217,8 @@ class CacheMiddleware:
         """The cluster's workers known to have gone away."""
         self._newly_lost: list[str] = []
         """Workers found gone since the last prediction job, which the next one carries to the predictor."""
+        self._ended: deque[_Ended] = deque()
+        """The calls that ended and are not predicted yet, in the order they ended."""
 
     def add_listener(self, listener: TurnListener) -> None:
         self.listeners.append(listener)
@@ -398,24 +402,57 @@ class CacheMiddleware:
                 answered_at=time.monotonic(),
             )
         waiters = [self.ledger.pending] if call.scope is None else [self.ledger.pending, call.scope.pending]
-        defer(lambda: self._finish(call, result, job, ended), *waiters)
+        ending = _Ended(call, result, job, ended)
+        self._ended.append(ending)  # before its job is deferred: whichever job runs first finds it
+        defer(lambda: self._finish(ending), *waiters)
 
-    def _finish(self, call: Call, result: TapResult, job: PredictJob | None, ended: float) -> Turn:
-        """Predict the turn (wherever :attr:`predictions` runs), record it, tell listeners."""
+    def _finish(self, ending: _Ended) -> Turn:
+        """Predict the turn, with every other that ended before (:meth:`_predict_ended`), record it, tell
+        listeners."""
+        if not ending.predicted:
+            self._predict_ended()
+        call, result, prediction = ending.call, ending.result, ending.prediction
         call.usage = result.raw_usage
         call.diagnosis = result.raw_diagnosis
-        if call.worker is not None:
-            job = self._cluster_job(call, job)
-        prediction = None if job is None else self.predictions.predict(job)
+        if isinstance(prediction, Exception):
+            raise prediction
         if isinstance(prediction, str):
             result.notes.append(prediction)
             prediction = None
-        turn = _turn(call, result, prediction, self.prompt is not None, ended)
+        turn = _turn(call, result, prediction, self.prompt is not None, ended=ending.ended)
         self.ledger.record(turn)
         if call.scope is not None:
             call.scope.add(turn)
         self._notify(lambda listener: listener.on_turn(call, turn))
         return turn
+
+    def _predict_ended(self) -> None:
+        """Predict, in order, every turn that ended and is not predicted yet, in one batch (wherever
+        :attr:`predictions` runs: one message to the prediction process and one answer). The worker runs the
+        turns' jobs one after another; the first takes them all, the others find theirs done. An error is kept
+        for its own turn, whose job raises it."""
+        batch: list[_Ended] = []
+        while self._ended:
+            batch.append(self._ended.popleft())
+        jobs: list[PredictJob] = []
+        for ending in batch:
+            ending.predicted = True
+            try:
+                if ending.call.worker is not None:
+                    ending.job = self._cluster_job(ending.call, ending.job)
+            except Exception as exc:
+                ending.job, ending.prediction = None, exc
+            if ending.job is not None:
+                jobs.append(ending.job)
+        if not jobs:
+            return
+        try:
+            predictions: Iterator[Prediction | str | Exception] = iter(self.predictions.predict(jobs))
+        except Exception as exc:
+            predictions = itertools.repeat(exc)
+        for ending in batch:
+            if ending.job is not None:
+                ending.prediction = next(predictions)
 
     def _cluster_job(self, call: Call, job: PredictJob | None) -> PredictJob | None:
         """``job`` with the cluster's worker that served it and the workers lost since the last job; a lost worker
@@ -450,6 +487,21 @@ class CacheMiddleware:
                 hear(listener)
             except Exception as exc:  # a listener must never fail the agent's request
                 warnings.warn(f"agentcache: listener {listener!r} failed ({type(exc).__name__}: {exc})", stacklevel=3)
+
+
+@dataclasses.dataclass(slots=True)
+class _Ended:
+    """A call that ended, on its way to the ledger: what its turn is recorded from."""
+
+    call: Call
+    result: TapResult
+    job: PredictJob | None
+    """What its prediction is made from; None when there is none to make."""
+    ended: float
+    predicted: bool = False
+    """Whether :meth:`CacheMiddleware._predict_ended` has taken it (``prediction`` is then final)."""
+    prediction: Prediction | str | Exception | None = None
+    """Its prediction, why there is none, or the error its job raises."""
 
 
 def _turn(call: Call, result: TapResult, prediction: Prediction | None, exact: bool, ended: float) -> Turn:

@@ -14,12 +14,14 @@ here, in the caller's context. Every guarantee of the background thread holds as
   that imports agentcache and loads the tokenizer and chat template, about a second of CPU on another core. A
   script that exits right after its call waits for that, since no turn may be lost.
 - **What is sent**: :class:`~agentcache.transport.predictor.PredictJob`, the canonical body as the bytes that
-  went out plus a few numbers; the process parses them itself. Once per middleware, its
-  :class:`~agentcache.transport.predictor.PredictorSpec`: names and paths only.
+  went out plus a few numbers; the process parses them itself. The turns that ended while the worker was busy, or
+  while it gathered them (:data:`~agentcache.transport.background.GATHER_SECONDS`), go in one message and come
+  back in one answer: each message costs the worker a wake-up and the GIL taken back from the event loop. Once
+  per middleware, its :class:`~agentcache.transport.predictor.PredictorSpec`: names and paths only.
 - **In this process instead** (``predict_in="thread"``, or when a process cannot be used): a tokenizer or
   server prompt given as an object (it would have to be unpickled there, importing the module that defined it),
-  no ``sys.executable``, or a process that could not start or build the model. If the process dies, the turn it
-  was predicting gets no prediction (with the reason), and that middleware's later turns are predicted here, from
+  no ``sys.executable``, or a process that could not start or build the model. If the process dies, the turns it
+  was predicting get no prediction (with the reason), and that middleware's later turns are predicted here, from
   an empty model of the cache; a warning says so. A middleware created later starts a new process.
   :attr:`Predictions.where` and :attr:`Predictions.reason` tell which it is and why.
 """
@@ -38,7 +40,7 @@ import sys
 import time
 import warnings
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any, Literal
 
@@ -53,6 +55,7 @@ __all__ = ["PredictIn", "Predictions", "main", "process_cpu"]
 
 PredictIn = Literal["process", "thread"]
 _HEADER = struct.Struct("<QQ")
+_PIPE_BYTES = 1 << 20
 
 
 class _Gone(Exception):
@@ -75,9 +78,12 @@ class _Channel:
         self.cpu = 0.0
         """The CPU seconds the process has used, as of its last answer."""
 
-    def predict(self, key: int, spec: PredictorSpec, job: PredictJob) -> Prediction | str:
+    def predict(self, key: int, spec: PredictorSpec, jobs: Sequence[PredictJob]) -> list[Prediction | str | Exception]:
+        """The jobs' predictions, in one message each way (their bodies one after the other, as they are)."""
         self.add(key, spec)
-        return _prediction(self._ask(("predict", key, job[1:]), job.sent))
+        message = ("predict", key, [(len(job.sent), job[1:]) for job in jobs])
+        answers = self._ask(message, [job.sent for job in jobs])
+        return [_prediction(value) if status == "ok" else RuntimeError(value) for status, value in answers]
 
     def add(self, key: int, spec: PredictorSpec) -> None:
         """Have the process build the middleware's predictor, unless it has."""
@@ -91,7 +97,7 @@ class _Channel:
     def drop(self, key: int) -> None:
         self._dropped.append(key)  # sent before the next message, by the worker thread
 
-    def _ask(self, message: tuple[str, int, object], body: bytes = b"") -> Any:
+    def _ask(self, message: tuple[str, int, object], bodies: Sequence[bytes] = ()) -> Any:
         try:
             process = self._process or self._start()
             assert process.stdin is not None and process.stdout is not None
@@ -100,7 +106,7 @@ class _Channel:
                 if key in self._known:
                     self._known.discard(key)
                     _write(process.stdin, ("drop", key, None))
-            _write(process.stdin, message, body)
+            _write(process.stdin, message, bodies)
             process.stdin.flush()
             (status, value, self.cpu), _ = _read(process.stdout)
         except (OSError, EOFError, pickle.UnpicklingError) as exc:
@@ -120,6 +126,8 @@ class _Channel:
         root = str(Path(agentcache.__file__).resolve().parent.parent)
         code = f"import sys; sys.path.insert(0, {root!r}); from agentcache.transport.process import main; main()"
         self._process = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        assert self._process.stdin is not None
+        _widen(self._process.stdin)
         return self._process
 
     def close(self) -> None:
@@ -131,13 +139,25 @@ class _Channel:
                 self._process.wait(timeout=5)
 
 
-def _write(pipe: IO[bytes], message: object, body: bytes = b"") -> None:
-    """One message: its lengths, the pickled message, then ``body`` as it is (a request body is not pickled:
-    the buffered pipe writes bytes this large straight through, without a copy)."""
+def _widen(pipe: IO[bytes]) -> None:
+    """Let the pipe hold a batch of bodies (Linux: 1 MiB, an unprivileged process's limit; 64 kB by default), so that
+    the worker writes a batch without waiting for the process to read part of it: each wait is a wake-up and the
+    GIL taken back from the event loop."""
+    try:
+        import fcntl  # not on Windows
+
+        fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+    except (ImportError, AttributeError, OSError):  # no such call here, or a lower limit: the pipe stays as it is
+        pass
+
+
+def _write(pipe: IO[bytes], message: object, bodies: Sequence[bytes] = ()) -> None:
+    """One message: its lengths, the pickled message, then ``bodies`` as they are (request bodies are not
+    pickled), in one write. Written apart, the bodies (larger than the pipe's buffer) went out in system calls of
+    their own, and each gave up the GIL and waited to take it back from the event loop."""
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    pipe.write(_HEADER.pack(len(data), len(body)))
-    pipe.write(data)
-    pipe.write(body)
+    length = sum(map(len, bodies))
+    pipe.write(b"".join((_HEADER.pack(len(data), length), data, *bodies)))
 
 
 def _read(pipe: IO[bytes]) -> tuple[Any, bytes]:
@@ -233,14 +253,14 @@ class Predictions:
             self._built.append(self._local())
         return self._built[0]
 
-    def predict(self, job: PredictJob) -> Prediction | str:
-        """The turn's prediction, or why there is none. An error inside the prediction process is raised, as
-        it would be here."""
+    def predict(self, jobs: Sequence[PredictJob]) -> list[Prediction | str | Exception]:
+        """Each turn's prediction, or why there is none, in the order given; an error the prediction raised (here
+        or inside the prediction process) in its place, for the caller to raise with that turn alone."""
         if self.where == "process" and self._spec is not None:
             try:
-                prediction = _CHANNEL.predict(self._key, self._spec, job)
+                predictions = _CHANNEL.predict(self._key, self._spec, jobs)
                 self._sent = True
-                return prediction
+                return predictions
             except (_Gone, _Refused) as exc:
                 self.where, self.reason = "thread", str(exc)
                 if self._sent:  # the model of the cache the process held is lost with it
@@ -249,8 +269,16 @@ class Predictions:
                         " empty model of the cache",
                         stacklevel=2,
                     )
-                    return f"no prediction: {exc}"
-        return self._in_process().predict(job)
+                    return [f"no prediction: {exc}"] * len(jobs)
+        return [self._predict_here(job) for job in jobs]
+
+    def _predict_here(self, job: PredictJob) -> Prediction | str | Exception:
+        try:
+            return self._in_process().predict(job)
+        except Exception as exc:
+            return exc
+        finally:
+            time.sleep(0)  # a prediction here holds the GIL for its CPU: let an event loop waiting for it run now
 
 
 def _forget(key: int, built: list[Predictor]) -> None:
@@ -258,6 +286,20 @@ def _forget(key: int, built: list[Predictor]) -> None:
     _CHANNEL.drop(key)
     for predictor in built:
         predictor.close()
+
+
+def _predict_all(predictor: Predictor, jobs: list[tuple[int, tuple[Any, ...]]], bodies: bytes) -> list[Any]:
+    """Each job's answer, ``("ok", prediction)`` or ``("error", why)``: one turn's error is that turn's alone."""
+    answers: list[Any] = []
+    start = 0
+    for length, rest in jobs:
+        job = PredictJob(bodies[start : start + length], *rest)
+        start += length
+        try:
+            answers.append(("ok", _plain(predictor.predict(job))))
+        except Exception as exc:
+            answers.append(("error", f"{type(exc).__name__}: {exc}"))
+    return answers
 
 
 def main() -> None:
@@ -282,7 +324,7 @@ def main() -> None:
                 predictors[key] = payload.build(prompts)
                 reply: tuple[str, object] = ("ok", None)
             else:
-                reply = ("ok", _plain(predictors[key].predict(PredictJob(body, *payload))))
+                reply = ("ok", _predict_all(predictors[key], payload, body))
         except Exception as exc:  # answered, so that the caller falls back instead of waiting forever
             reply = ("error", f"{type(exc).__name__}: {exc}")
         _write(replies, (*reply, time.process_time()))
