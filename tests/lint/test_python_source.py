@@ -828,6 +828,25 @@ def test_an_import_of_a_namespace_package_is_followed(tmp_path: Path, clock: boo
     assert found == ([("graph.py", 5, "AC101")] if clock else [])
 
 
+@pytest.mark.parametrize("helper", ["self._set_from_env()", "self.date = data['date']"])
+def test_a_field_a_helper_of_init_sets_is_read_through_an_imported_class(tmp_path: Path, helper: str) -> None:
+    """rawdog's shape: ``EnvInfo(config).render_prompt()`` in one module formats ``self.date``, which a helper that
+    ``EnvInfo.__init__`` calls sets from the clock in another; set from an argument, it is no finding."""
+    _package(
+        tmp_path / "app",
+        client="from app.utils import EnvInfo\n\n"
+        "def ask(completion, config):\n"
+        "    messages = [{'role': 'system', 'content': EnvInfo(config=config).render_prompt()}]\n"
+        "    return completion(model='m', messages=messages)\n",
+        utils="import datetime\n\nclass EnvInfo:\n"
+        f"    def __init__(self, config=None, data=None):\n        self.config = config\n        {helper}\n\n"
+        "    def _set_from_env(self):\n        self.date = datetime.datetime.now().strftime('%Y-%m-%d %H:%M')\n\n"
+        "    def render_prompt(self):\n        return 'Today is {date}.'.format(date=self.date)\n",
+    )
+    found = [(Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path]).findings]
+    assert found == ([("client.py", 4, "AC101")] if "env" in helper else [])
+
+
 @pytest.mark.parametrize("other", ["", "    id: str = Field(default_factory=lambda: uuid.uuid4().hex)\n"])
 def test_a_field_of_a_base_class_in_another_module_is_followed(tmp_path: Path, other: str) -> None:
     """semantic-kernel's shape: the base class gives every agent a random name by ``default_factory`` (through a
