@@ -125,6 +125,7 @@ class Project:
         self._packages: dict[Path, str] = {}
         self._reexports: dict[Path, dict[str, str]] = {}
         self._located: dict[tuple[Path, str], str | None] = {}
+        self._holders: dict[tuple[Path, str], Path | None] = {}
 
     def module(self, path: Path) -> str:
         """The dotted module name of ``path``: its name under the folders that hold an ``__init__.py``."""
@@ -165,13 +166,25 @@ class Project:
             return target
         key = (folder, target)
         if key not in self._located:
-            found = None
-            for root in (folder, *folder.parents):
-                if (root / first).is_dir():
-                    found = self._module_file(root, target)
-                    break
-            self._located[key] = found
+            root = self._holder(folder, first)
+            # none, or a package its imports already name (first/__init__.py at an import root)
+            if root is None or self._package(root / first) == first:
+                self._located[key] = None
+            else:
+                self._located[key] = self._module_file(root, target)
         return self._located[key] or target
+
+    def _holder(self, folder: Path, name: str) -> Path | None:
+        """The nearest of ``folder`` and its ancestors that holds a folder ``name``, asked once per folder and
+        name: every module imports the standard library's and other packages' names, which none holds."""
+        key = (folder, name)
+        if key not in self._holders:
+            parent = folder.parent
+            if (folder / name).is_dir():
+                self._holders[key] = folder
+            else:
+                self._holders[key] = self._holder(parent, name) if parent != folder else None
+        return self._holders[key]
 
     def _module_file(self, root: Path, target: str) -> str | None:
         """``target`` with its longest prefix that names a module file under ``root`` renamed to that module's
