@@ -116,6 +116,154 @@ POSITIVE = {
         def refresh(chat_ctx):
             update_instructions(chat_ctx, instructions=f"As of {datetime.now()}")  # expect: AC101
     """,
+    "a_setter_given_the_prompt_alone_or_beside_a_session_id": """
+        from datetime import datetime
+        from uuid import uuid4
+
+        def refresh(agent, session, sessions, sid, prompt):
+            agent.update_system_prompt(f"Now {datetime.now()}")  # expect: AC101
+            session.set_system_prompt(f"Run {uuid4()}")  # expect: AC101
+            sessions.update_system_prompt(sid, f"Now {datetime.now()}")  # expect: AC101
+    """,
+    "a_request_measured_and_sent": """
+        from datetime import datetime
+        from uuid import uuid4
+
+        def turn(agent, llm, history):
+            estimate_request_tokens(history, system_prompt=f"{datetime.now()}")
+            agent.run(history, system_prompt=f"{datetime.now()}")  # expect: AC101
+            llm.invoke(history, tools=[{"name": str(uuid4())}])  # expect: AC102
+    """,
+    "a_request_body_and_a_payload_spread_into_a_call": """
+        from datetime import datetime
+        from uuid import uuid4
+
+        def send(client, url, m, ms):
+            body = {"model": m, "messages": ms, "tools": [{"name": "t", "description": f"{uuid4()}"}]}  # expect: AC102
+            client.post(url, json=body)
+
+        def ask(msgs):
+            payload = {"model": "m", "messages": msgs}
+            payload["system_prompt"] = f"{datetime.now()}"  # expect: AC101
+            return completion(**payload)
+    """,
+    "a_helpers_set_ordered_list_made_into_tools": """
+        PLUGINS = {"a", "b"}
+
+        def names():
+            return list(PLUGINS)
+
+        def bind(llm, registry):
+            tools = [registry[n] for n in names()]  # expect: AC103
+            return llm.bind_tools(tools)
+    """,
+    "a_prompt_function_registered_by_a_decorator": """
+        from datetime import date, datetime
+        from uuid import uuid4
+        from pydantic_ai import Agent
+
+        agent = Agent("openai:gpt-4o")
+
+
+        @agent.instructions
+        async def instructions() -> str:
+            return f'''Today's date = {date.today()}.  # expect: AC105
+        Rule 0: answer with care, cite the table schema and check each column name.
+        Rule 1: answer with care, cite the table schema and check each column name.
+        Rule 2: answer with care, cite the table schema and check each column name.
+        Rule 3: answer with care, cite the table schema and check each column name.
+        Rule 4: answer with care, cite the table schema and check each column name.
+        Rule 5: answer with care, cite the table schema and check each column name.
+        Rule 6: answer with care, cite the table schema and check each column name.
+        Rule 7: answer with care, cite the table schema and check each column name.
+        Rule 8: answer with care, cite the table schema and check each column name.
+        Rule 9: answer with care, cite the table schema and check each column name.
+        Rule 10: answer with care, cite the table schema and check each column name.
+        Rule 11: answer with care, cite the table schema and check each column name.
+        Rule 12: answer with care, cite the table schema and check each column name.
+        Rule 13: answer with care, cite the table schema and check each column name.
+        Rule 14: answer with care, cite the table schema and check each column name.
+        Rule 15: answer with care, cite the table schema and check each column name.
+        Rule 16: answer with care, cite the table schema and check each column name.
+        Rule 17: answer with care, cite the table schema and check each column name.
+        Rule 18: answer with care, cite the table schema and check each column name.
+        Rule 19: answer with care, cite the table schema and check each column name.
+        Rule 20: answer with care, cite the table schema and check each column name.
+        Rule 21: answer with care, cite the table schema and check each column name.
+        Rule 22: answer with care, cite the table schema and check each column name.
+        Rule 23: answer with care, cite the table schema and check each column name.
+        Rule 24: answer with care, cite the table schema and check each column name.
+        Rule 25: answer with care, cite the table schema and check each column name.
+        Rule 26: answer with care, cite the table schema and check each column name.
+        Rule 27: answer with care, cite the table schema and check each column name.
+        Rule 28: answer with care, cite the table schema and check each column name.
+        Rule 29: answer with care, cite the table schema and check each column name.
+        Rule 30: answer with care, cite the table schema and check each column name.
+        Rule 31: answer with care, cite the table schema and check each column name.
+        Rule 32: answer with care, cite the table schema and check each column name.
+        Rule 33: answer with care, cite the table schema and check each column name.
+        Rule 34: answer with care, cite the table schema and check each column name.
+        Rule 35: answer with care, cite the table schema and check each column name.
+        Rule 36: answer with care, cite the table schema and check each column name.
+        Rule 37: answer with care, cite the table schema and check each column name.
+        Rule 38: answer with care, cite the table schema and check each column name.
+        Rule 39: answer with care, cite the table schema and check each column name.
+        Rule 40: answer with care, cite the table schema and check each column name.
+        Rule 41: answer with care, cite the table schema and check each column name.
+        Rule 42: answer with care, cite the table schema and check each column name.
+        Rule 43: answer with care, cite the table schema and check each column name.
+        Rule 44: answer with care, cite the table schema and check each column name.
+        Rule 45: answer with care, cite the table schema and check each column name.
+        Rule 46: answer with care, cite the table schema and check each column name.
+        Rule 47: answer with care, cite the table schema and check each column name.
+        Rule 48: answer with care, cite the table schema and check each column name.
+        Rule 49: answer with care, cite the table schema and check each column name.
+        Rule 50: answer with care, cite the table schema and check each column name.
+        Rule 51: answer with care, cite the table schema and check each column name.
+        Rule 52: answer with care, cite the table schema and check each column name.
+        Rule 53: answer with care, cite the table schema and check each column name.
+        Rule 54: answer with care, cite the table schema and check each column name.
+        Rule 55: answer with care, cite the table schema and check each column name.
+        Rule 56: answer with care, cite the table schema and check each column name.
+        Rule 57: answer with care, cite the table schema and check each column name.
+        Rule 58: answer with care, cite the table schema and check each column name.
+        Rule 59: answer with care, cite the table schema and check each column name.
+        '''
+
+
+        @agent.system_prompt
+        def identity():
+            return f"Run {uuid4()}"  # expect: AC101
+
+
+        @agent.system_prompt(dynamic=True)
+        def stamp():
+            return f"Now {datetime.now()}"  # expect: AC101
+    """,
+    "an_instance_field_a_helper_of_init_sets_from_the_clock": """
+        import datetime
+        from openai import OpenAI
+
+
+        class EnvInfo:
+            def __init__(self, config=None, data=None):
+                self.config = config
+                if data:
+                    self.date = data["date"]
+                else:
+                    self._set_from_env()
+
+            def _set_from_env(self):
+                self.date = datetime.datetime.now().strftime("%d %B %Y")
+
+            def render_prompt(self):
+                return "Today is {date}. Answer briefly.".format(date=self.date)
+
+
+        def ask(client, config):
+            messages = [{"role": "system", "content": EnvInfo(config=config).render_prompt()}]  # expect: AC101
+            client.chat.completions.create(model="m", messages=messages)
+    """,
     "structured_output_schema_is_a_tool": """
         def extraction_schema(labels):
             kinds = list({label.kind for label in labels})
@@ -328,6 +476,136 @@ NEGATIVE = {
             for desc in descriptions(response.model_dump()):
                 await grounding.predict_click(model="ground", instruction=f"{desc} {call_id}")
                 Agent(name="clicker", instruction=f"Click {desc}")
+    """,
+    "a_store_persists_the_prompt_by_a_session_key": """
+        from datetime import datetime
+        from uuid import uuid4
+
+        def save(db, agent, store, prompt, p, new_id):
+            db.update_system_prompt(f"{datetime.now():%Y%m%d}_{uuid4().hex}", prompt)
+            agent._session_db.update_system_prompt(agent.session_id or str(uuid4()), prompt)
+            store.save_system_prompt(session_id=new_id(), prompt=p)
+    """,
+    "a_request_only_measured": """
+        from datetime import datetime
+        from uuid import uuid4
+
+        def budget(history, messages):
+            tools_with_uuid = [{"name": "t", "description": str(uuid4())}]
+            used = estimate_request_tokens(history, system_prompt=f"{datetime.now()}")
+            return used + count_tokens(messages, tools=tools_with_uuid)
+    """,
+    "a_status_record_and_a_usage_report_named_tools": """
+        import time
+        from collections import Counter
+
+        def status(a, cwd):
+            return {"model": a.model, "cwd": cwd, "running": True, "tools": a.tools + [time.time()]}
+
+        def session_info(agent, prompt):
+            info = {"model": agent.model, "branch": "main", "version": "1"}
+            info["system_prompt"] = prompt + str(time.time())
+            return info
+
+        def usage(counts):
+            tools = self._compute_tool_breakdown(counts, time.time())
+            return {"generated_at": time.time(), "tools": tools}
+    """,
+    "a_set_ordered_list_put_in_a_set_sorted_or_counted": """
+        from collections import Counter
+
+        PLUGINS = {"a", "b"}
+
+        def names():
+            return list(PLUGINS)
+
+        def resolve(groups):
+            all_tools = set()
+            for group in groups:
+                tools = names()
+                all_tools.update(tools)
+            return sorted(all_tools)
+
+        def bind(llm, groups):
+            return llm.bind_tools(resolve(groups))
+
+        def describe(registry):
+            toolset_tools = {}
+            for n in PLUGINS:
+                toolset_tools.setdefault(registry[n].group, []).append(n)
+            return [", ".join(sorted(toolset_tools[g])) for g in sorted(toolset_tools)]
+
+        def usage(a, b):
+            merged = Counter()
+            for t in set(a) | set(b):
+                merged[t] = a.get(t, 0) + b.get(t, 0)
+            tools = [{"tool": t, "count": c} for t, c in merged.most_common()]
+            return {"tools": tools, "total_count": sum(merged.values())}
+    """,
+    "a_decorated_prompt_of_per_run_values_a_tool_and_a_route": """
+        from datetime import date, datetime
+        from pydantic_ai import Agent
+
+        agent = Agent("openai:gpt-4o")
+
+
+        @agent.instructions
+        def customer(ctx):
+            return f"The customer's name is {ctx.deps.name!r}"
+
+
+        @agent.tool
+        def now(ctx) -> str:
+            return str(datetime.now())
+
+
+        @app.get("/instructions")
+        def web():
+            return str(date.today())
+    """,
+    "instance_fields_from_arguments_or_not_rendered_into_the_prompt": """
+        import datetime
+        import time
+
+
+        class FromData:
+            def __init__(self, data):
+                self.date = data["date"]
+
+            def render_prompt(self):
+                return f"Today is {self.date}."
+
+
+        class Stamped:
+            def __init__(self, cwd):
+                self.cwd = cwd
+                self.started = time.time()
+
+            def render_prompt(self):
+                return f"Work in {self.cwd}."
+
+            def note(self):
+                return f"Started {self.started}."
+
+
+        class Notes:
+            def __init__(self, root):
+                self._setup(root)
+
+            def _setup(self, root):
+                self.folder = root / f"session_{datetime.datetime.now():%Y%m%d_%H%M%S}"
+
+            def load_context(self):
+                file_path = self.folder / "context.md"
+                return file_path.read_text(encoding="utf-8")
+
+
+        def ask(client, data, cwd):
+            system = FromData(data).render_prompt() + Stamped(cwd).render_prompt() + Notes(cwd).load_context()
+            client.chat.completions.create(
+                model="m",
+                messages=[{"role": "system", "content": system}, {"role": "user", "content": Stamped(cwd).note()}],
+            )
     """,
     "instruction_as_a_template_placeholder": """
         from datetime import datetime

@@ -809,6 +809,44 @@ def test_a_helper_in_another_module_is_followed(tmp_path: Path) -> None:
     assert "`get_today_str()`" in finding.message
 
 
+@pytest.mark.parametrize("clock", [True, False])
+def test_an_import_of_a_namespace_package_is_followed(tmp_path: Path, clock: bool) -> None:
+    """``src/pkg/`` without ``__init__.py`` (PEP 420, a src layout): ``from pkg.utils import today`` is the
+    module beside the importer, not a module of the same name in a folder the importer's root does not reach."""
+    stamp = "datetime.now().strftime('%Y-%m-%d')"
+    helper = "from datetime import datetime\n\ndef today():\n    return {}\n"
+    for folder, value in (("src", stamp if clock else "'2024-01-01'"), ("other", stamp)):
+        (tmp_path / folder / "pkg").mkdir(parents=True)
+        (tmp_path / folder / "pkg" / "utils.py").write_text(helper.format(value))
+    (tmp_path / "src" / "pkg" / "graph.py").write_text(
+        "from langchain_core.messages import SystemMessage\n"
+        "from pkg.utils import today\n\n"
+        "def node(state):\n"
+        "    return [SystemMessage(content=f'Today is {today()}')]\n"
+    )
+    found = [(Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path]).findings]
+    assert found == ([("graph.py", 5, "AC101")] if clock else [])
+
+
+@pytest.mark.parametrize("helper", ["self._set_from_env()", "self.date = data['date']"])
+def test_a_field_a_helper_of_init_sets_is_read_through_an_imported_class(tmp_path: Path, helper: str) -> None:
+    """rawdog's shape: ``EnvInfo(config).render_prompt()`` in one module formats ``self.date``, which a helper that
+    ``EnvInfo.__init__`` calls sets from the clock in another; set from an argument, it is no finding."""
+    _package(
+        tmp_path / "app",
+        client="from app.utils import EnvInfo\n\n"
+        "def ask(completion, config):\n"
+        "    messages = [{'role': 'system', 'content': EnvInfo(config=config).render_prompt()}]\n"
+        "    return completion(model='m', messages=messages)\n",
+        utils="import datetime\n\nclass EnvInfo:\n"
+        f"    def __init__(self, config=None, data=None):\n        self.config = config\n        {helper}\n\n"
+        "    def _set_from_env(self):\n        self.date = datetime.datetime.now().strftime('%Y-%m-%d %H:%M')\n\n"
+        "    def render_prompt(self):\n        return 'Today is {date}.'.format(date=self.date)\n",
+    )
+    found = [(Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path]).findings]
+    assert found == ([("client.py", 4, "AC101")] if "env" in helper else [])
+
+
 @pytest.mark.parametrize("other", ["", "    id: str = Field(default_factory=lambda: uuid.uuid4().hex)\n"])
 def test_a_field_of_a_base_class_in_another_module_is_followed(tmp_path: Path, other: str) -> None:
     """semantic-kernel's shape: the base class gives every agent a random name by ``default_factory`` (through a

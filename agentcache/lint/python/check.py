@@ -105,6 +105,7 @@ class PythonSession:
         try:
             for part in itertools.chain([tree], trees):
                 analysis = Interpreter(part, self.words, package, reading, scope, templates, module)
+                analysis.imports = self.project.located(source.path, analysis.imports)
                 analysis.run()
                 results.extend(analysis.sinks.results())
                 exports.update(analysis.exports())

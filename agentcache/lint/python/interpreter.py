@@ -271,9 +271,14 @@ class Interpreter(Statements):
 
     def owners_of(self, node: ast.expr, value: Value) -> tuple[str, ...]:
         """The classes whose fields and methods an object read as ``node`` has: the class it was made of
-        (:attr:`Value.cls`), else those of the name (:meth:`classes_of`)."""
+        (:attr:`Value.cls`), else those of the name (:meth:`classes_of`), else the class (of the module or
+        imported) whose constructor ``node`` calls (``EnvInfo(config).render_prompt()``)."""
         if value.cls:
             return (value.cls,)
+        if type(node) is ast.Call and type(node.func) is ast.Name:
+            made = node.func.id
+            owner = f"{self.module}.{made}" if made in self.classes else self.imports.get(made)
+            return (owner,) if owner and _capitalized(made) else ()
         return self.classes_of(node.id) if type(node) is ast.Name else ()
 
     def data_text(self, node: ast.Attribute | ast.Subscript, read: Value) -> Value:
@@ -546,6 +551,8 @@ class Interpreter(Statements):
         ids = (made or (isinstance(func, ast.Attribute) and name is None)) and callee not in TEXT_METHODS
         if ids or reads:
             given = [value for arg, value in zip(node.args, args, strict=True) if not self._configures(arg, ids, reads)]
+        if reads and isinstance(func, ast.Attribute) and self._configures(func.value, False, True):
+            receiver = CLEAN  # file_path.read_text(): what is stored there, not where (a session's folder)
         everything = combine(receiver, *given, *filled, *spread, *factories)
         result: Value | None = None
         builtin_name = _builtin_called(func)

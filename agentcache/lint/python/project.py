@@ -124,6 +124,8 @@ class Project:
         """Checked modules that read a name as something it no longer gives."""
         self._packages: dict[Path, str] = {}
         self._reexports: dict[Path, dict[str, str]] = {}
+        self._located: dict[tuple[Path, str], str | None] = {}
+        self._holders: dict[tuple[Path, str], Path | None] = {}
 
     def module(self, path: Path) -> str:
         """The dotted module name of ``path``: its name under the folders that hold an ``__init__.py``."""
@@ -149,6 +151,53 @@ class Project:
                 known = ""
             self._packages[folder] = known
         return known
+
+    def located(self, path: Path, names: dict[str, str]) -> dict[str, str]:
+        """``names`` (local name -> imported dotted name) with each import of a module found by folders rather
+        than by ``__init__.py`` files renamed to what that module is known by here: ``from pkg.utils import today``
+        in ``src/pkg/graph.py``, where ``src/pkg/`` has no ``__init__.py`` (a namespace package, PEP 420: a src
+        layout), is ``utils.today`` of ``src/pkg/utils.py``. The module is looked for under the importer's nearest
+        ancestor folder that holds the import's first folder, so a module of the same name elsewhere is not it."""
+        return {local: self._locate(path.parent, target) for local, target in names.items()}
+
+    def _locate(self, folder: Path, target: str) -> str:
+        first, _, rest = target.partition(".")
+        if not rest:
+            return target
+        key = (folder, target)
+        if key not in self._located:
+            root = self._holder(folder, first)
+            # none, or a package its imports already name (first/__init__.py at an import root)
+            if root is None or self._package(root / first) == first:
+                self._located[key] = None
+            else:
+                self._located[key] = self._module_file(root, target)
+        return self._located[key] or target
+
+    def _holder(self, folder: Path, name: str) -> Path | None:
+        """The nearest of ``folder`` and its ancestors that holds a folder ``name``, asked once per folder and
+        name: every module imports the standard library's and other packages' names, which none holds."""
+        key = (folder, name)
+        if key not in self._holders:
+            parent = folder.parent
+            if (folder / name).is_dir():
+                self._holders[key] = folder
+            else:
+                self._holders[key] = self._holder(parent, name) if parent != folder else None
+        return self._holders[key]
+
+    def _module_file(self, root: Path, target: str) -> str | None:
+        """``target`` with its longest prefix that names a module file under ``root`` renamed to that module's
+        name here (None: no such file, or it is known by that name already)."""
+        parts = target.split(".")
+        for end in range(len(parts), 1, -1):
+            base = root.joinpath(*parts[:end])
+            for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+                if candidate.is_file():
+                    module = self.module(candidate) if self.package(candidate) else _by_path(candidate)
+                    prefix = ".".join(parts[:end])
+                    return None if module == prefix else ".".join((module, *parts[end:])).lstrip(".")
+        return None
 
     def templates(self, path: Path) -> TemplateFiles:
         """The template files and modules of the package ``path`` is in, found from its import root."""
@@ -208,6 +257,8 @@ class Project:
         """``module``, then each enclosing package whose ``__init__`` re-exports its ``name`` (``from .agent import
         Agent``, or a lazy import's ``{"Agent": ".agent"}``): ``from pkg.agents import Agent`` is that object."""
         yield module
+        if not self.package(path):  # a module of a namespace package, as its importers find it (:meth:`located`)
+            yield _by_path(path)
         folder = path.parent.parent if path.stem == "__init__" else path.parent
         while (package := self._package(folder)) and self._reexported(folder, package).get(name) == module:
             yield package
@@ -248,6 +299,13 @@ class Project:
             if changed:
                 found[path] = changed
         return found
+
+
+def _by_path(path: Path) -> str:
+    """The name a module outside any package (no ``__init__.py`` beside it) is known by to the modules that import
+    it by folder (:meth:`Project.located`): its path as a dotted name, which no module of the same name elsewhere
+    shares."""
+    return ".".join(part.replace(".", "_") for part in path.with_suffix("").parts if part != path.anchor)
 
 
 #: Where an export's name ends: ``Agent`` of ``Agent().name``, ``today`` of ``today()``.

@@ -24,6 +24,7 @@ from agentcache.lint.python.vocabulary import (
     BINDER,
     FACTORY,
     MESSAGE,
+    ORDER_CONSUMERS,
     SCHEMA,
     SETTER,
     SYSTEM,
@@ -33,6 +34,8 @@ from agentcache.lint.python.vocabulary import (
 
 #: The fields of a system message that are sent as part of it: its text, and its name (OpenAI's ``name``).
 MESSAGE_FIELDS = ("content", "name")
+#: How the name of a setter's argument that says which record to set ends (``session_id``, ``cache_key``).
+_KEYS = ("_id", "_key", "session", "_uuid")
 #: What the findings call the sinks sent before the messages.
 TOOL_LIST, TOOL_SCHEMA, OUTPUT_SCHEMA = "the tool list", "the tool schema", "the output schema"
 
@@ -49,6 +52,9 @@ class Sinks:
         """Position of a value bound at module level to a name that says system prompt or tools -> that name."""
         self.escaping: dict[int, frozenset[str]] = {}
         """Function (by id) -> the names whose object leaves it as it is (:meth:`leaves`)."""
+        self.recorded: set[tuple[int, str]] = set()
+        """(function by id, 0 at module level; name) of the names bound to a report (:meth:`Vocabulary.reports`:
+        a run's result, a status panel, a usage table): :meth:`records`."""
         self.sentinels: set[str] = set()
         """Names compared by identity (``if prompt is DEFAULT_PROMPT``): a module-level one is a marker for "not
         given", replaced before anything is sent, so what it is bound to is no sink."""
@@ -57,7 +63,23 @@ class Sinks:
         is made of."""
         self.named_messages: dict[tuple[int, str], ast.expr] = {}
         """(function by id, variable) -> the system message last bound to it (``message = SystemMessage(...)``),
-        then added to a collection by name (:meth:`bind_message`)."""
+        then added to a collection by name (:meth:`bind`)."""
+
+    def bind(self, name: str, source: ast.expr | None) -> None:
+        """A name of the running function bound to ``source``: from now on a report (:meth:`records`) or not, and
+        a system message (for :meth:`ordered_messages`) or not."""
+        key = (id(self.stack[-1]) if self.stack else 0, name)
+        (self.recorded.add if self.words.reports(source) else self.recorded.discard)(key)
+        if source is not None and id(source) in self.system_messages:
+            self.named_messages[key] = source
+        elif self.named_messages:
+            self.named_messages.pop(key, None)
+
+    def records(self, name: str) -> bool:
+        """Whether a name of the running function holds a report: an item stored in it (``info["system_prompt"]
+        = ...`` of a status panel) or taken from it into a dict (``{"tools": tools}`` of a usage table) is no
+        sink."""
+        return (id(self.stack[-1]) if self.stack else 0, name) in self.recorded
 
     def call_sinks(
         self,
@@ -114,10 +136,24 @@ class Sinks:
         elif sink == AGENT and len(node.args) > 1:
             self.tools_sink(node.args[1], args[1])
         elif sink == SETTER and node.args and not any(kw.arg in words.system_keywords for kw in node.keywords):
-            self.system_sink(node.args[0], args[0])  # given by keyword, it is not first: (chat_ctx, instructions=)
+            if not (isinstance(func, ast.Attribute) and words.is_store(last_name(func.value))):
+                index = self.setter_prompt(node.args)  # by keyword, it is not first: (chat_ctx, instructions=)
+                self.system_sink(node.args[index], args[index])
         elif role is not None or called.role is not None:
             return self.role_sinks(node, role, called.role, args, kwargs)
         return False
+
+    def setter_prompt(self, given: list[ast.expr]) -> int:
+        """Which positional argument of a setter is the prompt: the only one; of several (``update_system_prompt(
+        session_id, prompt)``), the last that a name says is a prompt, else the last not named as an id or key."""
+        if len(given) == 1:
+            return 0
+        names = [last_name(arg) or "" for arg in given]
+        prompts = [index for index, name in enumerate(names) if "prompt" in name or "instruction" in name]
+        if prompts:
+            return prompts[-1]
+        keys = [index for index, name in enumerate(names) if name not in ("id", "key") and not name.endswith(_KEYS)]
+        return keys[-1] if keys else len(given) - 1
 
     def role_sinks(
         self, node: ast.Call, role: ast.keyword | None, named: str | None, args: list[Value], kwargs: dict[str, Value]
@@ -163,14 +199,6 @@ class Sinks:
         self.system_messages.add(id(node))
         self.system_sink(node.elts[1], content)
 
-    def bind_message(self, name: str, source: ast.expr | None) -> None:
-        """A variable of the running function bound to ``source``: remembered while it is a system message."""
-        key = (id(self.stack[-1]) if self.stack else 0, name)
-        if source is not None and id(source) in self.system_messages:
-            self.named_messages[key] = source
-        elif self.named_messages:
-            self.named_messages.pop(key, None)
-
     def ordered_messages(self, node: ast.expr | None, order: frozenset[Origin], items: frozenset[str]) -> None:
         """Messages made one per item of a set, or in a shuffled order, into one collection (``node``: a
         comprehension's element, what a loop appends, extends with or yields, a message or a variable bound to
@@ -196,15 +224,21 @@ class Sinks:
     def mapping_sinks(self, node: ast.Dict, value: Value) -> None:
         """A dict display bound to a name or returned, whose items under the keyword of a tool list or an output
         schema differ (``return {"response_format": schema}``, ``payload = {"tools": tools}``): such a dict is the
-        keyword arguments of a call (``**kwargs``) or a request's body. A dict written as an argument is the called
+        keyword arguments of a call (``**kwargs``) or a request's body, unless a key says it is a report (a run's
+        result, a status panel: :meth:`Vocabulary.reports`). A dict written as an argument is the called
         function's (a record logged, a payload dumped), not followed; and the system keywords are too common as a
         record's fields (``{"instructions": ...}`` of an artifact) to say so of a dict."""
-        if not value.entries:
+        if not value.entries or self.words.reports(node):
             return
         entries = dict(value.entries)
         for key, item in zip(node.keys, node.values, strict=True):
             name = constant(key)
-            if isinstance(name, str) and name in entries and self.words.lists(name):
+            if (
+                isinstance(name, str)
+                and name in entries
+                and self.words.lists(name)
+                and not (isinstance(item, ast.Name) and self.records(item.id))
+            ):
                 self.keyword_sink(name, item, entries[name])
 
     def item_sink(self, key: str, node: ast.expr | None, value: Value) -> None:
@@ -219,8 +253,11 @@ class Sinks:
     def keyword_argument(self, keyword: str, node: ast.expr, value: Value, name: str, called: Callee) -> None:
         """A call's keyword argument, when it is a sink: a system keyword but a template's placeholder
         (``PROMPT.format(instruction=task)``) or one request's task (``predict_click(instruction=desc)``), a tool
-        list or output schema but a record's or a reply reader's."""
+        list or output schema but a record's or a reply reader's; none of a call that measures a request
+        (``estimate_tokens(history, system_prompt=...)``)."""
         words = self.words
+        if words.measures(name):
+            return
         if (keyword in words.system_keywords and not called.template and not words.is_task(keyword, name)) or (
             words.lists(keyword) and not (words.is_record(name) or words.reads_reply(name))
         ):
@@ -265,6 +302,7 @@ class Sinks:
                 or (self.stack and self.words.returns_tool_calls(self.stack[-1].name))
                 or not (volatile(value.origins) or orders(value, taken=True))  # nothing to report: spare the walk
                 or (local and self.stack and not self.leaves(name))
+                or (local and self.words.reports(node))  # tools = self._compute_tool_breakdown(usage)
             ):
                 return
             self.tools_sink(node, value, taken=True)
@@ -275,8 +313,16 @@ class Sinks:
         function = self.stack[-1]
         found = self.escaping.get(id(function))
         if found is None:
-            found = self.escaping[id(function)] = escaping(function)
+            found = self.escaping[id(function)] = escaping(function, self.consumes)
         return name in found
+
+    def consumes(self, node: ast.expr) -> bool:
+        """Whether a call or a dict display keeps nothing of what it is given as it is: a call that measures it (a
+        token estimate) or keeps nothing of its order (``sorted``, ``all_tools.update(tools)``), a report."""
+        if self.words.reports(node):
+            return True
+        called = last_name(node.func) if isinstance(node, ast.Call) else None
+        return called is not None and (called in ORDER_CONSUMERS or self.words.measures(called))
 
     def system_sink(self, node: ast.expr, value: Value, taken: bool = False) -> None:
         changing = volatile(value.origins)

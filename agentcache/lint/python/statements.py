@@ -115,6 +115,8 @@ class Statements(ABC):
                 if init is not None:
                     self.fields[id(init)] = dict(fields)  # __init__ starts from the class's fields, adds its own
                     self.invoke(init, {}, fields)
+                    for helper in _called_on_self(init, methods):  # self._set_from_env(): what it sets too
+                        self.invoke(helper, {}, fields)
                 made[id(node)] = fields
                 if id(node) in top:
                     self.instance_fields[node.name] = fields
@@ -168,13 +170,21 @@ class Statements(ABC):
 
     def return_statement(self, node: ast.Return, scope: Scope, returns: list[Value]) -> None:
         """What a function whose name says it makes a system prompt returns is one, wherever its caller puts it
-        (``messages[0].content = build_system_prompt()``)."""
+        (``messages[0].content = build_system_prompt()``), as is what a function registered as one returns
+        (``@agent.instructions``)."""
         value = self.expr(node.value, scope)
         if type(node.value) is ast.Dict:
             self.sinks.mapping_sinks(node.value, value)
-        if node.value is not None and self.words.makes_system_prompt(self.stack[-1].name if self.stack else ""):
+        if node.value is not None and self.stack and self.makes_system_prompt(self.stack[-1]):
             self.sinks.system_sink(node.value, value)
         returns.append(value)
+
+    def makes_system_prompt(self, function: Function) -> bool:
+        """Whether a function returns a system prompt: its name says so, or a decorator registers it as one
+        (``prompt-decorators``)."""
+        return self.words.makes_system_prompt(function.name) or any(
+            _decorator_name(decorator) in self.words.prompt_decorators for decorator in function.decorator_list
+        )
 
     def expression_statement(self, node: ast.Expr, scope: Scope, returns: list[Value]) -> None:
         """A ``yield`` adds to what the function returns: a generator's items are what its callers iterate."""
@@ -318,7 +328,7 @@ class Statements(ABC):
         if isinstance(target, ast.Name):
             scope.vars[target.id] = value
             self.sinks.named_sink(target.id, source, value, local=True)
-            self.sinks.bind_message(target.id, source)
+            self.sinks.bind(target.id, source)
         elif isinstance(target, ast.Attribute):
             key = dotted(target)
             if key:
@@ -333,7 +343,7 @@ class Statements(ABC):
                 held = old.origins | value.origins | keyed(self.order)
                 scope.update(key, Value(held, old.unordered, entries=entries))
                 self.store(key, value)
-            if isinstance(name, str):
+            if isinstance(name, str) and not (key and self.sinks.records(key)):
                 self.sinks.item_sink(name, source, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             pairs = unpacked(target, source)
@@ -380,7 +390,7 @@ class Statements(ABC):
         known_values = sorted((item for item in bindings.items() if item[1] != CLEAN), key=lambda item: item[0])
         key = (id(function), tuple(known_values))  # a parameter bound to CLEAN is one not given
         depth = self.reach - len(self.stack)
-        known = self.memo.get(key)
+        known = self.memo.get(key) if fields is None else None  # a run that collects fields runs the body
         if known is not None and known[1] >= depth:
             self.cut = self.cut or known[1] < MAX_CALL_DEPTH  # what it returned then was cut short too
             return known[0]
@@ -409,6 +419,20 @@ class Statements(ABC):
         self.memo[key] = (result, depth if self.cut else MAX_CALL_DEPTH)
         self.cut = self.cut or outer_cut
         return result
+
+
+def _called_on_self(init: Function, methods: list[Function]) -> list[Function]:
+    """The methods of its class that ``__init__`` calls on ``self`` (``self._set_from_env()``): the fields they set
+    are the object's too."""
+    called = {
+        node.func.attr
+        for node in ast.walk(init)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "self"
+    }
+    return [method for method in methods if method.name in called and method is not init]
 
 
 def _kept(value: Value) -> bool:

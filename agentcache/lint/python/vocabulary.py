@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from typing import NamedTuple
 
+from agentcache.lint.python.syntax import last_name
 from agentcache.lint.python.values import CLOCK, FRESH_ID, RANDOM
 
 CLOCK_CALLS = frozenset(
@@ -78,6 +79,13 @@ class Vocabulary:
         {"predict", "locate", "ground", "detect", "point", "click", "act", "step", "solve", "answer", "ask", "query"}
     )
     """Verbs that start the name of a call acting on one request (see ``task_keywords``)."""
+    store_words: frozenset[str] = frozenset({"db", "database", "store", "storage", "repo", "repository", "dao"})
+    """Words of a receiver's name that say it persists what a setter is given (``session_db.update_system_prompt(
+    session_id, prompt)``, an SQL update keyed by the id), not send it: its setters are no sink."""
+    measure_verbs: frozenset[str] = frozenset({"estimate", "count", "measure", "num", "tally"})
+    """Verbs that start the name of a call that measures a request rather than sends it
+    (``estimate_request_tokens(history, system_prompt=..., tools=...)``, ``count_tokens``): none of its keywords
+    is a sink."""
     tools_keywords: frozenset[str] = frozenset({"tools", "functions"})
     """Keyword arguments that take a tool list."""
     system_messages: frozenset[str] = frozenset(
@@ -114,6 +122,9 @@ class Vocabulary:
         {"get", "build", "compile", "render", "make", "create", "generate", "format", "compose", "construct"}
     )
     """Verbs that start the name of a function returning a system prompt (:meth:`makes_system_prompt`)."""
+    prompt_decorators: frozenset[str] = frozenset({"system_prompt", "instructions", "dynamic_instructions"})
+    """Decorators, by last name, called or not, that register a function whose result is a system prompt
+    (pydantic-ai's ``@agent.instructions``, ``@agent.system_prompt(dynamic=True)``)."""
     system_roles: frozenset[str] = frozenset({"system", "developer"})
     """Message roles that make the system prompt."""
     record_words: frozenset[str] = frozenset(
@@ -122,6 +133,16 @@ class Vocabulary:
     )
     """Words that name a record of what happened (``RunOutput``, ``ToolExecution``, ``run.tools``): its ids and
     times are bookkeeping, and its ``tools=`` are the tool calls made, not tool definitions sent."""
+    report_keys: frozenset[str] = frozenset(
+        {"error", "failed", "running", "status", "cwd", "branch", "version", "api_calls", "final_response"}
+        | {"input_tokens", "output_tokens", "prompt_tokens", "completion_tokens", "total_tokens", "elapsed"}
+    )
+    """Keys that only a report holds, never a request (a run's result, a session's status panel), as do keys that
+    end in ``_count`` or ``_at`` (``tool_count``, ``generated_at``): a dict display with one is shown, logged or
+    returned as a record, so its ``tools`` and ``system_prompt`` are no sink."""
+    report_words: frozenset[str] = frozenset({"breakdown", "stats", "statistics", "report", "summary", "insights"})
+    """Words of a function's name that say it returns a report: a local named ``tools`` it returns is a usage
+    table (``tools = self._compute_tool_breakdown(usage)``), not tool definitions."""
     reply_readers: tuple[str, ...] = ("Parser", "StreamingInterface")
     """A class whose name ends so reads the model's reply (LangChain's ``PydanticToolsParser``, a streaming
     interface that decodes the chunks): the ``tools=`` it is given are matched against the reply, not sent."""
@@ -248,6 +269,29 @@ class Vocabulary:
         (:attr:`task_keywords`)."""
         return keyword in self.task_keywords and called.lstrip("_").partition("_")[0] in self.task_verbs
 
+    def is_store(self, name: str | None) -> bool:
+        """Whether a receiver's name says it is a store (:attr:`store_words`)."""
+        return name is not None and not self.store_words.isdisjoint(_words(name))
+
+    def reports(self, node: ast.expr | None) -> bool:
+        """Whether an expression is a report, not a request: a dict display with a key of :attr:`report_keys`, or
+        a call of a function whose name has a word of :attr:`report_words`."""
+        if isinstance(node, ast.Dict):
+            return any(
+                isinstance(key, ast.Constant)
+                and isinstance(key.value, str)
+                and (key.value in self.report_keys or key.value.endswith(_REPORT_ENDINGS))
+                for key in node.keys
+            )
+        if isinstance(node, ast.Call):
+            called = last_name(node.func)
+            return called is not None and not self.report_words.isdisjoint(_words(called))
+        return False
+
+    def measures(self, called: str) -> bool:
+        """Whether a call measures what it is given (a token count) rather than sends it (:attr:`measure_verbs`)."""
+        return called.lstrip("_").partition("_")[0] in self.measure_verbs
+
     def replies(self, called: str | None) -> bool:
         """Whether a call, by its dotted name, returns a model's reply (:attr:`completion_calls`)."""
         return (
@@ -320,6 +364,16 @@ FIELDS = frozenset(item.name for item in fields(Vocabulary) if item.init)
 #: Builtins whose result does not depend on the order of their iterable, or carries none of it.
 ORDER_FREE = frozenset({"sorted", "min", "max", "sum", "any", "all"})
 OPAQUE = frozenset({"len", "isinstance", "issubclass", "hasattr", "callable", "id", "type", "bool", "hash"})
+#: How the keys that only a report holds end (:attr:`Vocabulary.report_keys`): a count, a time something happened.
+_REPORT_ENDINGS = ("_count", "_at")
+#: Calls that keep nothing of an argument's order (builtins that sort, count or test it; a set's methods, a
+#: ``Counter``): a list given to one does not leave a function as it is (:func:`~.syntax.escaping`).
+ORDER_CONSUMERS = (
+    ORDER_FREE
+    | OPAQUE
+    | {"set", "frozenset", "Counter", "update", "union", "intersection", "difference", "symmetric_difference"}
+    | {"issubset", "issuperset", "isdisjoint", "difference_update", "intersection_update"}
+)
 #: Builtin classes subscripted to a generic alias and called as themselves (``set[str]()``).
 GENERIC_BUILTINS = frozenset({"set", "frozenset", "list", "tuple", "dict"})
 #: Builtins that turn an iterable into a sequence in its iteration order.
