@@ -19,9 +19,10 @@ from agentcache.backends.openai_compat import (
     OpenAICompatClient,
     output_token_ids,
 )
-from agentcache.backends.sglang import AsyncSGLangClient, Generation, SGLangClient
+from agentcache.backends.sglang import FLUSH_WAIT, AsyncSGLangClient, Generation, SGLangClient
 
 __all__ = [
+    "FLUSH_WAIT",
     "AsyncChatStream",
     "AsyncOpenAICompatClient",
     "AsyncSGLangClient",

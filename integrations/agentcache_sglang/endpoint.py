@@ -29,7 +29,7 @@ from typing import Any
 from sglang.lang.backend.runtime_endpoint import RuntimeEndpoint
 from sglang.utils import http_request
 
-from agentcache.backends.sglang import FLUSH_WAIT
+from agentcache.backends import FLUSH_WAIT
 from agentcache.canon import CanonicalPolicy, VolatileSpan, find_volatile, normalize_prose
 
 PRIME, GENERATE, SELECT = "prime", "generate", "select"
