@@ -375,6 +375,28 @@ POSITIVE = {
             chosen_tools = random.sample(catalog, 3)  # expect: AC102
             return chosen_tools
     """,
+    "a_flag_that_asks_the_framework_for_the_clock": """
+        from agentkit import Agent, Branch
+
+        researcher = Agent(name="researcher", add_datetime_to_context=True)  # expect: AC101
+
+        def orchestrator(model):
+            return Branch(
+                chat_model=model,
+                system_datetime=True,  # expect: AC101
+                name="orchestrator",
+            )
+    """,
+    "tools_a_script_block_hands_on": """
+        from agentkit import serve
+
+        def resolve_toolset(names):
+            return list(set(names))
+
+        if __name__ == "__main__":
+            tools = resolve_toolset(["web", "terminal"])  # expect: AC103
+            serve(tools)
+    """,
 }
 
 NEGATIVE = {
@@ -684,6 +706,33 @@ NEGATIVE = {
                     if tool.name not in names:
                         merged_tools.append(tool)
                         names.add(tool.name)
+    """,
+    "flags_that_keep_the_clock_out_or_are_not_the_prompts": """
+        from agentkit import Agent, Logger
+
+        quiet = Agent(name="quiet", add_datetime_to_context=False)
+        logger = Logger(log_time=True, show_date=True)
+        answers = Agent(name="answers", instructions="Answer briefly.", stream=True)
+    """,
+    "an_instruction_given_to_a_method_that_runs_one_task": """
+        import time
+
+        async def synthesize(branch, outputs):
+            stamped = f"At {time.time()}: combine these: {outputs}"
+            return await branch.operate(instruction=stamped)
+    """,
+    "tools_a_script_block_only_prints": """
+        import sys
+
+        def resolve_toolset(name):
+            return list({f"{name}_read", f"{name}_write"})
+
+        if __name__ == "__main__":
+            if "--quiet" not in sys.argv:
+                print("Toolsets demo")
+            for name in ["web", "terminal"]:
+                tools = resolve_toolset(name)
+                print(f"{name}: {len(tools)} tools: {', '.join(sorted(tools))}")
     """,
 }
 

@@ -184,7 +184,8 @@ def _vocabulary(settings: Mapping[str, Any]) -> dict[str, list[str]]:
 class _Relevant:
     """Whether a module's bytes can matter: a sink's name anywhere in them (in capitals too: a module of constants,
     ``ALL_TOOLS = {...}``, teaches the modules that import it), or, as a word, a name that calls the clock, draws
-    or makes an id (the prefilter that spares many modules of a framework a parse).
+    or makes an id, or a flag that may ask for the clock (``add_datetime_to_context=True``): the prefilter that
+    spares many modules of a framework a parse.
 
     The sink names are looked for one by one with ``in``, which scans bytes several times faster than a regular
     expression's alternation; a name that holds another one (``system_prompt``, ``system``) is left out, since
@@ -221,7 +222,8 @@ class _Relevant:
             "urandom",
         }
         call = "|".join(sorted(re.escape(name) for name in calls))
-        self.calls = re.compile(rf"\b(?:{call})\b".encode())
+        clock = "|".join(sorted(re.escape(word) for word in words.clock_words))  # a flag: add_datetime_to_context=True
+        self.calls = re.compile(rf"\b(?:{call})\b|(?i:{clock})\w*\s*=\s*True\b".encode())
 
     def __call__(self, data: bytes) -> bool:
         return any(name in data for name in self.sinks) or self.calls.search(data) is not None

@@ -18,7 +18,7 @@ from agentcache.lint.python.rules import (
     message,
 )
 from agentcache.lint.python.syntax import Function, constant, escaping, last_name
-from agentcache.lint.python.values import KEY_ORDER, Origin, Value, orders, stable_tail, volatile
+from agentcache.lint.python.values import CLOCK, KEY_ORDER, Origin, Value, orders, stable_tail, volatile
 from agentcache.lint.python.vocabulary import (
     AGENT,
     BINDER,
@@ -51,7 +51,9 @@ class Sinks:
         self.bound: dict[tuple[int, int], str] = {}
         """Position of a value bound at module level to a name that says system prompt or tools -> that name."""
         self.escaping: dict[int, frozenset[str]] = {}
-        """Function (by id) -> the names whose object leaves it as it is (:meth:`leaves`)."""
+        """Function or script block (by id) -> the names whose object leaves it as it is (:meth:`leaves`)."""
+        self.script: ast.If | None = None
+        """The module's ``if __name__ == "__main__":`` block while it runs: its names are a script's locals."""
         self.recorded: set[tuple[int, str]] = set()
         """(function by id, 0 at module level; name) of the names bound to a report (:meth:`Vocabulary.reports`:
         a run's result, a status panel, a usage table): :meth:`records`."""
@@ -115,6 +117,9 @@ class Sinks:
                 self.system_sink(keyword.value, kwargs[keyword.arg])
             elif keyword.arg in words.sink_keywords:
                 self.keyword_argument(keyword.arg, keyword.value, kwargs[keyword.arg], name, called)
+            elif _on(keyword.value) and words.asks_for_clock(keyword.arg):
+                stamp = Origin(keyword.value.lineno, keyword.value.col_offset, CLOCK, f"{keyword.arg}=True")
+                self.system_sink(keyword.value, Value(frozenset({stamp})))
         sink = called.sink
         if sink == FACTORY and not (
             isinstance(func, ast.Attribute) and words.is_system_message(last_name(func.value), name)
@@ -288,7 +293,8 @@ class Sinks:
         where it is iterated (a set kept for membership tests never is). A function's own variable (``local``)
         is a tool list only if it leaves the function as it is (:func:`~agentcache.lint.python.syntax.escaping`):
         tools are sent as a whole, and one only iterated or tested there (``requested_tools & SUPPORTED``, the
-        commands an artifact goes to) is not; what it holds is reported where it reaches a sink."""
+        commands an artifact goes to) is not; what it holds is reported where it reaches a sink. So is a name bound
+        in the module's ``__main__`` block (a demo that prints what a toolset resolves to)."""
         if node is None:
             return
         if not self.stack:
@@ -301,19 +307,21 @@ class Sinks:
                 (owner and self.words.is_record(owner))
                 or (self.stack and self.words.returns_tool_calls(self.stack[-1].name))
                 or not (volatile(value.origins) or orders(value, taken=True))  # nothing to report: spare the walk
-                or (local and self.stack and not self.leaves(name))
+                or (local and (self.stack or self.script) and not self.leaves(name))
                 or (local and self.words.reports(node))  # tools = self._compute_tool_breakdown(usage)
             ):
                 return
             self.tools_sink(node, value, taken=True)
 
     def leaves(self, name: str) -> bool:
-        """Whether the running function's variable ``name`` leaves it as it is: asked of a variable named like
-        tools, whose escaping names are worked out once per function."""
-        function = self.stack[-1]
-        found = self.escaping.get(id(function))
+        """Whether the running function's (or script block's) variable ``name`` leaves it as it is: asked of a
+        variable named like tools, whose escaping names are worked out once per function."""
+        body = self.stack[-1] if self.stack else self.script
+        if body is None:
+            return True  # a module's own name: other modules may import it
+        found = self.escaping.get(id(body))
         if found is None:
-            found = self.escaping[id(function)] = escaping(function, self.consumes)
+            found = self.escaping[id(body)] = escaping(body, self.consumes)
         return name in found
 
     def consumes(self, node: ast.expr) -> bool:
@@ -400,3 +408,8 @@ def _only_orjson_flags(node: ast.expr, without: str) -> bool:
         return _only_orjson_flags(node.left, without) and _only_orjson_flags(node.right, without)
     name = last_name(node)
     return name is not None and name.startswith("OPT_") and name != without
+
+
+def _on(node: ast.expr) -> bool:
+    """Whether a keyword argument is the constant ``True``: a flag turned on."""
+    return isinstance(node, ast.Constant) and node.value is True

@@ -11,7 +11,7 @@ from functools import reduce
 from typing import Any, ClassVar
 
 from agentcache.lint.python.sinks import TOOL_SCHEMA, Sinks
-from agentcache.lint.python.syntax import Function, bound_names, dotted, last_name, statements, unpacked
+from agentcache.lint.python.syntax import Function, bound_names, constant, dotted, last_name, statements, unpacked
 from agentcache.lint.python.values import (
     CLEAN,
     Origin,
@@ -245,17 +245,24 @@ class Statements(ABC):
         ``else``, or no case matching, is an empty body). One handler for both, not two calling a helper, so each
         ``elif`` of a long chain costs three Python frames, not four, before the recursion limit."""
         bodies: list[Sequence[ast.stmt]]
+        script: ast.If | None = None
         if isinstance(node, ast.If):
             self.expr(node.test, scope)
             bodies = [node.body, node.orelse]
+            if not self.stack and _runs_as_script(node.test):
+                script = node
         else:
             self.expr(node.subject, scope)
             bodies = [*(case.body for case in node.cases), []]
         forks = []
         for body in bodies:
             fork = scope.fork()
+            if script is not None:  # the body is a script's: its names are the script's locals, not the module's
+                self.sinks.script = script if body is script.body else None
             self.block(body, fork, returns)
             forks.append(fork)
+        if script is not None:
+            self.sinks.script = None
         scope.merge(*forks)
 
     def loop(self, node: ast.For | ast.AsyncFor | ast.While, scope: Scope, returns: list[Value]) -> None:
@@ -466,3 +473,14 @@ def _extends(node: ast.Assign) -> bool:
     while isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):  # text + " " + s: its first operand
         value = value.left
     return value is not node.value and isinstance(value, ast.Name) and value.id == name
+
+
+def _runs_as_script(test: ast.expr) -> bool:
+    """Whether an ``if`` test is ``__name__ == "__main__"``."""
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and len(test.comparators) == 1
+        and constant(test.comparators[0]) == "__main__"
+    )

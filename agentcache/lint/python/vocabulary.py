@@ -77,8 +77,16 @@ class Vocabulary:
     ``predict_click(instruction=desc)``): no sink when the called name starts with a verb of ``task_verbs``."""
     task_verbs: frozenset[str] = frozenset(
         {"predict", "locate", "ground", "detect", "point", "click", "act", "step", "solve", "answer", "ask", "query"}
+        | {"operate", "chat", "communicate", "run", "invoke", "execute", "perform", "interpret", "respond"}
     )
-    """Verbs that start the name of a call acting on one request (see ``task_keywords``)."""
+    """Verbs that start the name of a call acting on one request (see ``task_keywords``): a grounding query, or an
+    agent's method running one task (``branch.operate(instruction=...)``, whose instruction is a user's message)."""
+    clock_words: frozenset[str] = frozenset({"date", "time", "datetime", "timestamp", "clock"})
+    prompt_words: frozenset[str] = frozenset({"system", "prompt", "instruction", "instructions", "context"})
+    """A keyword argument given ``True`` whose name has a word of ``clock_words`` and one of ``prompt_words`` asks
+    the library to stamp the clock into the system prompt (``Agent(add_datetime_to_context=True)``,
+    ``Branch(system_datetime=True)``): the code that reads the clock is the framework's, the choice is the
+    caller's, so it is reported at the flag."""
     store_words: frozenset[str] = frozenset({"db", "database", "store", "storage", "repo", "repository", "dao"})
     """Words of a receiver's name that say it persists what a setter is given (``session_db.update_system_prompt(
     session_id, prompt)``, an SQL update keyed by the id), not send it: its setters are no sink."""
@@ -268,6 +276,11 @@ class Vocabulary:
         """Whether a system keyword given to ``called`` is one request's task, not a system prompt
         (:attr:`task_keywords`)."""
         return keyword in self.task_keywords and called.lstrip("_").partition("_")[0] in self.task_verbs
+
+    def asks_for_clock(self, keyword: str) -> bool:
+        """Whether a flag's name asks for the clock in the system prompt (:attr:`prompt_words`)."""
+        words = _words(keyword)
+        return not words.isdisjoint(self.clock_words) and not words.isdisjoint(self.prompt_words)
 
     def is_store(self, name: str | None) -> bool:
         """Whether a receiver's name says it is a store (:attr:`store_words`)."""
