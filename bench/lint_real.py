@@ -52,8 +52,8 @@ FLOORS = {
     "fifth": (0.75, 1.0),
     "sixth": (1.0, 1.0),
     "seventh": (1.0, 1.0),
-    "eighth": (0.73, 0.91),
-    "ninth": (0.46, 1.0),
+    "eighth": (0.85, 1.0),
+    "ninth": (0.58, 1.0),
 }
 #: Worker processes of the wall-clock run: the issue's target is for a 2-core machine.
 JOBS = 2

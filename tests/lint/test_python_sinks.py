@@ -387,6 +387,15 @@ POSITIVE = {
                 name="orchestrator",
             )
     """,
+    "tools_chosen_from_a_policy_keep_its_order": """
+        from agentkit import Agent
+
+        REGISTRY = {"search": {"name": "search"}, "fetch": {"name": "fetch"}}
+
+        def build(names):
+            allowed_tools = set(names)
+            return Agent(tools=[REGISTRY[name] for name in allowed_tools])  # expect: AC103
+    """,
     "tools_a_script_block_hands_on": """
         from agentkit import serve
 
@@ -706,6 +715,28 @@ NEGATIVE = {
                     if tool.name not in names:
                         merged_tools.append(tool)
                         names.add(tool.name)
+    """,
+    "tool_policies_applied_by_membership": """
+        from agentkit import Options, Policy
+
+        class Pack:
+            def __init__(self, allowed, denied):
+                self.allowed_tools = set(allowed)
+                self.denied_tools = set(denied)
+
+            def merge(self, other):
+                config = {
+                    "name": "merged",
+                    "tools": {
+                        "allow": list(self.allowed_tools | other.allowed_tools),
+                        "deny": list(self.denied_tools | other.denied_tools),
+                    },
+                }
+                return Policy(config=config)
+
+        def options(names):
+            disallowed_tools = list(set(names))
+            return Options(disallowed_tools=disallowed_tools, tools={"allow": list(set(names))})
     """,
     "flags_that_keep_the_clock_out_or_are_not_the_prompts": """
         from agentkit import Agent, Logger

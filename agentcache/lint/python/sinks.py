@@ -271,10 +271,10 @@ class Sinks:
     def keyword_sink(self, keyword: str, node: ast.expr, value: Value) -> None:
         """What a sink's keyword is given (``system=``, ``tools=``, ``response_format=``), as a call's keyword
         argument or as a dict's key: such a dict is the keyword arguments of a call (``**kwargs``) or a request's
-        body."""
+        body. Tools given as a policy (``{"allow": [...], "deny": [...]}``) are none."""
         if keyword in self.words.system_keywords:
             self.system_sink(node, value)
-        else:
+        elif not self.words.is_policy(keyword, node):
             sink = TOOL_LIST if keyword in self.words.tools_keywords else OUTPUT_SCHEMA
             self.tools_sink(node, value, sink=sink)
 
@@ -294,7 +294,8 @@ class Sinks:
         is a tool list only if it leaves the function as it is (:func:`~agentcache.lint.python.syntax.escaping`):
         tools are sent as a whole, and one only iterated or tested there (``requested_tools & SUPPORTED``, the
         commands an artifact goes to) is not; what it holds is reported where it reaches a sink. So is a name bound
-        in the module's ``__main__`` block (a demo that prints what a toolset resolves to)."""
+        in the module's ``__main__`` block (a demo that prints what a toolset resolves to). A policy over tools
+        (``allowed_tools``) is no tool list."""
         if node is None:
             return
         if not self.stack:
@@ -305,6 +306,7 @@ class Sinks:
         elif lowered == "tools" or lowered.endswith("_tools"):
             if (
                 (owner and self.words.is_record(owner))
+                or self.words.is_policy(name, node)  # allowed_tools, {"allow": [...]}: which tools may run
                 or (self.stack and self.words.returns_tool_calls(self.stack[-1].name))
                 or not (volatile(value.origins) or orders(value, taken=True))  # nothing to report: spare the walk
                 or (local and (self.stack or self.script) and not self.leaves(name))

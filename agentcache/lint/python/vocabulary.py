@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from typing import NamedTuple
 
-from agentcache.lint.python.syntax import last_name
+from agentcache.lint.python.syntax import constant, last_name
 from agentcache.lint.python.values import CLOCK, FRESH_ID, RANDOM
 
 CLOCK_CALLS = frozenset(
@@ -87,6 +87,13 @@ class Vocabulary:
     the library to stamp the clock into the system prompt (``Agent(add_datetime_to_context=True)``,
     ``Branch(system_datetime=True)``): the code that reads the clock is the framework's, the choice is the
     caller's, so it is reported at the flag."""
+    policy_words: frozenset[str] = frozenset(
+        {"allow", "allowed", "deny", "denied", "disallowed", "block", "blocked", "blocklist", "allowlist", "denylist"}
+        | {"include", "exclude", "excluded", "enabled", "disabled", "whitelist", "blacklist", "permitted", "forbidden"}
+    )
+    """Words that say a list of tool names is a policy over which tools may run, not tool definitions sent: a name
+    (``allowed_tools``, ``disallowed_tools``), or a key of the dict given as tools (``"tools": {"allow": [...],
+    "deny": [...]}``). A policy is applied by membership, so its order reaches no request."""
     store_words: frozenset[str] = frozenset({"db", "database", "store", "storage", "repo", "repository", "dao"})
     """Words of a receiver's name that say it persists what a setter is given (``session_db.update_system_prompt(
     session_id, prompt)``, an SQL update keyed by the id), not send it: its setters are no sink."""
@@ -281,6 +288,12 @@ class Vocabulary:
         """Whether a flag's name asks for the clock in the system prompt (:attr:`prompt_words`)."""
         words = _words(keyword)
         return not words.isdisjoint(self.clock_words) and not words.isdisjoint(self.prompt_words)
+
+    def is_policy(self, name: str, node: ast.expr | None) -> bool:
+        """Whether tools bound to ``name`` (or given as ``node``) are a policy over tools (:attr:`policy_words`)."""
+        if isinstance(node, ast.Dict) and any(constant(key) in self.policy_words for key in node.keys):
+            return True
+        return not self.policy_words.isdisjoint(_words(name))
 
     def is_store(self, name: str | None) -> bool:
         """Whether a receiver's name says it is a store (:attr:`store_words`)."""
