@@ -3,17 +3,13 @@
 arguments a dict holds (returned, bound, spread as ``**kwargs``), and the values that do not reach a sink (a location
 read from, another role's message, a variable named like tools that never leaves its function).
 
-Fixtures as in test_python_source: ``# expect: CODE`` marks each finding's line; a fixture without marks must
+Fixtures as in tests/lint/marked.py: ``# expect: CODE`` marks each finding's line; a fixture without marks must
 produce nothing.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
-from tests.lint.test_python_source import _expected, _lint
+from tests.lint.marked import fixture_tests
 
 POSITIVE = {
     "role_first_message_built_by_a_prompt_function": """
@@ -768,13 +764,4 @@ NEGATIVE = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(POSITIVE))
-def test_finds_what_each_fixture_marks(tmp_path: Path, name: str) -> None:
-    text, findings = _lint(tmp_path, POSITIVE[name])
-    assert sorted((finding.code, finding.line) for finding in findings) == _expected(text)
-
-
-@pytest.mark.parametrize("name", sorted(NEGATIVE))
-def test_stays_quiet_where_nothing_reaches_a_sink(tmp_path: Path, name: str) -> None:
-    _, findings = _lint(tmp_path, NEGATIVE[name])
-    assert findings == []
+test_finds_what_each_fixture_marks, test_stays_quiet_where_nothing_reaches_a_sink = fixture_tests(POSITIVE, NEGATIVE)
