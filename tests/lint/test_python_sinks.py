@@ -392,6 +392,35 @@ POSITIVE = {
             allowed_tools = set(names)
             return Agent(tools=[REGISTRY[name] for name in allowed_tools])  # expect: AC103
     """,
+    "tools_a_script_binds_and_a_function_of_the_module_sends": """
+        from agentkit import Agent
+
+        def main():
+            return Agent(tools=tools).run("hello")
+
+        if __name__ == "__main__":
+            tools = list(set(["search", "fetch"]))  # expect: AC103
+            main()
+    """,
+    "enabled_tools_and_a_spread_dict_of_tools_are_sent": """
+        from agentkit import Options
+
+        REGISTRY = {"search": {"name": "search"}, "fetch": {"name": "fetch"}}
+
+        def enabled(names):
+            enabled_tools = [REGISTRY[name] for name in set(names)]  # expect: AC103
+            return enabled_tools
+
+        def options(names):
+            return Options(**{"tools": list(set(names))})  # expect: AC103
+    """,
+    "an_instruction_given_to_a_function_that_runs_an_agent": """
+        import time
+        from agentkit import run_agent
+
+        def main(task):
+            return run_agent(task, instruction=f"You started at {time.time()}.")  # expect: AC101
+    """,
     "tools_a_script_block_hands_on": """
         from agentkit import serve
 
@@ -735,11 +764,18 @@ NEGATIVE = {
             return Options(disallowed_tools=disallowed_tools, tools={"allow": list(set(names))})
     """,
     "flags_that_keep_the_clock_out_or_are_not_the_prompts": """
-        from agentkit import Agent, Logger
+        from agentkit import Agent, Bench, Logger
 
         quiet = Agent(name="quiet", add_datetime_to_context=False)
-        logger = Logger(log_time=True, show_date=True)
+        logger = Logger(log_time=True, show_date=True, log_prompt_time=True)
+        bench = Bench(system_time=True, use_system_clock=True, track_prompt_time=True)
         answers = Agent(name="answers", instructions="Answer briefly.", stream=True)
+    """,
+    "a_policy_spread_as_keyword_arguments": """
+        from agentkit import Options
+
+        def options(names):
+            return Options(**{"tools": {"allow": list(set(names)), "deny": []}})
     """,
     "an_instruction_given_to_a_method_that_runs_one_task": """
         import time
@@ -754,9 +790,14 @@ NEGATIVE = {
         def resolve_toolset(name):
             return list({f"{name}_read", f"{name}_write"})
 
+        def describe(tools):
+            return ", ".join(sorted(tools))
+
         if __name__ == "__main__":
             if "--quiet" not in sys.argv:
                 print("Toolsets demo")
+            if __name__ == "__main__":
+                print("a block of its own")
             for name in ["web", "terminal"]:
                 tools = resolve_toolset(name)
                 print(f"{name}: {len(tools)} tools: {', '.join(sorted(tools))}")

@@ -222,11 +222,21 @@ class _Relevant:
             "urandom",
         }
         call = "|".join(sorted(re.escape(name) for name in calls))
-        clock = "|".join(sorted(re.escape(word) for word in words.clock_words))  # a flag: add_datetime_to_context=True
-        self.calls = re.compile(rf"\b(?:{call})\b|(?i:{clock})\w*\s*=\s*True\b".encode())
+        self.calls = re.compile(rf"\b(?:{call})\b".encode())
+        # A flag that asks for the clock (add_datetime_to_context=True) names a prompt word: only the words no sink
+        # name is part of need the flags' expression, and only in modules that hold one.
+        self.flag_words = tuple(
+            word.encode() for word in words.prompt_words if not any(name in word.encode() for name in self.sinks)
+        )
+        clock = "|".join(sorted(re.escape(word) for word in words.clock_words))
+        self.flags = re.compile(rf"(?:{clock})\w*\s*=\s*True\b".encode())
 
     def __call__(self, data: bytes) -> bool:
-        return any(name in data for name in self.sinks) or self.calls.search(data) is not None
+        return (
+            any(name in data for name in self.sinks)
+            or self.calls.search(data) is not None
+            or (any(word in data for word in self.flag_words) and self.flags.search(data) is not None)
+        )
 
 
 def newer_syntax(data: bytes) -> bool:

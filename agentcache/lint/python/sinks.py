@@ -17,7 +17,7 @@ from agentcache.lint.python.rules import (
     Report,
     message,
 )
-from agentcache.lint.python.syntax import Function, constant, escaping, last_name
+from agentcache.lint.python.syntax import Function, constant, entry_at, escaping, last_name
 from agentcache.lint.python.values import CLOCK, KEY_ORDER, Origin, Value, orders, stable_tail, volatile
 from agentcache.lint.python.vocabulary import (
     AGENT,
@@ -53,7 +53,9 @@ class Sinks:
         self.escaping: dict[int, frozenset[str]] = {}
         """Function or script block (by id) -> the names whose object leaves it as it is (:meth:`leaves`)."""
         self.script: ast.If | None = None
-        """The module's ``if __name__ == "__main__":`` block while it runs: its names are a script's locals."""
+        """The module's ``if __name__ == "__main__":`` block while it runs: its names are a script's locals, but
+        for those the module's functions read (``globals_read``)."""
+        self.globals_read: frozenset[str] = frozenset()
         self.recorded: set[tuple[int, str]] = set()
         """(function by id, 0 at module level; name) of the names bound to a report (:meth:`Vocabulary.reports`:
         a run's result, a status panel, a usage table): :meth:`records`."""
@@ -96,12 +98,15 @@ class Sinks:
         """The sinks among a call's arguments: ``system=``, ``tools=``, ``SystemMessage(...)``, ``bind_tools``,
         ``set_instruction(...)``, ``Message(role="system", content=...)``, ``Message("system", text)``... Returns
         whether the call makes a message of another role (``role="user"``, ``HumanMessage(...)``): what that holds
-        is never a system prompt or a tool list, so the interpreter drops it, wherever the message is then put.
+        is never a system prompt or a tool list, so the interpreter drops it, wherever the message is then put. A
+        flag that asks for the clock (``add_datetime_to_context=True``: :meth:`Vocabulary.asks_for_clock`) is the
+        current time in the system prompt.
         ``name``: the called name, ``called``: what the vocabulary says of it; ``spread``: the dicts given as
         ``**kwargs``, whose entries are keyword arguments too. ``default``: the role the called class gives its
         objects when not given ``role=`` (:data:`SYSTEM`, another of ``other_roles``, ``""`` for one of its own),
         read from its body: it says what the class makes, whatever its name says."""
         func = node.func
+        method = isinstance(func, ast.Attribute)
         words = self.words
         role: ast.keyword | None = None
         unpacked = 0
@@ -109,15 +114,17 @@ class Sinks:
             if keyword.arg is None:
                 for key, value in spread[unpacked].entries or ():
                     if key in words.sink_keywords:
-                        self.keyword_argument(key, keyword.value, value, name, called)
+                        item = entry_at(keyword.value, key) if isinstance(keyword.value, ast.Dict) else None
+                        given = item or keyword.value  # **{"tools": {...}}: that item
+                        self.keyword_argument(key, given, value, name, called, method)
                 unpacked += 1
             elif keyword.arg == "role":
                 role = keyword
             elif keyword.arg == "prompt" and called.sink == AGENT:
                 self.system_sink(keyword.value, kwargs[keyword.arg])
             elif keyword.arg in words.sink_keywords:
-                self.keyword_argument(keyword.arg, keyword.value, kwargs[keyword.arg], name, called)
-            elif _on(keyword.value) and words.asks_for_clock(keyword.arg):
+                self.keyword_argument(keyword.arg, keyword.value, kwargs[keyword.arg], name, called, method)
+            elif _on(keyword.value) and words.asks_for_clock(keyword.arg) and not words.measures(name):
                 stamp = Origin(keyword.value.lineno, keyword.value.col_offset, CLOCK, f"{keyword.arg}=True")
                 self.system_sink(keyword.value, Value(frozenset({stamp})))
         sink = called.sink
@@ -255,15 +262,19 @@ class Sinks:
         else:
             self.named_sink(key, node, value)
 
-    def keyword_argument(self, keyword: str, node: ast.expr, value: Value, name: str, called: Callee) -> None:
+    def keyword_argument(
+        self, keyword: str, node: ast.expr, value: Value, name: str, called: Callee, method: bool
+    ) -> None:
         """A call's keyword argument, when it is a sink: a system keyword but a template's placeholder
-        (``PROMPT.format(instruction=task)``) or one request's task (``predict_click(instruction=desc)``), a tool
-        list or output schema but a record's or a reply reader's; none of a call that measures a request
-        (``estimate_tokens(history, system_prompt=...)``)."""
+        (``PROMPT.format(instruction=task)``) or one request's task (``predict_click(instruction=desc)``,
+        ``branch.operate(instruction=...)``: ``method`` says the call is a method's), a tool list or output schema
+        but a record's or a reply reader's; none of a call that measures a request (``estimate_tokens(history,
+        system_prompt=...)``)."""
         words = self.words
         if words.measures(name):
             return
-        if (keyword in words.system_keywords and not called.template and not words.is_task(keyword, name)) or (
+        task = words.is_task(keyword, name, method)
+        if (keyword in words.system_keywords and not called.template and not task) or (
             words.lists(keyword) and not (words.is_record(name) or words.reads_reply(name))
         ):
             self.keyword_sink(keyword, node, value)
@@ -319,8 +330,8 @@ class Sinks:
         """Whether the running function's (or script block's) variable ``name`` leaves it as it is: asked of a
         variable named like tools, whose escaping names are worked out once per function."""
         body = self.stack[-1] if self.stack else self.script
-        if body is None:
-            return True  # a module's own name: other modules may import it
+        if body is None or (body is self.script and name in self.globals_read):
+            return True  # a module's own name: its functions or other modules may read it
         found = self.escaping.get(id(body))
         if found is None:
             found = self.escaping[id(body)] = escaping(body, self.consumes)
@@ -415,3 +426,4 @@ def _only_orjson_flags(node: ast.expr, without: str) -> bool:
 def _on(node: ast.expr) -> bool:
     """Whether a keyword argument is the constant ``True``: a flag turned on."""
     return isinstance(node, ast.Constant) and node.value is True
+

@@ -21,9 +21,14 @@ def constant(node: ast.expr | None) -> object:
 
 def constant_at(node: ast.Dict, key: str) -> object:
     """The constant a dict literal has under the constant ``key`` (None: absent or not a constant)."""
+    return constant(entry_at(node, key))
+
+
+def entry_at(node: ast.Dict, key: str) -> ast.expr | None:
+    """The expression a dict literal has under the constant ``key`` (None: absent)."""
     for item_key, item_value in zip(node.keys, node.values, strict=True):
         if constant(item_key) == key:
-            return constant(item_value)
+            return item_value
     return None
 
 
