@@ -54,7 +54,7 @@ FLOORS = {
     "seventh": (1.0, 1.0),
     "eighth": (0.85, 1.0),
     "ninth": (0.58, 1.0),
-    "tenth": (0.33, 0.33),
+    "tenth": (0.5, 0.33),
 }
 #: Worker processes of the wall-clock run: the issue's target is for a 2-core machine.
 JOBS = 2

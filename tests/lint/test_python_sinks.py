@@ -778,11 +778,16 @@ NEGATIVE = {
             return Options(**{"tools": {"allow": list(set(names)), "deny": []}})
     """,
     "an_instruction_given_to_a_method_that_runs_one_task": """
+        import random
         import time
+        from agentkit import SampleUserInstructionStep
 
         async def synthesize(branch, outputs):
             stamped = f"At {time.time()}: combine these: {outputs}"
             return await branch.operate(instruction=stamped)
+
+        def simulate(choices):
+            return SampleUserInstructionStep(instruction=random.choice(choices))
     """,
     "tools_a_script_block_only_prints": """
         import sys

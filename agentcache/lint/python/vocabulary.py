@@ -291,11 +291,16 @@ class Vocabulary:
 
     def is_task(self, keyword: str, called: str, method: bool) -> bool:
         """Whether a system keyword given to ``called`` (a ``method`` or not) is one request's task, not a system
-        prompt (:attr:`task_keywords`)."""
+        prompt (:attr:`task_keywords`): a task verb's, or a name's that says another role (``other_roles``:
+        ``SampleUserInstructionThought(instruction=...)``, a user's instruction)."""
         if keyword not in self.task_keywords:
             return False
         verb = called.lstrip("_").partition("_")[0]
-        return verb in self.task_verbs or (method and verb in self.task_methods)
+        return (
+            verb in self.task_verbs
+            or (method and verb in self.task_methods)
+            or not self.other_roles.isdisjoint(_words(called))
+        )
 
     def asks_for_clock(self, keyword: str) -> bool:
         """Whether a flag's name asks for the clock in the system prompt (:attr:`prompt_words`)."""
