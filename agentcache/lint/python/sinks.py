@@ -426,4 +426,3 @@ def _only_orjson_flags(node: ast.expr, without: str) -> bool:
 def _on(node: ast.expr) -> bool:
     """Whether a keyword argument is the constant ``True``: a flag turned on."""
     return isinstance(node, ast.Constant) and node.value is True
-
