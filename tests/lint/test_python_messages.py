@@ -2,7 +2,7 @@
 the system prompt (AC103 at each message's construction), and a class whose ``role`` defaults to a system role
 makes system messages, whatever its name says (learned from its body and its bases', in this module or another).
 
-Fixtures as in test_python_source: ``# expect: CODE`` marks each finding's line; a fixture without marks must
+Fixtures as in tests/lint/marked.py: ``# expect: CODE`` marks each finding's line; a fixture without marks must
 produce nothing.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from agentcache.lint import lint_paths
-from tests.lint.test_python_source import _expected, _lint, _package
+from tests.lint.marked import fixture_tests, write_package
 
 POSITIVE = {
     "system_messages_made_per_item_of_a_set": """
@@ -163,16 +163,7 @@ NEGATIVE = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(POSITIVE))
-def test_finds_what_each_fixture_marks(tmp_path: Path, name: str) -> None:
-    text, findings = _lint(tmp_path, POSITIVE[name])
-    assert sorted((finding.code, finding.line) for finding in findings) == _expected(text)
-
-
-@pytest.mark.parametrize("name", sorted(NEGATIVE))
-def test_stays_quiet_where_nothing_reaches_a_sink(tmp_path: Path, name: str) -> None:
-    _, findings = _lint(tmp_path, NEGATIVE[name])
-    assert findings == []
+test_finds_what_each_fixture_marks, test_stays_quiet_where_nothing_reaches_a_sink = fixture_tests(POSITIVE, NEGATIVE)
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
@@ -180,7 +171,7 @@ def test_a_message_class_of_another_module_is_known_by_its_role(tmp_path: Path, 
     """llamabot's shape: retrieved chunks put in a set, one ``RetrievedMessage`` each, whose role defaults to
     ``"system"`` in another module, as a subclass of a base that sets no role; a subclass of it in the bot's module
     inherits the default. The bot's module is walked first: it is checked again once the classes are learned."""
-    _package(
+    write_package(
         tmp_path / "bot",
         a_query="from .messages import RetrievedMessage\n\n"
         "class Chunk(RetrievedMessage):\n"

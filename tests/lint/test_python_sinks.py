@@ -3,17 +3,13 @@
 arguments a dict holds (returned, bound, spread as ``**kwargs``), and the values that do not reach a sink (a location
 read from, another role's message, a variable named like tools that never leaves its function).
 
-Fixtures as in test_python_source: ``# expect: CODE`` marks each finding's line; a fixture without marks must
+Fixtures as in tests/lint/marked.py: ``# expect: CODE`` marks each finding's line; a fixture without marks must
 produce nothing.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
-from tests.lint.test_python_source import _expected, _lint
+from tests.lint.marked import fixture_tests
 
 POSITIVE = {
     "role_first_message_built_by_a_prompt_function": """
@@ -375,6 +371,66 @@ POSITIVE = {
             chosen_tools = random.sample(catalog, 3)  # expect: AC102
             return chosen_tools
     """,
+    "a_flag_that_asks_the_framework_for_the_clock": """
+        from agentkit import Agent, Branch
+
+        researcher = Agent(name="researcher", add_datetime_to_context=True)  # expect: AC101
+
+        def orchestrator(model):
+            return Branch(
+                chat_model=model,
+                system_datetime=True,  # expect: AC101
+                name="orchestrator",
+            )
+    """,
+    "tools_chosen_from_a_policy_keep_its_order": """
+        from agentkit import Agent
+
+        REGISTRY = {"search": {"name": "search"}, "fetch": {"name": "fetch"}}
+
+        def build(names):
+            allowed_tools = set(names)
+            return Agent(tools=[REGISTRY[name] for name in allowed_tools])  # expect: AC103
+    """,
+    "tools_a_script_binds_and_a_function_of_the_module_sends": """
+        from agentkit import Agent
+
+        def main():
+            return Agent(tools=tools).run("hello")
+
+        if __name__ == "__main__":
+            tools = list(set(["search", "fetch"]))  # expect: AC103
+            main()
+    """,
+    "enabled_tools_and_a_spread_dict_of_tools_are_sent": """
+        from agentkit import Options
+
+        REGISTRY = {"search": {"name": "search"}, "fetch": {"name": "fetch"}}
+
+        def enabled(names):
+            enabled_tools = [REGISTRY[name] for name in set(names)]  # expect: AC103
+            return enabled_tools
+
+        def options(names):
+            return Options(**{"tools": list(set(names))})  # expect: AC103
+    """,
+    "an_instruction_given_to_a_function_that_runs_an_agent": """
+        import time
+        from agentkit import run_agent
+
+        def main(task):
+            return run_agent(task, instruction=f"You started at {time.time()}.")  # expect: AC101
+    """,
+    "tools_a_script_block_hands_on": """
+        from agentkit import serve
+
+        def resolve_toolset(names):
+            return list(set(names))
+
+        if __name__ == "__main__":
+            tools = resolve_toolset(["web", "terminal"])  # expect: AC103
+            serve(tools)
+    """,
 }
 
 NEGATIVE = {
@@ -685,16 +741,73 @@ NEGATIVE = {
                         merged_tools.append(tool)
                         names.add(tool.name)
     """,
+    "tool_policies_applied_by_membership": """
+        from agentkit import Options, Policy
+
+        class Pack:
+            def __init__(self, allowed, denied):
+                self.allowed_tools = set(allowed)
+                self.denied_tools = set(denied)
+
+            def merge(self, other):
+                config = {
+                    "name": "merged",
+                    "tools": {
+                        "allow": list(self.allowed_tools | other.allowed_tools),
+                        "deny": list(self.denied_tools | other.denied_tools),
+                    },
+                }
+                return Policy(config=config)
+
+        def options(names):
+            disallowed_tools = list(set(names))
+            return Options(disallowed_tools=disallowed_tools, tools={"allow": list(set(names))})
+    """,
+    "flags_that_keep_the_clock_out_or_are_not_the_prompts": """
+        from agentkit import Agent, Bench, Logger
+
+        quiet = Agent(name="quiet", add_datetime_to_context=False)
+        logger = Logger(log_time=True, show_date=True, log_prompt_time=True)
+        bench = Bench(system_time=True, use_system_clock=True, track_prompt_time=True)
+        answers = Agent(name="answers", instructions="Answer briefly.", stream=True)
+    """,
+    "a_policy_spread_as_keyword_arguments": """
+        from agentkit import Options
+
+        def options(names):
+            return Options(**{"tools": {"allow": list(set(names)), "deny": []}})
+    """,
+    "an_instruction_given_to_a_method_that_runs_one_task": """
+        import random
+        import time
+        from agentkit import SampleUserInstructionStep
+
+        async def synthesize(branch, outputs):
+            stamped = f"At {time.time()}: combine these: {outputs}"
+            return await branch.operate(instruction=stamped)
+
+        def simulate(choices):
+            return SampleUserInstructionStep(instruction=random.choice(choices))
+    """,
+    "tools_a_script_block_only_prints": """
+        import sys
+
+        def resolve_toolset(name):
+            return list({f"{name}_read", f"{name}_write"})
+
+        def describe(tools):
+            return ", ".join(sorted(tools))
+
+        if __name__ == "__main__":
+            if "--quiet" not in sys.argv:
+                print("Toolsets demo")
+            if __name__ == "__main__":
+                print("a block of its own")
+            for name in ["web", "terminal"]:
+                tools = resolve_toolset(name)
+                print(f"{name}: {len(tools)} tools: {', '.join(sorted(tools))}")
+    """,
 }
 
 
-@pytest.mark.parametrize("name", sorted(POSITIVE))
-def test_finds_what_each_fixture_marks(tmp_path: Path, name: str) -> None:
-    text, findings = _lint(tmp_path, POSITIVE[name])
-    assert sorted((finding.code, finding.line) for finding in findings) == _expected(text)
-
-
-@pytest.mark.parametrize("name", sorted(NEGATIVE))
-def test_stays_quiet_where_nothing_reaches_a_sink(tmp_path: Path, name: str) -> None:
-    _, findings = _lint(tmp_path, NEGATIVE[name])
-    assert findings == []
+test_finds_what_each_fixture_marks, test_stays_quiet_where_nothing_reaches_a_sink = fixture_tests(POSITIVE, NEGATIVE)

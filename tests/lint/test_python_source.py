@@ -6,14 +6,13 @@ produce nothing. The frameworks are never imported: the linter reads source, it 
 
 from __future__ import annotations
 
-import re
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from agentcache.lint import Finding, lint_paths
+from agentcache.lint import lint_paths
+from tests.lint.marked import fixture_tests, lint_source, write_package
 
 POSITIVE = {
     "langgraph_clock_first": """
@@ -678,36 +677,11 @@ NEGATIVE = {
 }
 
 
-def _lint(tmp_path: Path, source: str) -> tuple[str, list[Finding]]:
-    text = textwrap.dedent(source).lstrip("\n")
-    path = tmp_path / "agent.py"
-    path.write_text(text, encoding="utf-8")
-    return text, list(lint_paths([path]).findings)
-
-
-def _expected(text: str) -> list[tuple[str, int]]:
-    return sorted(
-        (code, number)
-        for number, line in enumerate(text.splitlines(), 1)
-        if "expect:" in line
-        for code in re.findall(r"AC\d+", line.split("expect:", 1)[1])
-    )
-
-
-@pytest.mark.parametrize("name", sorted(POSITIVE))
-def test_finds_what_each_fixture_marks(tmp_path: Path, name: str) -> None:
-    text, findings = _lint(tmp_path, POSITIVE[name])
-    assert sorted((finding.code, finding.line) for finding in findings) == _expected(text)
-
-
-@pytest.mark.parametrize("name", sorted(NEGATIVE))
-def test_stays_quiet_on_cache_safe_code(tmp_path: Path, name: str) -> None:
-    _, findings = _lint(tmp_path, NEGATIVE[name])
-    assert findings == []
+test_finds_what_each_fixture_marks, test_stays_quiet_where_nothing_reaches_a_sink = fixture_tests(POSITIVE, NEGATIVE)
 
 
 def test_finding_spans_the_sink_and_names_the_source(tmp_path: Path) -> None:
-    text, findings = _lint(
+    text, findings = lint_source(
         tmp_path,
         """
         import uuid
@@ -725,7 +699,7 @@ def test_finding_spans_the_sink_and_names_the_source(tmp_path: Path) -> None:
 
 def test_volatile_before_stable_text_counts_the_uncacheable_tail(tmp_path: Path) -> None:
     tail = "You review pull requests for security issues and explain each one."
-    _, findings = _lint(
+    _, findings = lint_source(
         tmp_path,
         f"""
         import time
@@ -738,7 +712,7 @@ def test_volatile_before_stable_text_counts_the_uncacheable_tail(tmp_path: Path)
 
 
 def test_a_syntax_error_is_a_finding_not_a_crash(tmp_path: Path) -> None:
-    _, findings = _lint(tmp_path, "system_prompt = 1\ndef broken(:\n    pass\n")
+    _, findings = lint_source(tmp_path, "system_prompt = 1\ndef broken(:\n    pass\n")
     [finding] = findings
     assert (finding.code, finding.line) == ("AC001", 2)
     assert "not valid Python" in finding.message
@@ -766,7 +740,7 @@ def test_a_long_elif_chain_is_analysed_to_its_end(tmp_path: Path) -> None:
     """Each elif costs the analysis three Python frames: 250 of them fit under the default recursion limit."""
     branches = "".join(f"elif x == {i}:\n    pass\n" for i in range(1, 250))
     source = "import time\nif x == 0:\n    pass\n" + branches + "else:\n    system_prompt = f'{time.time()}'\n"
-    _, findings = _lint(tmp_path, source)
+    _, findings = lint_source(tmp_path, source)
     assert [finding.code for finding in findings] == ["AC101"]
 
 
@@ -782,19 +756,10 @@ def test_unicode_digit_format_fields_and_columns_in_code_points(tmp_path: Path) 
     assert (finding.code, finding.line, finding.column) == ("AC001", 1, 22)
 
 
-def _package(folder: Path, **modules: str) -> Path:
-    """A package of these modules (name -> source) in ``folder``."""
-    folder.mkdir()
-    (folder / "__init__.py").write_text("")
-    for name, source in modules.items():
-        (folder / f"{name}.py").write_text(source)
-    return folder
-
-
 def test_a_helper_in_another_module_is_followed(tmp_path: Path) -> None:
     """The issue's example: ``prompt.format(date=get_today_str())``, the helper and the template in other modules,
     reached through a relative import; the importer is walked first, so it is checked again at the end."""
-    _package(
+    write_package(
         tmp_path / "agent",
         a_graph="from langchain_core.messages import SystemMessage\n"
         "from .prompts import research_prompt\n"
@@ -832,7 +797,7 @@ def test_an_import_of_a_namespace_package_is_followed(tmp_path: Path, clock: boo
 def test_a_field_a_helper_of_init_sets_is_read_through_an_imported_class(tmp_path: Path, helper: str) -> None:
     """rawdog's shape: ``EnvInfo(config).render_prompt()`` in one module formats ``self.date``, which a helper that
     ``EnvInfo.__init__`` calls sets from the clock in another; set from an argument, it is no finding."""
-    _package(
+    write_package(
         tmp_path / "app",
         client="from app.utils import EnvInfo\n\n"
         "def ask(completion, config):\n"
@@ -858,7 +823,7 @@ def test_a_field_of_a_base_class_in_another_module_is_followed(tmp_path: Path, o
         "    def messages(self, history):\n"
         "        return [Message(role='system', content=self.instructions, name=self.name), *history]\n"
     )
-    package = _package(
+    package = write_package(
         tmp_path / "kernel",
         a_chat="from .base import Agent\n\n" + chat.format("Agent"),
         base="import uuid\nfrom pydantic import BaseModel, Field\n"
@@ -893,8 +858,8 @@ def test_a_field_of_a_base_class_in_another_module_is_followed(tmp_path: Path, o
 def test_a_class_a_package_reexports_is_followed(tmp_path: Path, init: str, text: str) -> None:
     """semantic-kernel's import: ``from kernel.agents import Agent``, the class defined in ``kernel.agents.base``
     and re-exported by the package's ``__init__``; its random ``name`` reaches a subclass's system message."""
-    _package(tmp_path / "kernel")
-    agents = _package(
+    write_package(tmp_path / "kernel")
+    agents = write_package(
         tmp_path / "kernel" / "agents",
         base="import random\nfrom pydantic import BaseModel, Field\n\n"
         "class Agent(BaseModel):\n"
@@ -932,7 +897,7 @@ def test_a_class_a_package_reexports_is_followed(tmp_path: Path, init: str, text
 def test_a_set_another_module_makes_is_a_set(tmp_path: Path, tools: str, expected: list[tuple[str, int, str]]) -> None:
     """A set a base class makes in ``__init__`` and set constants, each in another module: iterated into the tool
     list they are found; sorted, or kept for membership tests, they are not. The importer is walked first."""
-    _package(
+    write_package(
         tmp_path / "agent",
         a_chat="from .base import Agent\nfrom .catalog import ALL_TOOLS, SAFE_TOOLS\n\n"
         "class Chat(Agent):\n"
@@ -954,7 +919,7 @@ def test_a_dump_another_module_orders_by_a_set_is_followed(
 ) -> None:
     """A helper in another module dumps a dict built by iterating a set: its text, put in a system prompt, has its
     keys in hash order (AC104), unless the dump sorts them."""
-    _package(
+    write_package(
         tmp_path / "agent",
         a_chat="from .catalog import tools_schema\n\n"
         "def messages(question):\n"
@@ -986,7 +951,7 @@ def test_a_parameter_of_a_class_in_another_module_reads_its_methods_and_fields(
 ) -> None:
     """A parameter annotated with a class of another module (``catalog: Catalog``, ``"Agent | None"``) reads
     what that class's methods that take no arguments return, its properties and its fields."""
-    _package(
+    write_package(
         tmp_path / "app",
         a_prompt="from .catalog import Agent, Catalog\n\n"
         "def messages(catalog: Catalog, agent: 'Agent | None', other, question):\n"
@@ -1020,7 +985,7 @@ def test_what_a_constructor_is_given_elsewhere_is_the_objects_field(
     parameter of that class), and formats it into its system message in a third: the dump's key order reaches
     the system message (AC104), unless the dump sorts the keys. A keyword that is a sink itself (``tools=``) is
     reported where it is given, not again where the class sends it."""
-    _package(
+    write_package(
         tmp_path / "rag",
         a_task="from .config import PlannerConfig\nfrom .store import Store\n\n"
         "def planner(store: Store):\n"

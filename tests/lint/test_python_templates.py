@@ -17,7 +17,7 @@ import pytest
 
 from agentcache.lint import Finding, lint_paths
 from agentcache.lint.python import templates
-from tests.lint.test_python_source import _expected
+from tests.lint.marked import expected
 
 AGENT = """
     import random
@@ -351,7 +351,7 @@ def parser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> s
 @pytest.mark.parametrize("name", sorted(POSITIVE))
 def test_reports_what_a_template_prints_of_an_object(tmp_path: Path, name: str, parser: str) -> None:
     text, findings = _lint(tmp_path, POSITIVE[name])
-    assert sorted((finding.code, finding.line) for finding in findings) == _expected(text)
+    assert sorted((finding.code, finding.line) for finding in findings) == expected(text)
 
 
 @pytest.mark.parametrize("name", sorted(NEGATIVE))

@@ -184,7 +184,8 @@ def _vocabulary(settings: Mapping[str, Any]) -> dict[str, list[str]]:
 class _Relevant:
     """Whether a module's bytes can matter: a sink's name anywhere in them (in capitals too: a module of constants,
     ``ALL_TOOLS = {...}``, teaches the modules that import it), or, as a word, a name that calls the clock, draws
-    or makes an id (the prefilter that spares many modules of a framework a parse).
+    or makes an id, or a flag that may ask for the clock (``add_datetime_to_context=True``): the prefilter that
+    spares many modules of a framework a parse.
 
     The sink names are looked for one by one with ``in``, which scans bytes several times faster than a regular
     expression's alternation; a name that holds another one (``system_prompt``, ``system``) is left out, since
@@ -222,9 +223,20 @@ class _Relevant:
         }
         call = "|".join(sorted(re.escape(name) for name in calls))
         self.calls = re.compile(rf"\b(?:{call})\b".encode())
+        # A flag that asks for the clock (add_datetime_to_context=True) names a prompt word: only the words no sink
+        # name is part of need the flags' expression, and only in modules that hold one.
+        self.flag_words = tuple(
+            word.encode() for word in words.prompt_words if not any(name in word.encode() for name in self.sinks)
+        )
+        clock = "|".join(sorted(re.escape(word) for word in words.clock_words))
+        self.flags = re.compile(rf"(?:{clock})\w*\s*=\s*True\b".encode())
 
     def __call__(self, data: bytes) -> bool:
-        return any(name in data for name in self.sinks) or self.calls.search(data) is not None
+        return (
+            any(name in data for name in self.sinks)
+            or self.calls.search(data) is not None
+            or (any(word in data for word in self.flag_words) and self.flags.search(data) is not None)
+        )
 
 
 def newer_syntax(data: bytes) -> bool:

@@ -257,7 +257,8 @@ class Interpreter(Statements):
             if given is not None:
                 return given
         receiver = self.expr(node.value, scope)
-        for owner in self.owners_of(node.value, receiver) if receiver.cls or type(node.value) is ast.Name else ():
+        owners = self.owners_of(node.value, receiver, scope) if receiver.cls or type(node.value) is ast.Name else ()
+        for owner in owners:
             local = self.local_classes.get(owner)  # a field its class sets, in this module or another
             if local is not None:
                 field = self.instance_fields.get(local, {}).get(f"self.{node.attr}")
@@ -269,17 +270,23 @@ class Interpreter(Statements):
         read = combine(receiver)
         return self.data_text(node, read) if node.attr in self.data_keys else read
 
-    def owners_of(self, node: ast.expr, value: Value) -> tuple[str, ...]:
+    def owners_of(self, node: ast.expr, value: Value, scope: Scope) -> tuple[str, ...]:
         """The classes whose fields and methods an object read as ``node`` has: the class it was made of
-        (:attr:`Value.cls`), else those of the name (:meth:`classes_of`), else the class (of the module or
-        imported) whose constructor ``node`` calls (``EnvInfo(config).render_prompt()``)."""
+        (:attr:`Value.cls`), else those of the name (:meth:`classes_of`), else the class whose constructor ``node``
+        calls (``EnvInfo(config).render_prompt()``)."""
         if value.cls:
             return (value.cls,)
         if type(node) is ast.Call and type(node.func) is ast.Name:
-            made = node.func.id
-            owner = f"{self.module}.{made}" if made in self.classes else self.imports.get(made)
-            return (owner,) if owner and _capitalized(made) else ()
+            owner = self.constructed(node.func, scope)
+            return (owner,) if owner and _capitalized(node.func.id) else ()
         return self.classes_of(node.id) if type(node) is ast.Name else ()
+
+    def constructed(self, func: ast.expr, scope: Scope) -> str | None:
+        """The dotted name of the class a constructor call's ``func`` names: the module's own, unless a variable
+        hides it, else the imported one (None: neither)."""
+        if type(func) is ast.Name and func.id in self.classes and scope.lookup(func.id) is None:
+            return f"{self.module}.{func.id}"
+        return self.qualname(func, scope)
 
     def data_text(self, node: ast.Attribute | ast.Subscript, read: Value) -> Value:
         """``read``, or, when it is stable and nothing in the code gives its text, the string of the package's
@@ -313,9 +320,7 @@ class Interpreter(Statements):
         ]
         if not given:
             return
-        owner = self.qualname(func, scope)
-        if owner is None and isinstance(func, ast.Name) and func.id in self.classes and scope.lookup(func.id) is None:
-            owner = f"{self.module}.{func.id}"
+        owner = self.constructed(func, scope)
         if owner is None:
             return
         for keyword, value in given:
@@ -620,12 +625,12 @@ class Interpreter(Statements):
         ):  # a binder's body (the framework's own) is how what it is given is sent: reported at the call
             return self.inline(self.methods[attr], node, args, kwargs, skip_self=True)
         if not (node.args or node.keywords):
-            for owner in self.owners_of(func.value, receiver):  # a method of a class in another module
+            for owner in self.owners_of(func.value, receiver, scope):  # a method of a class in another module
                 kind = self.learned.get(f"{owner}().{attr}()")
                 if kind:
                     return read_export(kind, node)
         elif receiver.cls or (type(func.value) is ast.Name and func.value.id != "self"):  # by its summary
-            for owner in self.owners_of(func.value, receiver):
+            for owner in self.owners_of(func.value, receiver, scope):
                 summary = self.learned.get(f"{owner}().{attr}(*)")
                 returned = Summary.decode(summary).returned(node, args, kwargs) if summary else None
                 if returned is not None:

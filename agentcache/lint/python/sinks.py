@@ -17,8 +17,8 @@ from agentcache.lint.python.rules import (
     Report,
     message,
 )
-from agentcache.lint.python.syntax import Function, constant, escaping, last_name
-from agentcache.lint.python.values import KEY_ORDER, Origin, Value, orders, stable_tail, volatile
+from agentcache.lint.python.syntax import Function, constant, entry_at, escaping, last_name
+from agentcache.lint.python.values import CLOCK, KEY_ORDER, Origin, Value, orders, stable_tail, volatile
 from agentcache.lint.python.vocabulary import (
     AGENT,
     BINDER,
@@ -51,7 +51,11 @@ class Sinks:
         self.bound: dict[tuple[int, int], str] = {}
         """Position of a value bound at module level to a name that says system prompt or tools -> that name."""
         self.escaping: dict[int, frozenset[str]] = {}
-        """Function (by id) -> the names whose object leaves it as it is (:meth:`leaves`)."""
+        """Function or script block (by id) -> the names whose object leaves it as it is (:meth:`leaves`)."""
+        self.script: ast.If | None = None
+        """The module's ``if __name__ == "__main__":`` block while it runs: its names are a script's locals, but
+        for those the module's functions read (``globals_read``)."""
+        self.globals_read: frozenset[str] = frozenset()
         self.recorded: set[tuple[int, str]] = set()
         """(function by id, 0 at module level; name) of the names bound to a report (:meth:`Vocabulary.reports`:
         a run's result, a status panel, a usage table): :meth:`records`."""
@@ -94,12 +98,15 @@ class Sinks:
         """The sinks among a call's arguments: ``system=``, ``tools=``, ``SystemMessage(...)``, ``bind_tools``,
         ``set_instruction(...)``, ``Message(role="system", content=...)``, ``Message("system", text)``... Returns
         whether the call makes a message of another role (``role="user"``, ``HumanMessage(...)``): what that holds
-        is never a system prompt or a tool list, so the interpreter drops it, wherever the message is then put.
+        is never a system prompt or a tool list, so the interpreter drops it, wherever the message is then put. A
+        flag that asks for the clock (``add_datetime_to_context=True``: :meth:`Vocabulary.asks_for_clock`) is the
+        current time in the system prompt.
         ``name``: the called name, ``called``: what the vocabulary says of it; ``spread``: the dicts given as
         ``**kwargs``, whose entries are keyword arguments too. ``default``: the role the called class gives its
         objects when not given ``role=`` (:data:`SYSTEM`, another of ``other_roles``, ``""`` for one of its own),
         read from its body: it says what the class makes, whatever its name says."""
         func = node.func
+        method = isinstance(func, ast.Attribute)
         words = self.words
         role: ast.keyword | None = None
         unpacked = 0
@@ -107,14 +114,19 @@ class Sinks:
             if keyword.arg is None:
                 for key, value in spread[unpacked].entries or ():
                     if key in words.sink_keywords:
-                        self.keyword_argument(key, keyword.value, value, name, called)
+                        item = entry_at(keyword.value, key) if isinstance(keyword.value, ast.Dict) else None
+                        given = item or keyword.value  # **{"tools": {...}}: that item
+                        self.keyword_argument(key, given, value, name, called, method)
                 unpacked += 1
             elif keyword.arg == "role":
                 role = keyword
             elif keyword.arg == "prompt" and called.sink == AGENT:
                 self.system_sink(keyword.value, kwargs[keyword.arg])
             elif keyword.arg in words.sink_keywords:
-                self.keyword_argument(keyword.arg, keyword.value, kwargs[keyword.arg], name, called)
+                self.keyword_argument(keyword.arg, keyword.value, kwargs[keyword.arg], name, called, method)
+            elif _on(keyword.value) and words.asks_for_clock(keyword.arg) and not words.measures(name):
+                stamp = Origin(keyword.value.lineno, keyword.value.col_offset, CLOCK, f"{keyword.arg}=True")
+                self.system_sink(keyword.value, Value(frozenset({stamp})))
         sink = called.sink
         if sink == FACTORY and not (
             isinstance(func, ast.Attribute) and words.is_system_message(last_name(func.value), name)
@@ -250,15 +262,19 @@ class Sinks:
         else:
             self.named_sink(key, node, value)
 
-    def keyword_argument(self, keyword: str, node: ast.expr, value: Value, name: str, called: Callee) -> None:
+    def keyword_argument(
+        self, keyword: str, node: ast.expr, value: Value, name: str, called: Callee, method: bool
+    ) -> None:
         """A call's keyword argument, when it is a sink: a system keyword but a template's placeholder
-        (``PROMPT.format(instruction=task)``) or one request's task (``predict_click(instruction=desc)``), a tool
-        list or output schema but a record's or a reply reader's; none of a call that measures a request
-        (``estimate_tokens(history, system_prompt=...)``)."""
+        (``PROMPT.format(instruction=task)``) or one request's task (``predict_click(instruction=desc)``,
+        ``branch.operate(instruction=...)``: ``method`` says the call is a method's), a tool list or output schema
+        but a record's or a reply reader's; none of a call that measures a request (``estimate_tokens(history,
+        system_prompt=...)``)."""
         words = self.words
         if words.measures(name):
             return
-        if (keyword in words.system_keywords and not called.template and not words.is_task(keyword, name)) or (
+        task = words.is_task(keyword, name, method)
+        if (keyword in words.system_keywords and not called.template and not task) or (
             words.lists(keyword) and not (words.is_record(name) or words.reads_reply(name))
         ):
             self.keyword_sink(keyword, node, value)
@@ -266,10 +282,10 @@ class Sinks:
     def keyword_sink(self, keyword: str, node: ast.expr, value: Value) -> None:
         """What a sink's keyword is given (``system=``, ``tools=``, ``response_format=``), as a call's keyword
         argument or as a dict's key: such a dict is the keyword arguments of a call (``**kwargs``) or a request's
-        body."""
+        body. Tools given as a policy (``{"allow": [...], "deny": [...]}``) are none."""
         if keyword in self.words.system_keywords:
             self.system_sink(node, value)
-        else:
+        elif not self.words.is_policy(keyword, node):
             sink = TOOL_LIST if keyword in self.words.tools_keywords else OUTPUT_SCHEMA
             self.tools_sink(node, value, sink=sink)
 
@@ -288,7 +304,9 @@ class Sinks:
         where it is iterated (a set kept for membership tests never is). A function's own variable (``local``)
         is a tool list only if it leaves the function as it is (:func:`~agentcache.lint.python.syntax.escaping`):
         tools are sent as a whole, and one only iterated or tested there (``requested_tools & SUPPORTED``, the
-        commands an artifact goes to) is not; what it holds is reported where it reaches a sink."""
+        commands an artifact goes to) is not; what it holds is reported where it reaches a sink. So is a name bound
+        in the module's ``__main__`` block (a demo that prints what a toolset resolves to). A policy over tools
+        (``allowed_tools``) is no tool list."""
         if node is None:
             return
         if not self.stack:
@@ -299,21 +317,24 @@ class Sinks:
         elif lowered == "tools" or lowered.endswith("_tools"):
             if (
                 (owner and self.words.is_record(owner))
+                or self.words.is_policy(name, node)  # allowed_tools, {"allow": [...]}: which tools may run
                 or (self.stack and self.words.returns_tool_calls(self.stack[-1].name))
                 or not (volatile(value.origins) or orders(value, taken=True))  # nothing to report: spare the walk
-                or (local and self.stack and not self.leaves(name))
+                or (local and (self.stack or self.script) and not self.leaves(name))
                 or (local and self.words.reports(node))  # tools = self._compute_tool_breakdown(usage)
             ):
                 return
             self.tools_sink(node, value, taken=True)
 
     def leaves(self, name: str) -> bool:
-        """Whether the running function's variable ``name`` leaves it as it is: asked of a variable named like
-        tools, whose escaping names are worked out once per function."""
-        function = self.stack[-1]
-        found = self.escaping.get(id(function))
+        """Whether the running function's (or script block's) variable ``name`` leaves it as it is: asked of a
+        variable named like tools, whose escaping names are worked out once per function."""
+        body = self.stack[-1] if self.stack else self.script
+        if body is None or (body is self.script and name in self.globals_read):
+            return True  # a module's own name: its functions or other modules may read it
+        found = self.escaping.get(id(body))
         if found is None:
-            found = self.escaping[id(function)] = escaping(function, self.consumes)
+            found = self.escaping[id(body)] = escaping(body, self.consumes)
         return name in found
 
     def consumes(self, node: ast.expr) -> bool:
@@ -400,3 +421,8 @@ def _only_orjson_flags(node: ast.expr, without: str) -> bool:
         return _only_orjson_flags(node.left, without) and _only_orjson_flags(node.right, without)
     name = last_name(node)
     return name is not None and name.startswith("OPT_") and name != without
+
+
+def _on(node: ast.expr) -> bool:
+    """Whether a keyword argument is the constant ``True``: a flag turned on."""
+    return isinstance(node, ast.Constant) and node.value is True

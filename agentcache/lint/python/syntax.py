@@ -21,9 +21,14 @@ def constant(node: ast.expr | None) -> object:
 
 def constant_at(node: ast.Dict, key: str) -> object:
     """The constant a dict literal has under the constant ``key`` (None: absent or not a constant)."""
+    return constant(entry_at(node, key))
+
+
+def entry_at(node: ast.Dict, key: str) -> ast.expr | None:
+    """The expression a dict literal has under the constant ``key`` (None: absent)."""
     for item_key, item_value in zip(node.keys, node.values, strict=True):
         if constant(item_key) == key:
-            return constant(item_value)
+            return item_value
     return None
 
 
@@ -66,12 +71,12 @@ def returns_own_class(function: Function) -> bool:
 _HOLDERS = (ast.Return, ast.Yield, ast.YieldFrom, ast.Await, ast.Assign, ast.AnnAssign, ast.AugAssign)
 
 
-def escaping(function: Function, consumes: Callable[[ast.expr], bool] = lambda node: False) -> frozenset[str]:
-    """The names whose object leaves ``function`` as it is (or through a function nested in it): returned or
-    yielded, given to a call, bound to another name or stored, or put in a collection. A name only iterated,
-    tested or combined with others (``requested & KNOWN``, ``for name in supported``), or given to a call or put
-    in a dict that ``consumes`` says keeps nothing of it (a token estimate, ``sorted``, a report), is consumed
-    where it is."""
+def escaping(function: Function | ast.If, consumes: Callable[[ast.expr], bool] = lambda node: False) -> frozenset[str]:
+    """The names whose object leaves ``function`` (or a script's block) as it is (or through a function nested in
+    it): returned or yielded, given to a call, bound to another name or stored, or put in a collection. A name only
+    iterated, tested or combined with others (``requested & KNOWN``, ``for name in supported``), or given to a call
+    or put in a dict that ``consumes`` says keeps nothing of it (a token estimate, ``sorted``, a report), is
+    consumed where it is."""
     found: set[str] = set()
     for node in ast.walk(function):
         if isinstance(node, (ast.Call, ast.Dict)) and consumes(node):

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from typing import NamedTuple
 
-from agentcache.lint.python.syntax import last_name
+from agentcache.lint.python.syntax import constant, last_name
 from agentcache.lint.python.values import CLOCK, FRESH_ID, RANDOM
 
 CLOCK_CALLS = frozenset(
@@ -79,6 +79,31 @@ class Vocabulary:
         {"predict", "locate", "ground", "detect", "point", "click", "act", "step", "solve", "answer", "ask", "query"}
     )
     """Verbs that start the name of a call acting on one request (see ``task_keywords``)."""
+    task_methods: frozenset[str] = frozenset(
+        {"operate", "chat", "communicate", "run", "invoke", "execute", "perform", "interpret", "respond"}
+    )
+    """Verbs that start the name of an agent's method running one task, whose ``task_keywords`` are that task
+    (``branch.operate(instruction=...)``, a user's message): a method call only, since a function so named may
+    configure the agent it runs (``run_agent(instruction=...)``)."""
+    clock_words: frozenset[str] = frozenset({"date", "time", "datetime", "timestamp", "clock"})
+    """Words of a flag's name that say it asks for the clock (see ``prompt_words``)."""
+    prompt_words: frozenset[str] = frozenset({"system", "prompt", "instruction", "instructions", "context"})
+    """A keyword argument given ``True`` whose name has a word of ``clock_words`` and one of ``prompt_words`` asks
+    the library to stamp the clock into the system prompt (``Agent(add_datetime_to_context=True)``,
+    ``Branch(system_datetime=True)``): the code that reads the clock is the framework's, the choice is the
+    caller's, so it is reported at the flag. Not when the name says it times or logs (``log_prompt_time``,
+    ``measure_verbs``), nor ``system`` with ``time`` or ``clock`` alone (``system_time``: CPU time)."""
+    policy_words: frozenset[str] = frozenset(
+        {"allow", "allowed", "deny", "denied", "disallowed", "block", "blocked", "blocklist", "allowlist", "denylist"}
+        | {"exclude", "excluded", "disabled", "whitelist", "blacklist", "permitted", "forbidden"}
+    )
+    """Words that say a list of tool names is a policy over which tools may run, not tool definitions sent: in a
+    name (``allowed_tools``, ``disallowed_tools``), or as a key of the dict given as tools (``"tools": {"allow":
+    [...], "deny": [...]}``), as are ``policy_keys``. A policy is applied by membership, so its order reaches no
+    request."""
+    policy_keys: frozenset[str] = frozenset({"include", "enabled"})
+    """Keys that make the dict given as tools a policy too (``{"include": [...]}``), but not a name: ``enabled_tools``
+    often holds the definitions sent."""
     store_words: frozenset[str] = frozenset({"db", "database", "store", "storage", "repo", "repository", "dao"})
     """Words of a receiver's name that say it persists what a setter is given (``session_db.update_system_prompt(
     session_id, prompt)``, an SQL update keyed by the id), not send it: its setters are no sink."""
@@ -264,10 +289,34 @@ class Vocabulary:
         """Whether a method's first argument is a tool list or an output schema (``bind_tools``)."""
         return method in self.tool_binders or method in self.schema_binders
 
-    def is_task(self, keyword: str, called: str) -> bool:
-        """Whether a system keyword given to ``called`` is one request's task, not a system prompt
-        (:attr:`task_keywords`)."""
-        return keyword in self.task_keywords and called.lstrip("_").partition("_")[0] in self.task_verbs
+    def is_task(self, keyword: str, called: str, method: bool) -> bool:
+        """Whether a system keyword given to ``called`` (a ``method`` or not) is one request's task, not a system
+        prompt (:attr:`task_keywords`): a task verb's, or a name's that says another role (``other_roles``:
+        ``SampleUserInstructionThought(instruction=...)``, a user's instruction)."""
+        if keyword not in self.task_keywords:
+            return False
+        verb = called.lstrip("_").partition("_")[0]
+        return (
+            verb in self.task_verbs
+            or (method and verb in self.task_methods)
+            or not self.other_roles.isdisjoint(_words(called))
+        )
+
+    def asks_for_clock(self, keyword: str) -> bool:
+        """Whether a flag's name asks for the clock in the system prompt (:attr:`prompt_words`)."""
+        words = _words(keyword)
+        clock, prompt = words & self.clock_words, words & self.prompt_words
+        if not clock or not prompt or not words.isdisjoint(_TIMING_WORDS) or not words.isdisjoint(self.measure_verbs):
+            return False
+        return prompt != {"system"} or not clock <= {"time", "clock"}
+
+    def is_policy(self, name: str, node: ast.expr | None) -> bool:
+        """Whether tools bound to ``name`` (or given as ``node``) are a policy over tools (:attr:`policy_words`)."""
+        if isinstance(node, ast.Dict) and any(
+            constant(key) in self.policy_words or constant(key) in self.policy_keys for key in node.keys
+        ):
+            return True
+        return not self.policy_words.isdisjoint(_words(name))
 
     def is_store(self, name: str | None) -> bool:
         """Whether a receiver's name says it is a store (:attr:`store_words`)."""
@@ -364,6 +413,11 @@ FIELDS = frozenset(item.name for item in fields(Vocabulary) if item.init)
 #: Builtins whose result does not depend on the order of their iterable, or carries none of it.
 ORDER_FREE = frozenset({"sorted", "min", "max", "sum", "any", "all"})
 OPAQUE = frozenset({"len", "isinstance", "issubclass", "hasattr", "callable", "id", "type", "bool", "hash"})
+#: Words of a flag's name that say it times or logs what it names (``log_prompt_time``), not that it asks for the
+#: clock in the prompt (:meth:`Vocabulary.asks_for_clock`).
+_TIMING_WORDS = frozenset(
+    {"log", "trace", "metric", "metrics", "span", "track", "elapsed", "latency", "duration", "cpu"}
+)
 #: How the keys that only a report holds end (:attr:`Vocabulary.report_keys`): a count, a time something happened.
 _REPORT_ENDINGS = ("_count", "_at")
 #: Calls that keep nothing of an argument's order (builtins that sort, count or test it; a set's methods, a
