@@ -55,7 +55,8 @@ class Sinks:
         self.script: ast.If | None = None
         """The module's ``if __name__ == "__main__":`` block while it runs: its names are a script's locals, but
         for those the module's functions read (``globals_read``)."""
-        self.globals_read: frozenset[str] = frozenset()
+        self.globals_read: frozenset[str] | None = None
+        """Worked out when the module's ``__main__`` block first runs (:func:`~.syntax.read_as_globals`)."""
         self.recorded: set[tuple[int, str]] = set()
         """(function by id, 0 at module level; name) of the names bound to a report (:meth:`Vocabulary.reports`:
         a run's result, a status panel, a usage table): :meth:`records`."""
@@ -124,7 +125,7 @@ class Sinks:
                 self.system_sink(keyword.value, kwargs[keyword.arg])
             elif keyword.arg in words.sink_keywords:
                 self.keyword_argument(keyword.arg, keyword.value, kwargs[keyword.arg], name, called, method)
-            elif _on(keyword.value) and words.asks_for_clock(keyword.arg) and not words.measures(name):
+            elif constant(keyword.value) is True and words.asks_for_clock(keyword.arg) and not words.measures(name):
                 stamp = Origin(keyword.value.lineno, keyword.value.col_offset, CLOCK, f"{keyword.arg}=True")
                 self.system_sink(keyword.value, Value(frozenset({stamp})))
         sink = called.sink
@@ -273,8 +274,7 @@ class Sinks:
         words = self.words
         if words.measures(name):
             return
-        task = words.is_task(keyword, name, method)
-        if (keyword in words.system_keywords and not called.template and not task) or (
+        if (keyword in words.system_keywords and not called.template and not words.is_task(keyword, name, method)) or (
             words.lists(keyword) and not (words.is_record(name) or words.reads_reply(name))
         ):
             self.keyword_sink(keyword, node, value)
@@ -285,9 +285,10 @@ class Sinks:
         body. Tools given as a policy (``{"allow": [...], "deny": [...]}``) are none."""
         if keyword in self.words.system_keywords:
             self.system_sink(node, value)
+        elif keyword not in self.words.tools_keywords:
+            self.tools_sink(node, value, sink=OUTPUT_SCHEMA)  # a schema's keys are its own, never a policy's
         elif not self.words.is_policy(keyword, node):
-            sink = TOOL_LIST if keyword in self.words.tools_keywords else OUTPUT_SCHEMA
-            self.tools_sink(node, value, sink=sink)
+            self.tools_sink(node, value, sink=TOOL_LIST)
 
     def message_sinks(self, node: ast.Call, kwargs: dict[str, Value], *extra: str) -> None:
         """A system message's ``content=`` and ``name=`` (and ``extra`` keywords: a template's ``template=``)."""
@@ -330,7 +331,7 @@ class Sinks:
         """Whether the running function's (or script block's) variable ``name`` leaves it as it is: asked of a
         variable named like tools, whose escaping names are worked out once per function."""
         body = self.stack[-1] if self.stack else self.script
-        if body is None or (body is self.script and name in self.globals_read):
+        if body is None or (body is self.script and name in (self.globals_read or ())):
             return True  # a module's own name: its functions or other modules may read it
         found = self.escaping.get(id(body))
         if found is None:
@@ -421,8 +422,3 @@ def _only_orjson_flags(node: ast.expr, without: str) -> bool:
         return _only_orjson_flags(node.left, without) and _only_orjson_flags(node.right, without)
     name = last_name(node)
     return name is not None and name.startswith("OPT_") and name != without
-
-
-def _on(node: ast.expr) -> bool:
-    """Whether a keyword argument is the constant ``True``: a flag turned on."""
-    return isinstance(node, ast.Constant) and node.value is True

@@ -11,7 +11,16 @@ from functools import reduce
 from typing import Any, ClassVar
 
 from agentcache.lint.python.sinks import TOOL_SCHEMA, Sinks
-from agentcache.lint.python.syntax import Function, bound_names, constant, dotted, last_name, statements, unpacked
+from agentcache.lint.python.syntax import (
+    Function,
+    bound_names,
+    constant,
+    dotted,
+    last_name,
+    read_as_globals,
+    statements,
+    unpacked,
+)
 from agentcache.lint.python.values import (
     CLEAN,
     Origin,
@@ -74,8 +83,6 @@ class Statements(ABC):
         """Method (by id) -> the name of its class, a top-level one: what the project's modules give that class's
         constructor is read as its fields."""
         self.loops = 0
-        self.read_by_functions: frozenset[str] | None = None
-        """The names the module's functions read as globals (:meth:`globals_read`), worked out when first asked."""
         self.order: frozenset[Origin] = frozenset()
         """The undefined orders of the loops being run (a set's, a shuffle's): what a loop body adds to a
         collection or a string that outlives an iteration is built in that order."""
@@ -258,32 +265,16 @@ class Statements(ABC):
             bodies = [*(case.body for case in node.cases), []]
         forks = []
         outer = self.sinks.script
+        if script is not None and self.sinks.globals_read is None:
+            self.sinks.globals_read = read_as_globals(self.nodes)
         for body in bodies:
             fork = scope.fork()
             if script is not None:  # the body is a script's: its names are the script's locals, not the module's
                 self.sinks.script = script if body is script.body else outer
-                self.sinks.globals_read = self.globals_read()
             self.block(body, fork, returns)
             forks.append(fork)
         self.sinks.script = outer
         scope.merge(*forks)
-
-    def globals_read(self) -> frozenset[str]:
-        """The names the module's functions read without binding them: a script's name they read leaves it."""
-        if self.read_by_functions is None:
-            found: set[str] = set()
-            for node in self.nodes:
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    read: set[str] = set()
-                    bound: set[str] = set()
-                    for inner in ast.walk(node):
-                        if isinstance(inner, ast.Name):
-                            (read if isinstance(inner.ctx, ast.Load) else bound).add(inner.id)
-                        elif isinstance(inner, ast.arg):  # a parameter, of the function or of one nested in it
-                            bound.add(inner.arg)
-                    found |= read - bound
-            self.read_by_functions = frozenset(found)
-        return self.read_by_functions
 
     def loop(self, node: ast.For | ast.AsyncFor | ast.While, scope: Scope, returns: list[Value]) -> None:
         """The body runs zero or more times: twice is enough for a value to travel around it once. Loops nested

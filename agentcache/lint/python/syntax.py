@@ -4,7 +4,7 @@ its source text) and the facts gathered once per module (imports, functions it c
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -96,6 +96,23 @@ def escaping(function: Function | ast.If, consumes: Callable[[ast.expr], bool] =
                 value = value.value
             if isinstance(value, ast.Name):
                 found.add(value.id)
+    return frozenset(found)
+
+
+def read_as_globals(nodes: Iterable[ast.stmt]) -> frozenset[str]:
+    """The names the functions among ``nodes`` read without binding them (their own parameters and assignments
+    bind): a module's names they read as globals."""
+    found: set[str] = set()
+    for node in nodes:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            read: set[str] = set()
+            bound: set[str] = set()
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Name):
+                    (read if isinstance(inner.ctx, ast.Load) else bound).add(inner.id)
+                elif isinstance(inner, ast.arg):  # a parameter, of the function or of one nested in it
+                    bound.add(inner.arg)
+            found |= read - bound
     return frozenset(found)
 
 
