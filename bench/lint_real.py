@@ -10,8 +10,9 @@ labelled corpus; ``third``, first judged against the lint of 2026-12-04; ``fourt
 and tuned to after; ``sixth``, judged against the lint of 2026-12-05 (commit 5faca15) and tuned to after;
 ``seventh``, judged against the lint of 2026-12-05 (commit 60b4e2d) and tuned to after; ``eighth``, judged against
 the lint of 2026-12-05 (commit 0dceb7f); ``ninth``, judged against the lint of 2026-12-05 (commit c6e990f);
-``tenth``, judged against the lint of 2026-12-05 (commit 8fc20ab). Targets, per corpus: precision >= 90%, recall >=
-80%, >= 300 files/s, peak RSS < 300 MB on a 4 MB file. Exits 1 when a target is missed or a finding is unlabelled.
+``tenth``, judged against the lint of 2026-12-05 (commit 8fc20ab); ``eleventh``, judged against the lint of
+2026-12-05 (commit 9d708ff). Targets, per corpus: precision >= 90%, recall >= 80%, >= 300 files/s, peak RSS < 300
+MB on a 4 MB file. Exits 1 when a target is missed or a finding is unlabelled.
 
 Files/s is counted over the files lint checks, twice: on CPU time of one process (``jobs=1``; the machine may be
 shared, and wall time then measures the neighbours too), and on wall time with ``jobs=2`` (two worker processes, as
@@ -39,7 +40,7 @@ import tomllib
 from agentcache.lint import Finding, lint_paths
 
 HERE = Path(__file__).resolve().parent
-CORPORA = ("tuned", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
+CORPORA = ("tuned", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh")
 DEFAULT_CACHE = Path.home() / ".cache" / "agentcache" / "lint"
 PRECISION, RECALL, FILES_PER_SECOND, RSS_MB, BIG_FILE_MB = 0.90, 0.80, 300, 300, 4
 #: (precision, recall) each corpus must keep, for the tests: the targets on the tuned one; on the others, which miss
@@ -55,6 +56,7 @@ FLOORS = {
     "eighth": (0.85, 1.0),
     "ninth": (0.58, 1.0),
     "tenth": (0.5, 0.33),
+    "eleventh": (0.8, 0.57),
 }
 #: Worker processes of the wall-clock run: the issue's target is for a 2-core machine.
 JOBS = 2
