@@ -40,6 +40,31 @@ AGENT = """
             return found
 """
 
+
+RENDERED_FROM_A_FIELD = """
+    from datetime import datetime
+    from jinja2 import Environment
+
+    class Node:
+        def __init__(self, template):
+            self.template = template
+
+        def build_system_prompt(self):
+            return Environment().from_string(self.template).render(current_date=datetime.now()){expect}
+"""
+FORMATTED_BY_KEYWORD = """
+    from datetime import datetime
+    from langchain_core.messages import SystemMessage
+
+    class Node:
+        def __init__(self, system_prompt):
+            self.system_prompt = system_prompt
+
+        def messages(self, task):
+            text = self.system_prompt.format(current_date=datetime.now(), task=task)
+            return [SystemMessage(content=text)]{expect}
+"""
+
 POSITIVE = {
     "template_class_names_its_file": {
         "base.py": """
@@ -222,7 +247,7 @@ POSITIVE.update(
                 read="variables.get('date')", other="variables.get('since', date.today())", expect="AC101"
             ),
         },
-        "a_keyword_given_to_a_template_not_found": {
+        "a_keyword_given_to_a_template_not_found": {  # the caller's template, chosen for this keyword
             "agent.py": """
                 from datetime import datetime
                 from jinja2 import Environment
@@ -231,10 +256,29 @@ POSITIVE.update(
                     return Environment().from_string(raw_template).render(current_date=datetime.now())  # expect: AC101
             """,
         },
+        "a_keyword_a_template_of_the_package_names": {
+            "prompts/research.md": "You research. Today is {{ current_date }}.",
+            "agent.py": RENDERED_FROM_A_FIELD.format(expect="  # expect: AC101"),
+        },
+        "a_keyword_a_format_field_of_the_package_names": {
+            "agent.py": FORMATTED_BY_KEYWORD.format(expect="  # expect: AC101"),
+            "prompts.py": 'RESEARCH = """You research.\nToday is {current_date:%Y-%m-%d}."""\n',
+        },
+        "a_keyword_a_data_file_of_the_package_names": {
+            "agent.py": FORMATTED_BY_KEYWORD.replace(".format(", ".substitute(").format(expect="  # expect: AC101"),
+            "config.yaml": "agent:\n  system: 'You research. Today is ${current_date}.'\n",
+        },
     }
 )
 
 NEGATIVE = {
+    "a_keyword_no_text_of_the_package_prints": {  # the date is offered to templates the user sets on the object
+        "prompts/research.md": "You research. Today is {{ date }}. Cite {current_datetime} and $current.",
+        "agent.py": RENDERED_FROM_A_FIELD.format(expect=""),
+    },
+    "a_format_keyword_no_text_of_the_package_prints": {
+        "agent.py": FORMATTED_BY_KEYWORD.format(expect=""),
+    },
     "items_of_a_dict_of_variables_that_do_not_differ": {
         "agent.py": DICT_READS.format(
             read="variables.get('diff', '')", other="variables['diff'] or variables.get('title')", expect=""

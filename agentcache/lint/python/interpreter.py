@@ -60,6 +60,7 @@ from agentcache.lint.python.vocabulary import (
     COPIES,
     DUMPS,
     FACTORY_KEYWORDS,
+    FILLERS,
     GENERIC_BUILTINS,
     LAYOUT_KEEPING,
     LAYOUT_KEEPING_METHODS,
@@ -542,7 +543,9 @@ class Interpreter(Statements):
             return CLEAN  # the model's tool calls, parsed from its reply: not the definitions sent
         system = self.words.makes_system_prompt(callee)
         reads = called.reader
-        if callee in TEXT_METHODS or callee in ("dict", "partial"):
+        if callee in FILLERS and isinstance(func, ast.Attribute) and name != "functools.partial":
+            filled = self.printed(func.value, kwargs)
+        elif callee in TEXT_METHODS or callee in ("dict", "partial"):
             filled = list(kwargs.values())
         elif made or system:
             filled = [
@@ -738,7 +741,7 @@ class Interpreter(Statements):
         if text is None:
             if not bags or receiver.cls != TEMPLATE or given_by_caller(receiver.origins):
                 return None
-            return combine(receiver, *(kwargs[keyword.arg] for keyword in node.keywords if keyword.arg))
+            return combine(receiver, *self.printed(made, kwargs))
         found = reads(text)
         if found is None:
             return None
@@ -757,6 +760,16 @@ class Interpreter(Statements):
                     site = ast.Attribute(site, attribute, ast.Load())
                 parts.append(ordered(self.expr(read, scope), ast.copy_location(site, node)))
         return combine(*parts)
+
+    def printed(self, template: ast.expr, kwargs: dict[str, Value]) -> list[Value]:
+        """Of the keyword arguments a template whose text is not known is filled with, those it may print. A
+        template that is a field of the object (``self.system_prompt.format(date=today)``) is set by whoever
+        configures it: a name no text of the package holds as a placeholder
+        (:meth:`~agentcache.lint.python.templates.TemplateFiles.placeholders`) is offered to templates the user
+        writes, and prints in none the package ships. Any other template (a parameter, one looked up by a key) is
+        chosen where it is filled, and what it is given by name is taken as printed."""
+        names = self.templates.placeholders() if kwargs and _a_field(template) else None
+        return [value for key, value in kwargs.items() if names is None or key in names]
 
     def class_template(self, made: ast.expr, scope: Scope) -> str | None:
         """The template text of the class ``made`` names, defined in this module or imported."""
@@ -953,6 +966,18 @@ def _class_named(annotation: ast.expr) -> ast.expr:
 
 #: A quoted annotation that names a class: ``"Agent"``, ``"pkg.Agent | None"``.
 _QUOTED_CLASS = re.compile(r"\s*([A-Za-z_][\w.]*)\s*(?:\|\s*None\s*)?")
+
+
+#: Calls that make a template of the text they are given first (Jinja's, string.Template, LangChain's).
+_TEMPLATE_MAKERS = frozenset({"from_string", "Template", "PromptTemplate", "from_template"})
+
+def _a_field(template: ast.expr) -> bool:
+    """Whether a template is a field of the object, or made of one (``self.system_prompt``,
+    ``Environment().from_string(self.template)``, ``Template(self.text)``)."""
+    while isinstance(template, ast.Call) and template.args and last_name(template.func) in _TEMPLATE_MAKERS:
+        template = template.args[0]
+    owner = template.value if isinstance(template, ast.Attribute) else None
+    return isinstance(owner, ast.Name) and owner.id in ("self", "cls")
 
 
 def _class_of(func: ast.expr) -> str | None:

@@ -31,6 +31,11 @@ TEMPLATE_SUFFIXES = (".jinja", ".jinja2", ".j2", ".md")
 DATA_SUFFIXES = (".toml", ".yaml", ".yml", ".json")
 #: Larger data files are datasets or recorded fixtures, not settings: they are not read.
 MAX_DATA_BYTES = 256 * 1024
+#: Files searched for the placeholders a package's templates name (:meth:`TemplateFiles.placeholders`): its code's
+#: string literals, its template and data files, and prompts kept as text.
+PLACEHOLDER_SUFFIXES = (".py", ".txt", ".prompt", ".tmpl", *TEMPLATE_SUFFIXES, *DATA_SUFFIXES)
+#: Larger files are generated code or datasets: a placeholder in one names no template.
+MAX_PLACEHOLDER_BYTES = 1024 * 1024
 
 Reads = dict[str, frozenset[str | None]]
 """Variable -> what the template puts into its text of it: attributes (``agent.name``), None for the value itself
@@ -42,6 +47,11 @@ _EXPRESSIONS = re.compile(r"\{\{(.*?)\}\}|\{%-?\s*(?:for\s.*?\sin|set\s[^=%]*=)\
 _STRINGS = re.compile(r"'[^']*'|\"[^\"]*\"")
 _FILTERS = re.compile(r"\|\s*[A-Za-z_]\w*")
 _CHAIN = re.compile(r"(?<![\w.])([A-Za-z_]\w*)(?:\s*\.\s*([A-Za-z_]\w*))?")
+#: Where a text names a variable to print: a Jinja or Mustache tag (any name inside it), a ``str.format`` field
+#: (``{date}``, ``{date:%Y}``, ``{task.id}``), a ``string.Template`` one (``$date``, ``${date}``).
+_TAGS = re.compile(r"\{\{(.*?)\}\}|\{%(.*?)%\}")
+_FIELDS = re.compile(r"\{([A-Za-z_]\w*)(?:[.\[!:][^{}\n]*)?\}|\$\{?([A-Za-z_]\w*)")
+_NAMES = re.compile(r"[A-Za-z_]\w*")
 
 
 @lru_cache(maxsize=256)
@@ -153,6 +163,16 @@ class TemplateFiles:
             return None
         return _data(self.folder).text(path)
 
+    def placeholders(self) -> frozenset[str] | None:
+        """The names any text of the package could print as a template's variable (``{date}``, ``{{ date }}``,
+        ``$date``), in its code, templates and data files: a value a template whose text is not known is filled
+        with by a name none of them holds (``system_prompt.format(date=today)``, the date offered to a template the
+        user writes) reaches no prompt the package ships. None: the module is in no package, its texts unknown."""
+        if self.folder is None or self.root is None:
+            return None
+        # a top-level module (a script, or a folder of modules without __init__.py): the texts of its folder
+        return _placeholders(self.folder if self.folder.is_dir() else self.root)
+
     def _module(self, dotted: str) -> ast.Module | None:
         if self.root is None or not dotted:
             return None
@@ -203,7 +223,7 @@ class _DataTexts:
 
     def __init__(self, folder: Path) -> None:
         self.by_key: dict[str, list[tuple[tuple[str, ...], str]]] = {}
-        for path in _data_files(folder):
+        for path in _package_files(folder, DATA_SUFFIXES, MAX_DATA_BYTES):
             data = _load(path)
             try:
                 self._add((), data)
@@ -263,18 +283,36 @@ def _data(folder: Path) -> _DataTexts:
     return _DataTexts(folder)
 
 
-def _data_files(folder: Path) -> Iterator[Path]:
-    """The package's data files, but in test folders (their fixtures are not what it ships) and large ones."""
+def _package_files(folder: Path, suffixes: tuple[str, ...], limit: int) -> Iterator[Path]:
+    """The package's files ending with one of ``suffixes``, but in test folders (their fixtures are not what it
+    ships) and those larger than ``limit`` bytes."""
     for parent, subdirs, files in os.walk(folder):
         subdirs[:] = sorted(name for name in subdirs if name not in SKIP_DIRS and not is_test_code(name, True))
         for name in sorted(files):
-            if name.endswith(DATA_SUFFIXES) and not is_test_code(name, False):
+            if name.endswith(suffixes) and not is_test_code(name, False):
                 path = Path(parent, name)
                 try:
-                    if path.stat().st_size <= MAX_DATA_BYTES:
+                    if path.stat().st_size <= limit:
                         yield path
                 except OSError:
                     continue
+
+
+@lru_cache(maxsize=64)
+def _placeholders(folder: Path) -> frozenset[str]:
+    found: set[str] = set()
+    for path in _package_files(folder, PLACEHOLDER_SUFFIXES, MAX_PLACEHOLDER_BYTES):
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if "{" not in text and "$" not in text:
+            continue
+        for match in _TAGS.finditer(text):
+            found.update(_NAMES.findall(match.group(1) or match.group(2) or ""))
+        for match in _FIELDS.finditer(text):
+            found.add(match.group(1) or match.group(2))
+    return frozenset(found)
 
 
 def _load(path: Path) -> object:

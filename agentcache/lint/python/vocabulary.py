@@ -442,6 +442,10 @@ TEXT_METHODS = frozenset(
     {"format", "format_map", "substitute", "safe_substitute", "format_messages", "format_prompt", "partial"}
     | {"replace", "join", "from_template", "from_messages", "render", "render_async"}  # and Jinja's
 )
+#: Methods that fill a template's placeholders by name: a keyword argument is printed only where the text names it.
+FILLERS = frozenset(
+    {"format", "substitute", "safe_substitute", "format_messages", "format_prompt", "partial", "render", "render_async"}
+)
 #: Calls that make a template from a text or a file's (:meth:`Interpreter.template_source`), and the methods that
 #: render one.
 TEMPLATE_SOURCES = frozenset({"from_string", "get_template", "jinja2.Template", "jinja2.environment.Template"})
