@@ -14,7 +14,30 @@ import pytest
 from agentcache.lint import lint_paths
 from tests.lint.marked import fixture_tests, lint_source, write_package
 
+
+REASONS = """
+    from openai import OpenAI
+
+    class Filter:
+        def __init__(self):
+            self.disabled = {{"shell", "browser"}}
+
+        def reasons(self):
+            found = {{}}
+            for name in self.disabled:
+                found[name] = "disabled by the user"
+            return found
+
+        def send(self, tools):
+{send}
+            return OpenAI().chat.completions.create(model="m", messages=[], tools=annotated){expect}
+"""
+
 POSITIVE = {
+    "keys_of_a_dict_built_from_a_set": REASONS.format(
+        send='            annotated = [{"type": "function", "function": {"name": name}} for name in self.reasons()]',
+        expect="  # expect: AC103",
+    ),
     "langgraph_clock_first": """
         from datetime import datetime
         from langchain_core.messages import SystemMessage
@@ -410,6 +433,10 @@ POSITIVE = {
 }
 
 NEGATIVE = {
+    "a_value_looked_up_in_a_dict_built_from_a_set": REASONS.format(  # its keys' order does not reach one value
+        send='            annotated = [{**tool, "note": self.reasons().get(tool["name"], "")} for tool in tools]',
+        expect="",
+    ),
     "volatile_in_the_user_turn": """
         from datetime import date
         from langchain_core.messages import HumanMessage, SystemMessage

@@ -606,8 +606,11 @@ class Interpreter(Statements):
             return format_call(receiver.text, node, args, kwargs, spread)
         if attr == "join" and receiver.text is not None and len(node.args) == 1:
             return self.join_text(receiver.text, node, args[0], scope)
-        if attr == "get" and receiver.entries and 1 <= len(node.args) <= 2 and isinstance(constant(node.args[0]), str):
-            return reduce(join, args[1:], under(receiver, str(constant(node.args[0]))))  # d.get("date", default)
+        if attr == "get" and 1 <= len(node.args) <= 2:
+            if receiver.entries and isinstance(constant(node.args[0]), str):
+                return reduce(join, args[1:], under(receiver, str(constant(node.args[0]))))  # d.get("date", default)
+            # one value looked up by its key: the order the mapping's keys were added in does not reach it
+            return combine(Value(order_free(receiver.origins)), *args)
         key = dotted(func.value)
         if key and attr in MUTATORS:
             given = combine(*args)  # a set holds the same items whatever order they come in (a loop's too)
