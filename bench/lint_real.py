@@ -6,13 +6,14 @@ sdists of agent frameworks and applications) is fetched with ``pip download`` in
 FP, with the reason read from the code), and so are the problems the linter should find and did not (misses).
 Corpora: ``tuned``, the one the lint was built against; ``second``, judged first without tuning and kept as a second
 labelled corpus; ``third``, first judged against the lint of 2026-12-04; ``fourth``, judged against the lint of
-2026-12-05 (commit 6dfa9bb) and tuned to after; ``fifth``, judged against the lint of 2026-12-05 (commit b3fa554)
-and tuned to after; ``sixth``, judged against the lint of 2026-12-05 (commit 5faca15) and tuned to after;
-``seventh``, judged against the lint of 2026-12-05 (commit 60b4e2d) and tuned to after; ``eighth``, judged against
-the lint of 2026-12-05 (commit 0dceb7f); ``ninth``, judged against the lint of 2026-12-05 (commit c6e990f);
-``tenth``, judged against the lint of 2026-12-05 (commit 8fc20ab); ``eleventh``, judged against the lint of
-2026-12-05 (commit 9d708ff). Targets, per corpus: precision >= 90%, recall >= 80%, >= 300 files/s, peak RSS < 300
-MB on a 4 MB file. Exits 1 when a target is missed or a finding is unlabelled.
+2026-12-05 (commit 6dfa9bb) and tuned to after; ``fifth``, judged against the lint of 2026-12-05 (commit b3fa554) and
+tuned to after; ``sixth``, judged against the lint of 2026-12-05 (commit 5faca15) and tuned to after; ``seventh``,
+judged against the lint of 2026-12-05 (commit 60b4e2d) and tuned to after; ``eighth``, judged against the lint of
+2026-12-05 (commit 0dceb7f); ``ninth``, judged against the lint of 2026-12-05 (commit c6e990f); ``tenth``, judged
+against the lint of 2026-12-05 (commit 8fc20ab); ``eleventh``, judged against the lint of 2026-12-05 (commit
+9d708ff); ``twelfth``, judged against the lint of 2026-12-05 (commit 08b62b7). Targets, per corpus: precision >= 90%,
+recall >= 80%, >= 300 files/s, peak RSS < 300 MB on a 4 MB file. Exits 1 when a target is missed or a finding is
+unlabelled.
 
 Files/s is counted over the files lint checks, twice: on CPU time of one process (``jobs=1``; the machine may be
 shared, and wall time then measures the neighbours too), and on wall time with ``jobs=2`` (two worker processes, as
@@ -40,7 +41,20 @@ import tomllib
 from agentcache.lint import Finding, lint_paths
 
 HERE = Path(__file__).resolve().parent
-CORPORA = ("tuned", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh")
+CORPORA = (
+    "tuned",
+    "second",
+    "third",
+    "fourth",
+    "fifth",
+    "sixth",
+    "seventh",
+    "eighth",
+    "ninth",
+    "tenth",
+    "eleventh",
+    "twelfth",
+)
 DEFAULT_CACHE = Path.home() / ".cache" / "agentcache" / "lint"
 PRECISION, RECALL, FILES_PER_SECOND, RSS_MB, BIG_FILE_MB = 0.90, 0.80, 300, 300, 4
 #: (precision, recall) each corpus must keep, for the tests: the targets on the tuned one; on the others, which miss
@@ -57,6 +71,7 @@ FLOORS = {
     "ninth": (0.58, 1.0),
     "tenth": (0.5, 0.33),
     "eleventh": (0.8, 0.57),
+    "twelfth": (0.8, 0.3),
 }
 #: Worker processes of the wall-clock run: the issue's target is for a 2-core machine.
 JOBS = 2
