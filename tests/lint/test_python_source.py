@@ -34,6 +34,35 @@ REASONS = """
 """
 
 POSITIVE = {
+    "a_property_read_on_self": """
+        from datetime import date
+        from openai import OpenAI
+
+        class Agent:
+            @property
+            def system_prompt(self):
+                return f"You help. Today is {date.today()}."
+
+            def run(self, task):
+                messages = [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": task}]  # expect: AC101
+                return OpenAI().chat.completions.create(model="m", messages=messages)
+    """,
+    "a_cached_property_read_on_an_object_of_the_module": """
+        import uuid
+        from functools import cached_property
+        from langchain_core.messages import SystemMessage
+
+        class Session:
+            def __init__(self):
+                self.marker = uuid.uuid4().hex
+
+            @cached_property
+            def label(self):
+                return f"session {self.marker}"
+
+        def messages(session: Session):
+            return [SystemMessage(content=f"You serve {session.label}.")]  # expect: AC101
+    """,
     "keys_of_a_dict_built_from_a_set": REASONS.format(
         send='            annotated = [{"type": "function", "function": {"name": name}} for name in self.reasons()]',
         expect="  # expect: AC103",
@@ -433,6 +462,25 @@ POSITIVE = {
 }
 
 NEGATIVE = {
+    "a_property_that_returns_what_does_not_differ": """
+        from datetime import date
+        from langchain_core.messages import SystemMessage
+
+        class Agent:
+            def __init__(self):
+                self.started = date.today()
+
+            @property
+            def system_prompt(self):
+                return "You help."
+
+            @property
+            def age(self):
+                return date.today() - self.started
+
+            def messages(self):
+                return [SystemMessage(content=self.system_prompt)]
+    """,
     "a_value_looked_up_in_a_dict_built_from_a_set": REASONS.format(  # its keys' order does not reach one value
         send='            annotated = [{**tool, "note": self.reasons().get(tool["name"], "")} for tool in tools]',
         expect="",

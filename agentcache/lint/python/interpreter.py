@@ -67,6 +67,7 @@ from agentcache.lint.python.vocabulary import (
     MUTATORS,
     OPAQUE,
     ORDER_FREE,
+    PROPERTIES,
     RENDERERS,
     SEQUENCE_MUTATORS,
     SEQUENCERS,
@@ -157,7 +158,7 @@ class Interpreter(Statements):
                         continue
                     decorators = {last_name(decorator) for decorator in item.decorator_list}
                     if callable_without_arguments(item, 1) and decorators.isdisjoint(("staticmethod", "classmethod")):
-                        call = "()" if decorators.isdisjoint(("property", "cached_property")) else ""
+                        call = "()" if decorators.isdisjoint(PROPERTIES) else ""
                         found[f"{node.name}().{item.name}{call}"] = self.invoke(item, {})
         for name, fields in self.instance_fields.items():  # Agent().name: a field of every Agent made
             found.update((f"{name}().{key[5:]}", value) for key, value in fields.items())
@@ -257,12 +258,17 @@ class Interpreter(Statements):
             given = self.given(owner, node) if owner else None
             if given is not None:
                 return given
+            read = self.property_read(owner, node.attr)
+            if read is not None:
+                return read
         receiver = self.expr(node.value, scope)
         owners = self.owners_of(node.value, receiver, scope) if receiver.cls or type(node.value) is ast.Name else ()
         for owner in owners:
             local = self.local_classes.get(owner)  # a field its class sets, in this module or another
             if local is not None:
                 field = self.instance_fields.get(local, {}).get(f"self.{node.attr}")
+                if field is None:
+                    field = self.property_read(local, node.attr)
             else:
                 kind = self.learned.get(f"{owner}().{node.attr}")
                 field = read_export(kind, node) if kind else None
@@ -270,6 +276,17 @@ class Interpreter(Statements):
                 return Value(receiver.origins | field.origins, field.unordered) if receiver.origins else field
         read = combine(receiver)
         return self.data_text(node, read) if node.attr in self.data_keys else read
+
+    def property_read(self, owner: str | None, attribute: str) -> Value | None:
+        """What reading a property of a class of the module returns (``self.system_prompt``, ``agent.prompt``:
+        its getter run, as a method called on the object); None when ``attribute`` names no property of ``owner``
+        (of any class of the module, when the class is not known)."""
+        getter = self.methods.get(attribute)
+        if getter is None or (owner is not None and self.owners.get(id(getter)) != owner):
+            return None
+        if {last_name(decorator) for decorator in getter.decorator_list}.isdisjoint(PROPERTIES):
+            return None
+        return self.invoke(getter, {})
 
     def owners_of(self, node: ast.expr, value: Value, scope: Scope) -> tuple[str, ...]:
         """The classes whose fields and methods an object read as ``node`` has: the class it was made of
@@ -344,9 +361,15 @@ class Interpreter(Statements):
             typed = self.typed[id(function)] = {
                 arg.arg: (owner,)
                 for arg in (*spec.posonlyargs, *spec.args, *spec.kwonlyargs)
-                if arg.annotation is not None and (owner := self.imported(_class_named(arg.annotation)))
+                if arg.annotation is not None and (owner := self.annotated(_class_named(arg.annotation)))
             }
         return typed.get(name, ())
+
+    def annotated(self, named: ast.expr) -> str | None:
+        """The dotted name of the class an annotation names: a top-level class of the module, or an imported one."""
+        if type(named) is ast.Name and named.id in self.classes and named.id not in self.imports:
+            return f"{self.module}.{named.id}"
+        return self.imported(named)
 
     def imported(self, node: ast.expr) -> str | None:
         return self.qualname(node, self.globals)

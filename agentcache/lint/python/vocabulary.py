@@ -442,6 +442,8 @@ TEXT_METHODS = frozenset(
     {"format", "format_map", "substitute", "safe_substitute", "format_messages", "format_prompt", "partial"}
     | {"replace", "join", "from_template", "from_messages", "render", "render_async"}  # and Jinja's
 )
+#: Decorators that make a method a property: reading it runs it.
+PROPERTIES = frozenset({"property", "cached_property"})
 #: Methods that fill a template's placeholders by name: a keyword argument is printed only where the text names it.
 FILLERS = frozenset(
     {"format", "substitute", "safe_substitute", "format_messages", "format_prompt", "partial", "render", "render_async"}
