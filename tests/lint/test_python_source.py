@@ -33,7 +33,24 @@ REASONS = """
             return OpenAI().chat.completions.create(model="m", messages=[], tools=annotated){expect}
 """
 
+
+SLOT_SETTER = """
+    import uuid
+    from agent.prompts import StatePrompt
+
+    class Messages:
+        def _set(self, message, kind):
+            if kind == "system":
+                self.history.system_message = message{expect}
+            else:
+                self.history.state_message = message
+
+        def add_state(self, task):
+            self._set(StatePrompt(task=f"{{task}} (request {{uuid.uuid4()}})"), "{kind}")
+"""
+
 POSITIVE = {
+    "a_branch_a_literal_argument_takes": SLOT_SETTER.format(expect="  # expect: AC101", kind="system"),
     "a_property_read_on_self": """
         from datetime import date
         from openai import OpenAI
@@ -462,6 +479,7 @@ POSITIVE = {
 }
 
 NEGATIVE = {
+    "a_branch_a_literal_argument_does_not_take": SLOT_SETTER.format(expect="", kind="state"),
     "a_property_that_returns_what_does_not_differ": """
         from datetime import date
         from langchain_core.messages import SystemMessage
@@ -847,6 +865,25 @@ def test_a_helper_in_another_module_is_followed(tmp_path: Path) -> None:
     [finding] = lint_paths([tmp_path]).findings
     assert (Path(finding.path).name, finding.line, finding.code) == ("a_graph.py", 6, "AC101")
     assert "`get_today_str()`" in finding.message
+
+
+def test_a_folder_without_init_inside_a_package_is_a_namespace_package_of_it(tmp_path: Path) -> None:
+    """elroy's shape: ``pkg/utils/`` holds no ``__init__.py``, and ``from ..utils.clock import local_now`` in
+    ``pkg/repository/memo.py`` names its module (PEP 420), whose helper reads the clock with an argument."""
+    for folder in ("pkg", "pkg/repository"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "utils").mkdir()
+    (tmp_path / "pkg" / "utils" / "clock.py").write_text(
+        "from datetime import UTC, datetime\n\ndef local_now():\n    return datetime.now(UTC)\n"
+    )
+    (tmp_path / "pkg" / "repository" / "memo.py").write_text(
+        "from ..utils.clock import local_now\n\n"
+        "def augment(llm, text):\n"
+        "    return llm.query_llm(system=f'Augment the text. The time is {local_now()}.', prompt=text)\n"
+    )
+    found = [(Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path / "pkg"]).findings]
+    assert found == [("memo.py", 4, "AC101")]
 
 
 @pytest.mark.parametrize("clock", [True, False])

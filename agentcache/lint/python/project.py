@@ -128,7 +128,8 @@ class Project:
         self._holders: dict[tuple[Path, str], Path | None] = {}
 
     def module(self, path: Path) -> str:
-        """The dotted module name of ``path``: its name under the folders that hold an ``__init__.py``."""
+        """The dotted module name of ``path``: its name under the folders that hold an ``__init__.py`` (and the
+        folders without one below them: namespace packages inside a package)."""
         folder = path.parent
         package = self._package(folder)
         name = path.stem
@@ -144,11 +145,14 @@ class Project:
         known = self._packages.get(folder)
         if known is None:
             parent = folder.parent
-            if (folder / "__init__.py").is_file() and parent != folder:
+            if parent == folder:
+                known = ""
+            elif (folder / "__init__.py").is_file():
                 above = self._package(parent)
                 known = f"{above}.{folder.name}" if above else folder.name
-            else:
-                known = ""
+            else:  # a folder without one inside a package is a namespace package of it (``pkg/utils/``)
+                above = self._package(parent)
+                known = f"{above}.{folder.name}" if above and folder.name.isidentifier() else ""
             self._packages[folder] = known
         return known
 

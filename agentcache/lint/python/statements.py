@@ -257,7 +257,8 @@ class Statements(ABC):
         script: ast.If | None = None
         if isinstance(node, ast.If):
             self.expr(node.test, scope)
-            bodies = [node.body, node.orelse]
+            taken = _decided(node.test, scope)
+            bodies = [node.body, node.orelse] if taken is None else [node.body if taken else node.orelse]
             if not self.stack and _runs_as_script(node.test):
                 script = node
         else:
@@ -437,6 +438,24 @@ class Statements(ABC):
         self.memo[key] = (result, depth if self.cut else MAX_CALL_DEPTH)
         self.cut = self.cut or outer_cut
         return result
+
+
+def _decided(test: ast.expr, scope: Scope) -> bool | None:
+    """Whether an ``if`` that compares a name holding a known string with a string holds: a function called with a
+    literal (``self._set_message(message, "state")``) runs only the branch it takes (``if message_type ==
+    "system":``). None: not known, both branches run."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq))):
+        return None
+    sides = []
+    for side in (test.left, test.comparators[0]):
+        if isinstance(side, ast.Constant) and isinstance(side.value, str):
+            sides.append(side.value)
+            continue
+        known = scope.lookup(side.id) if isinstance(side, ast.Name) else None
+        if known is None or known.origins or not isinstance(known.text, str):
+            return None
+        sides.append(known.text)
+    return (sides[0] == sides[1]) == isinstance(test.ops[0], ast.Eq)
 
 
 def _called_on_self(init: Function, methods: list[Function]) -> list[Function]:
