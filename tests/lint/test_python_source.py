@@ -14,7 +14,6 @@ import pytest
 from agentcache.lint import lint_paths
 from tests.lint.marked import fixture_tests, lint_source, write_package
 
-
 REASONS = """
     from openai import OpenAI
 
@@ -61,7 +60,7 @@ POSITIVE = {
                 return f"You help. Today is {date.today()}."
 
             def run(self, task):
-                messages = [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": task}]  # expect: AC101
+                messages = [{"role": "system", "content": self.system_prompt}]  # expect: AC101
                 return OpenAI().chat.completions.create(model="m", messages=messages)
     """,
     "a_cached_property_read_on_an_object_of_the_module": """

@@ -65,7 +65,22 @@ FORMATTED_BY_KEYWORD = """
             return [SystemMessage(content=text)]{expect}
 """
 
+
+PROMPT_BY_NAME = """
+    from datetime import datetime
+    from openai import OpenAI
+
+    async def answer(prompts, question):
+        system = await prompts.get_cached_prompt("rag_agent", inputs={{"date": datetime.now().strftime("%m/%d/%Y")}})
+        messages = [{{"role": "system", "content": system}}, {{"role": "user", "content": question}}]{expect}
+        return OpenAI().chat.completions.create(model="m", messages=messages)
+"""
+
 POSITIVE = {
+    "a_variable_of_a_prompt_made_by_name_a_template_prints": {
+        "prompts/rag_agent.yaml": "rag_agent:\n  template: 'You answer from the documents. The date is {date}.'\n",
+        "agent.py": PROMPT_BY_NAME.format(expect="  # expect: AC101"),
+    },
     "template_class_names_its_file": {
         "base.py": """
             class Template:
@@ -272,6 +287,10 @@ POSITIVE.update(
 )
 
 NEGATIVE = {
+    "a_variable_of_a_prompt_made_by_name_no_template_prints": {
+        "prompts/rag_agent.yaml": "rag_agent:\n  template: 'You answer from the documents: {context}.'\n",
+        "agent.py": PROMPT_BY_NAME.format(expect=""),
+    },
     "a_keyword_no_text_of_the_package_prints": {  # the date is offered to templates the user sets on the object
         "prompts/research.md": "You research. Today is {{ date }}. Cite {current_datetime} and $current.",
         "agent.py": RENDERED_FROM_A_FIELD.format(expect=""),

@@ -51,6 +51,7 @@ from agentcache.lint.python.values import (
     orders,
     read_export,
     sequence_order,
+    unattributed,
     under,
     unkeyed,
     volatile,
@@ -576,6 +577,8 @@ class Interpreter(Statements):
                 for key, value in kwargs.items()
                 if not self.words.is_bookkeeping(key) and not (reads and self.words.names_a_location(key))
             ]
+        elif self.words.makes_prompt(callee):
+            filled = self.variables(kwargs)
         else:
             filled = []
         given = args
@@ -796,6 +799,20 @@ class Interpreter(Statements):
         chosen where it is filled, and what it is given by name is taken as printed."""
         names = self.templates.placeholders() if kwargs and _a_field(template) else None
         return [value for key, value in kwargs.items() if names is None or key in names]
+
+    def variables(self, kwargs: dict[str, Value]) -> list[Value]:
+        """What a call that makes a prompt by name prints of its keyword arguments (``get_cached_prompt(name,
+        inputs={"date": today})``, ``build_prompt(name, date=today)``): the variables, given by keyword or in a
+        dict, named by a placeholder of a text of the package (every one, when the module is in none)."""
+        names = self.templates.placeholders() if kwargs else None
+        found = []
+        for key, value in kwargs.items():
+            if value.entries:  # a dict of variables: each entry by its key, and what no entry holds
+                found += [entry for name, entry in value.entries if names is None or name in names]
+                found.append(unattributed(value))
+            elif not self.words.is_bookkeeping(key) and (names is None or key in names):
+                found.append(value)
+        return found
 
     def class_template(self, made: ast.expr, scope: Scope) -> str | None:
         """The template text of the class ``made`` names, defined in this module or imported."""

@@ -141,8 +141,11 @@ class Vocabulary:
     """Methods whose first argument is an output schema (langroid's)."""
     agent_factories: frozenset[str] = frozenset({"create_agent", "create_react_agent"})
     """Calls taking ``(model, tools, prompt=...)``."""
-    system_names: tuple[str, ...] = ("system_prompt", "system_message", "custom_instructions")
+    system_names: tuple[str, ...] = ("system_prompt", "system_message", "system_instruction", "custom_instructions")
     """A variable or attribute whose name ends so holds a system prompt."""
+    prompt_names: tuple[str, ...] = ("prompt",)
+    """A function named by a verb of ``system_makers`` and a name ending so makes a prompt of its keyword arguments
+    (``prompts.get_cached_prompt(name, inputs={"date": today})``): those a text of the package prints fill it."""
     system_makers: frozenset[str] = frozenset(
         {"get", "build", "compile", "render", "make", "create", "generate", "format", "compose", "construct"}
     )
@@ -221,6 +224,11 @@ class Vocabulary:
         (``compile_system_message_async``, ``get_system_message_from_compiled_memory``). Other verbs take one
         (``is_system_message``, ``log_system_prompt``)."""
         return _makes(function, self.system_makers, self.system_names)
+
+    def makes_prompt(self, function: str) -> bool:
+        """Whether a function's name says it makes a prompt of what it is given (``get_cached_prompt``,
+        ``build_prompt``), as :meth:`makes_system_prompt` reads names."""
+        return _makes(function, self.system_makers, self.prompt_names)
 
     def is_system_message(self, owner: str | None, method: str) -> bool:
         """Whether ``owner.method(...)`` makes a system message: a factory method of ``system_messages``
