@@ -16,10 +16,11 @@ The hook API, which the httpx transports and the CrewAI interceptor use and noth
 - :class:`TurnListener` objects hear each call begin and each turn recorded (the trace recorder and the
   OpenTelemetry spans are listeners).
 
-A turn is predicted and recorded after its response has reached the caller, on agentcache's background thread
-(:mod:`agentcache.transport.background`), the prediction itself in agentcache's prediction process unless
-``predict_in="thread"`` (:mod:`agentcache.transport.process`): reading the ledger or a scope's turns waits for the
-turns still being recorded, and :func:`~agentcache.transport.background.settle` waits for all.
+A turn's response is read, and the turn predicted and recorded, after the response has reached the caller, on
+agentcache's background thread (:mod:`agentcache.transport.background`), the prediction itself in agentcache's
+prediction process unless ``predict_in="thread"`` (:mod:`agentcache.transport.process`): reading the ledger or a
+scope's turns waits for the turns still being recorded, and :func:`~agentcache.transport.background.settle` waits
+for all.
 
 Predictions run on the client-side model of the server (:class:`~agentcache.servers.ServerProfile`): with the
 model folder the server loads (``model_dir``), the prompt is rendered with the server's own template and
@@ -364,7 +365,7 @@ class CacheMiddleware:
         call.status = response.status_code
         if self.cluster is not None:
             call.worker, call.worker_source = self.cluster.worker(response.headers, call.routing_key)
-        tap = ResponseTap(response, lambda result: self._finish_later(call, result))
+        tap = ResponseTap(response, lambda tap: self._finish_later(call, tap.read))
         if not response.is_closed:
             return tap
         tap.feed(response.content)
@@ -375,47 +376,56 @@ class CacheMiddleware:
     def fail(self, call: Call, error: BaseException | str) -> None:
         """Record a call that got no response (never raising another error)."""
         message = error if isinstance(error, str) else f"{type(error).__name__}: {error}".rstrip(": ")
-        self._finish_later(call, TapResult(error=message))
+        result = TapResult(error=message)
+        self._finish_later(call, lambda: result)
 
-    def _finish_later(self, call: Call, result: TapResult) -> None:
-        """The call ended now: predict and record its turn on the background thread, so the caller does not wait
-        for it. The server cached the prompt if it answered 2xx, or with an error it gives only after evaluating
-        the prompt: only then is there a prediction to make."""
-        ended = time.time()
-        if result.response_id is not None:
-            with self._lock:
-                self._previous_ids[call.session] = result.response_id
-        job = None
-        call.evaluated = self.profile.cached(call.status, result.server_error)
-        if call.evaluated and call.received is not None:
-            usage = result.usage
-            job = PredictJob(
-                call.request.content,
-                call.started,
-                call.session,
-                result.output_ids,
-                result.text,
-                None if usage is None else usage.prompt_tokens,
-                None if usage is None else usage.cached_tokens,
-                call.relocated,
-                sent_at=call.begun,
-                answered_at=time.monotonic(),
-            )
+    def _finish_later(self, call: Call, read: Callable[[], TapResult]) -> None:
+        """The call ended now: read its response (``read``), predict and record its turn on the background thread,
+        so the caller waits for none of it. With ``diagnostics``, the response is read now: the session's next
+        request names its id."""
+        ending = _Ended(call, read, time.time(), time.monotonic())
+        if self.diagnostics:
+            response_id = read().response_id
+            if response_id is not None:
+                with self._lock:
+                    self._previous_ids[call.session] = response_id
         waiters = [self.ledger.pending] if call.scope is None else [self.ledger.pending, call.scope.pending]
-        ending = _Ended(call, result, job, ended)
         self._ended.append(ending)  # before its job is deferred: whichever job runs first finds it
         defer(lambda: self._finish(ending), *waiters)
+
+    def _job(self, ending: _Ended) -> PredictJob | None:
+        """What predicting the call's turn takes, once its response is read; None when there is nothing to predict.
+        The server cached the prompt if it answered 2xx, or with an error it gives only after evaluating the prompt:
+        only then is there a prediction to make."""
+        call, result = ending.call, ending.read()
+        call.evaluated = self.profile.cached(call.status, result.server_error)
+        if not call.evaluated or call.received is None:
+            return None
+        usage = result.usage
+        return PredictJob(
+            call.request.content,
+            call.started,
+            call.session,
+            result.output_ids,
+            result.text,
+            None if usage is None else usage.prompt_tokens,
+            None if usage is None else usage.cached_tokens,
+            call.relocated,
+            sent_at=call.begun,
+            answered_at=ending.answered,
+        )
 
     def _finish(self, ending: _Ended) -> Turn:
         """Predict the turn, with every other that ended before (:meth:`_predict_ended`), record it, tell
         listeners."""
         if not ending.predicted:
             self._predict_ended()
-        call, result, prediction = ending.call, ending.result, ending.prediction
-        call.usage = result.raw_usage
-        call.diagnosis = result.raw_diagnosis
+        call, prediction = ending.call, ending.prediction
         if isinstance(prediction, Exception):
             raise prediction
+        result = ending.read()
+        call.usage = result.raw_usage
+        call.diagnosis = result.raw_diagnosis
         if isinstance(prediction, str):
             result.notes.append(prediction)
             prediction = None
@@ -438,6 +448,7 @@ class CacheMiddleware:
         for ending in batch:
             ending.predicted = True
             try:
+                ending.job = self._job(ending)
                 if ending.call.worker is not None:
                     ending.job = self._cluster_job(ending.call, ending.job)
             except Exception as exc:
@@ -494,10 +505,14 @@ class _Ended:
     """A call that ended, on its way to the ledger: what its turn is recorded from."""
 
     call: Call
-    result: TapResult
-    job: PredictJob | None
-    """What its prediction is made from; None when there is none to make."""
+    read: Callable[[], TapResult]
+    """What its response said (read at the first call, on the background thread but with ``diagnostics``)."""
     ended: float
+    """``time.time()`` as it ended."""
+    answered: float
+    """``time.monotonic()`` as it ended (:attr:`PredictJob.answered_at`)."""
+    job: PredictJob | None = None
+    """What its prediction is made from; None when there is none to make (set by :meth:`CacheMiddleware._job`)."""
     predicted: bool = False
     """Whether :meth:`CacheMiddleware._predict_ended` has taken it (``prediction`` is then final)."""
     prediction: Prediction | str | Exception | None = None
@@ -580,7 +595,8 @@ def _with_body(request: httpx.Request, content: bytes, extra: dict[str, str] | N
     headers = request.headers.copy()
     if extra:
         headers.update(extra)
-    headers.pop("transfer-encoding", None)  # the new body has a length; never send both framings
+    if "transfer-encoding" in headers:  # the new body has a length; never send both framings (``pop`` costs a
+        del headers["transfer-encoding"]  # KeyError raised and caught inside httpx, on the event loop)
     headers["content-length"] = str(len(content))
     rebuilt = httpx.Request(request.method, request.url, headers=headers, stream=httpx.ByteStream(content))
     rebuilt.read()  # ``content`` itself: a stream of one chunk is read as that chunk

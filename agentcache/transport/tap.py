@@ -1,9 +1,10 @@
 """Watch a response body go by, without holding it up, and read what the ledger needs from it.
 
-The caller gets every byte as the server sent it, when it arrives: the tap sees each chunk on its way. For a
-JSON body it keeps a copy (up to a limit) to parse at the end; for a server-sent-events stream it parses events
-as they pass and keeps only the usage, the output text and token ids. Content-Encoding gzip and deflate are
-decoded for reading (the caller still gets the encoded bytes); other encodings leave the usage unread.
+The caller gets every byte as the server sent it, when it arrives: the tap sees each chunk on its way, and keeps
+it to read once the body is done, off the caller's thread (:meth:`ResponseTap.read`). Reading, it keeps a JSON
+body (up to a limit) to parse at the end; a server-sent-events stream it parses event by event, keeping only the
+usage, the output text and token ids. Content-Encoding gzip and deflate are decoded for reading (the caller still
+gets the encoded bytes); other encodings leave the usage unread.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from agentcache.usage import CacheUsage
 
 #: A non-streamed body larger than this is passed on but not parsed (no chat completion is this large).
 MAX_BODY_BYTES = 64 * 1024 * 1024
+#: The bytes of a body a tap keeps to read after the call (:class:`ResponseTap`); past them it reads as they pass.
+KEEP_BYTES = 1024 * 1024
 #: The error of a response the caller closed before reading any of its body (openai does, to retry a 5xx).
 UNREAD = "closed unread: the caller closed the response before reading its body (0 bytes)"
 #: The error of a response the caller closed part-way (a stream it stopped reading), with the bytes it read.
@@ -70,26 +73,61 @@ class TapResult:
 
 
 class ResponseTap:
-    """The reading half, shared by the sync and async streams: ``feed`` each chunk, then ``close`` once."""
+    """The reading half, shared by the sync and async streams: ``feed`` each chunk, then ``close`` once, then
+    :meth:`read` what the body said, on any thread.
 
-    def __init__(self, response: httpx.Response, on_close: Callable[[TapResult], object]) -> None:
+    Reading a body (parsing it, finding the usage, the output and the diagnosis) costs the thread that feeds the tap
+    more than the rest of agentcache's work on a response, and for an async client that thread is the event loop,
+    which every concurrent request waits for. So the tap only keeps the chunks (the very bytes the caller gets, not a
+    copy), and :meth:`read` reads them, where the middleware records the turn (its background thread). A body past
+    :data:`KEEP_BYTES` is read as it passes from there on, so no more than that is held for a response.
+    """
+
+    def __init__(self, response: httpx.Response, on_close: Callable[[ResponseTap], object]) -> None:
         self.result = TapResult()
         self._on_close = on_close
+        self._headers = response.headers
         self._closed = False
-        self._broken = False
+        self._cut: str | None = None
+        """The error that cut the body short, as the turn records it."""
         self._ended = False
         self._received = 0
-        self._sse = response.headers.get("content-type", "").startswith("text/event-stream")
-        self._parser = SSEParser()
+        self._kept: list[bytes] | None = []
+        """The chunks not read yet; None once reading started."""
+        self._kept_bytes = 0
+        self._done = False
+        self._broken = False
+        self._sse = False
+        self._parser: SSEParser | None = None
         self._body = bytearray()
-        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        self._inflate: Any = None
+
+    def feed(self, chunk: bytes) -> None:
+        """Take one chunk. Never raises: a body the tap cannot read is the tap's problem, not the caller's."""
+        self._received += len(chunk)
+        if self._kept is None:
+            self._read_chunk(chunk)
+            return
+        self._kept.append(chunk)
+        self._kept_bytes += len(chunk)
+        if self._kept_bytes > KEEP_BYTES:
+            self._catch_up()
+
+    def _catch_up(self) -> None:
+        """Read the chunks kept, and from now on each chunk as it comes."""
+        kept, self._kept = self._kept, None
+        if kept is None:
+            return
+        self._sse = self._headers.get("content-type", "").startswith("text/event-stream")
+        self._parser = SSEParser() if self._sse else None
+        encoding = self._headers.get("content-encoding", "identity").strip().lower()
         self._inflate = _inflater(encoding)
         if self._inflate is None and encoding not in ("", "identity"):
             self.result.error = f"body encoded as {encoding!r}: usage not read"
+        for chunk in kept:
+            self._read_chunk(chunk)
 
-    def feed(self, chunk: bytes) -> None:
-        """Read one chunk. Never raises: a body the tap cannot read is the tap's problem, not the caller's."""
-        self._received += len(chunk)
+    def _read_chunk(self, chunk: bytes) -> None:
         if self._broken:
             return
         try:
@@ -109,6 +147,7 @@ class ResponseTap:
             else:
                 self._body += data
             return
+        assert self._parser is not None
         for event in self._parser.feed(data):
             if event.strip() == "[DONE]":
                 self.result.complete = True
@@ -123,15 +162,28 @@ class ResponseTap:
         self._ended = True
 
     def close(self, error: BaseException | None = None) -> None:
-        """Finish reading (idempotent); ``error`` is what cut the body short, if anything did.
-
-        Without an error, a close before :meth:`end` is the caller's: it closed the response unread, or gave up
-        on it part-way. That is recorded as such, not as a body that is not JSON or a reply without usage."""
+        """The body is done (idempotent); ``error`` is what cut it short, if anything did. Tells ``on_close``."""
         if self._closed:
             return
         self._closed = True
         if error is not None:
-            self.result.error = f"{type(error).__name__}: {error}".rstrip(": ")
+            self._cut = f"{type(error).__name__}: {error}".rstrip(": ")
+        try:
+            self._on_close(self)
+        except Exception as exc:  # recording must never fail the caller's request
+            warnings.warn(f"agentcache: a turn could not be recorded ({type(exc).__name__}: {exc})", stacklevel=2)
+
+    def read(self) -> TapResult:
+        """What the body said, once the tap is closed: read at the first call, the same result after.
+
+        Without an error, a close before :meth:`end` is the caller's: it closed the response unread, or gave up
+        on it part-way. That is recorded as such, not as a body that is not JSON or a reply without usage."""
+        if self._done:
+            return self.result
+        self._done = True
+        self._catch_up()
+        if self._cut is not None:
+            self.result.error = self._cut
         elif self.result.error is None and not self._broken:
             unparsed = None if self._sse else self._parse()
             if not (self._ended or self.result.complete):
@@ -142,10 +194,7 @@ class ResponseTap:
                 self.result.error = ERROR_EVENT.format(self.result.server_error)
             elif not self.result.complete:
                 self.result.error = CUT
-        try:
-            self._on_close(self.result)
-        except Exception as exc:  # recording must never fail the caller's request
-            warnings.warn(f"agentcache: a turn could not be recorded ({type(exc).__name__}: {exc})", stacklevel=2)
+        return self.result
 
     def _parse(self) -> str | None:
         """Parse the JSON body kept; why it could not be, or None."""

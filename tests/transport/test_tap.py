@@ -60,7 +60,7 @@ def tapped(
     """Feed ``chunks`` to a tap on a response with these headers (``ended``: the body ended there, not the caller
     closing it), close it: (result, times on_close was called)."""
     headers = {"content-type": content_type} | ({} if encoding is None else {"content-encoding": encoding})
-    results: list[TapResult] = []
+    results: list[ResponseTap] = []
     tap = ResponseTap(httpx.Response(200, headers=headers), results.append)
     for chunk in chunks:
         tap.feed(chunk)
@@ -68,7 +68,7 @@ def tapped(
         tap.end()
     tap.close()
     tap.close()
-    return results[0], len(results)
+    return results[0].read(), len(results)
 
 
 def splits(data: bytes) -> Iterator[list[bytes]]:
@@ -176,14 +176,48 @@ def test_body_at_the_limit_is_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
     assert result.error is None and result.usage == CacheUsage.from_usage(USAGE)
 
 
+@pytest.mark.parametrize(
+    ("data", "content_type", "encoding"),
+    [
+        (OPENAI_STREAM, "text/event-stream", None),
+        (ANTHROPIC_STREAM, "text/event-stream", None),
+        (gzip.compress(COMPLETION_BYTES), "application/json", "gzip"),
+    ],
+    ids=["openai-stream", "anthropic-stream", "gzip-json"],
+)
+def test_a_body_past_what_the_tap_keeps_is_read_as_it_passes_to_the_same_result(
+    monkeypatch: pytest.MonkeyPatch, data: bytes, content_type: str, encoding: str | None
+) -> None:
+    chunks = [data[i : i + 16] for i in range(0, len(data), 16)]
+    kept, _ = tapped(chunks, content_type, encoding, ended=True)
+    monkeypatch.setattr(tap_module, "KEEP_BYTES", 40)
+    passing, _ = tapped(chunks, content_type, encoding, ended=True)
+    assert kept.complete and kept.error is None and kept.usage is not None
+    assert passing == kept
+
+
+def test_closing_reads_nothing_reading_is_left_to_whoever_records_the_turn() -> None:
+    """The caller's thread (an async client's event loop) only hands the chunks on; :meth:`ResponseTap.read` reads
+    them, once, wherever the turn is recorded."""
+    taps: list[ResponseTap] = []
+    tap = ResponseTap(httpx.Response(200, headers={"content-type": "application/json"}), taps.append)
+    tap.feed(b"{not json")
+    tap.end()
+    tap.close()
+    assert taps == [tap] and tap.result.error is None
+    result = tap.read()
+    assert result.error is not None and result.error.startswith("response body is not JSON")
+    assert tap.read() is result
+
+
 def test_close_with_an_error_records_it_once() -> None:
-    results: list[TapResult] = []
+    results: list[ResponseTap] = []
     tap = ResponseTap(httpx.Response(200, headers={"content-type": "text/event-stream"}), results.append)
     tap.feed(OPENAI_STREAM[:40])
     tap.close(httpx.RemoteProtocolError("peer closed connection"))
     tap.close()
     assert len(results) == 1
-    assert results[0].error == "RemoteProtocolError: peer closed connection"
+    assert results[0].read().error == "RemoteProtocolError: peer closed connection"
 
 
 class _Chunks(httpx.SyncByteStream):
@@ -196,12 +230,12 @@ class _Chunks(httpx.SyncByteStream):
 
 def test_tapped_stream_passes_every_chunk_unchanged() -> None:
     chunks = [OPENAI_STREAM[i : i + 5] for i in range(0, len(OPENAI_STREAM), 5)]
-    results: list[TapResult] = []
+    results: list[ResponseTap] = []
     response = httpx.Response(200, headers={"content-type": "text/event-stream"})
     stream = TappedStream(_Chunks(chunks), ResponseTap(response, results.append))
     assert list(stream) == chunks
     stream.close()
-    assert results[0].text == "".join(DELTAS)
+    assert results[0].read().text == "".join(DELTAS)
 
 
 def test_a_closed_stream_lets_go_of_the_turn_though_a_reference_cycle_still_holds_the_stream() -> None:
@@ -209,8 +243,8 @@ def test_a_closed_stream_lets_go_of_the_turn_though_a_reference_cycle_still_hold
     collector (allocations that trigger collections, and full collections that pause the event loop)."""
 
     class Recorder:
-        def __call__(self, result: TapResult) -> None:
-            self.result = result
+        def __call__(self, tap: ResponseTap) -> None:
+            self.result = tap.read()
 
     recorder = Recorder()
     alive = weakref.ref(recorder)
