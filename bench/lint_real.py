@@ -69,9 +69,9 @@ FLOORS = {
     "seventh": (1.0, 1.0),
     "eighth": (0.85, 1.0),
     "ninth": (0.58, 1.0),
-    "tenth": (0.5, 0.33),
-    "eleventh": (0.8, 0.57),
-    "twelfth": (0.8, 0.3),
+    "tenth": (1.0, 0.33),
+    "eleventh": (1.0, 0.57),
+    "twelfth": (0.9, 0.64),
 }
 #: Worker processes of the wall-clock run: the issue's target is for a 2-core machine.
 JOBS = 2
