@@ -104,6 +104,8 @@ class ResponseTap:
 
     def feed(self, chunk: bytes) -> None:
         """Take one chunk. Never raises: a body the tap cannot read is the tap's problem, not the caller's."""
+        if self._closed:  # a chunk after the close (an iterator resumed): the body was read, or is being read
+            return
         self._received += len(chunk)
         if self._kept is None:
             self._read_chunk(chunk)
@@ -181,6 +183,14 @@ class ResponseTap:
         if self._done:
             return self.result
         self._done = True
+        try:
+            self._conclude()
+        except Exception as exc:  # a body the tap cannot read is recorded as such, the turn is not lost
+            self.result.error = f"body could not be read ({type(exc).__name__}: {exc}); usage not read"
+        self._body = bytearray()  # parsed: what it said is in the result
+        return self.result
+
+    def _conclude(self) -> None:
         self._catch_up()
         if self._cut is not None:
             self.result.error = self._cut
@@ -194,7 +204,6 @@ class ResponseTap:
                 self.result.error = ERROR_EVENT.format(self.result.server_error)
             elif not self.result.complete:
                 self.result.error = CUT
-        return self.result
 
     def _parse(self) -> str | None:
         """Parse the JSON body kept; why it could not be, or None."""

@@ -11,7 +11,19 @@ from __future__ import annotations
 
 from tests.lint.marked import fixture_tests
 
+REGISTERED = """
+    from mcp.server.fastmcp import FastMCP
+    from tools import REGISTRY
+
+    def serve(names):
+        server = FastMCP("tools")
+        for name in {order}:
+            server.add_tool(REGISTRY[name], name=name){expect}
+        return server
+"""
+
 POSITIVE = {
+    "tools_registered_in_a_sets_order": REGISTERED.format(order="set(names)", expect="  # expect: AC103"),
     "role_first_message_built_by_a_prompt_function": """
         from datetime import date
         from chatkit import Message, Role
@@ -434,6 +446,7 @@ POSITIVE = {
 }
 
 NEGATIVE = {
+    "tools_registered_in_a_sorted_order": REGISTERED.format(order="sorted(set(names))", expect=""),
     "variables_named_like_tools_consumed_where_bound": """
         import secrets
 

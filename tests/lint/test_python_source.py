@@ -49,6 +49,75 @@ SLOT_SETTER = """
 """
 
 POSITIVE = {
+    "a_branch_on_a_module_constant_another_function_rebinds": """
+        from datetime import datetime
+        from openai import OpenAI
+
+        STYLE = "short"
+
+        def configure(mode):
+            global STYLE
+            STYLE = mode
+
+        def run(question):
+            system = "You help."
+            if STYLE != "short":
+                system = f"You help. Now: {datetime.now()}"
+            messages = [{"role": "system", "content": system}]  # expect: AC101
+            return OpenAI().chat.completions.create(model="m", messages=messages)
+    """,
+    "a_branch_on_a_parameter_the_function_rebinds": """
+        from datetime import datetime
+        from openai import OpenAI
+
+        def run(question, stage):
+            system = "You help."
+            for _ in range(3):
+                if stage == "act":
+                    system = f"You act. Now: {datetime.now()}"
+                stage = {"plan": "review", "review": "act"}.get(stage, stage)
+            messages = [{"role": "system", "content": system}]  # expect: AC101
+            return OpenAI().chat.completions.create(model="m", messages=messages)
+
+        def start(question):
+            return run(question, "plan")
+    """,
+    "a_set_ordered_value_looked_up_by_key": """
+        from openai import OpenAI
+
+        ENABLED = {"shell", "browser", "search"}
+
+        class Agent:
+            def __init__(self):
+                self.by_mode = {"full": list(ENABLED), "safe": ["search"]}
+
+            def send(self, mode):
+                names = self.by_mode.get(mode, [])
+                tools = [{"type": "function", "function": {"name": n}} for n in names]  # expect: AC103
+                return OpenAI().chat.completions.create(model="m", messages=[], tools=tools)
+    """,
+    "a_property_with_a_setter": """
+        from datetime import date
+        from langchain_core.messages import SystemMessage
+
+        class Agent:
+            @property
+            def system_prompt(self):
+                return f"You help. Today is {date.today()}."
+
+            @system_prompt.setter
+            def system_prompt(self, value):
+                self._prompt = value
+
+            def messages(self):
+                return [SystemMessage(content=self.system_prompt)]  # expect: AC101
+    """,
+    "a_helper_named_as_making_a_system_instruction": """
+        from datetime import date
+
+        def build_system_instruction(persona):
+            return f"You are {persona}. Today is {date.today()}."  # expect: AC101
+    """,
     "a_branch_a_literal_argument_takes": SLOT_SETTER.format(expect="  # expect: AC101", kind="system"),
     "a_property_read_on_self": """
         from datetime import date
@@ -883,6 +952,22 @@ def test_a_folder_without_init_inside_a_package_is_a_namespace_package_of_it(tmp
     )
     found = [(Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path / "pkg"]).findings]
     assert found == [("memo.py", 4, "AC101")]
+
+
+def test_a_script_imports_a_module_beside_it(tmp_path: Path) -> None:
+    """``pkg/examples/run.py`` runs as a script: ``from helpers import stamp`` is ``pkg/examples/helpers.py`` (the
+    script's folder is where its imports start), though the folder, without ``__init__.py``, is in the package."""
+    (tmp_path / "pkg" / "examples").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "examples" / "helpers.py").write_text(
+        "from datetime import datetime\n\ndef stamp():\n    return datetime.now().isoformat()\n"
+    )
+    (tmp_path / "pkg" / "examples" / "run.py").write_text(
+        "from helpers import stamp\nfrom langchain_core.messages import SystemMessage\n\n"
+        "def messages():\n    return [SystemMessage(content=f'You help. Time: {stamp()}')]\n"
+    )
+    found = [(Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path / "pkg"]).findings]
+    assert found == [("run.py", 5, "AC101")]
 
 
 @pytest.mark.parametrize("clock", [True, False])

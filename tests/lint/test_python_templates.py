@@ -17,7 +17,7 @@ import pytest
 
 from agentcache.lint import Finding, lint_paths
 from agentcache.lint.python import templates
-from tests.lint.marked import expected
+from tests.lint.marked import expected, lint_source
 
 AGENT = """
     import random
@@ -429,3 +429,10 @@ def test_a_finding_names_the_field_the_template_prints(tmp_path: Path) -> None:
     assert "random.choice" in by_code["AC101"]
     assert "uuid" not in by_code["AC101"]  # agent.id is not in the template
     assert "`memories`" in by_code["AC103"]
+
+
+def test_a_script_keeps_what_a_field_template_is_given(tmp_path: Path) -> None:
+    """A module in no package: the texts of its templates are not known, so every keyword counts."""
+    text = FORMATTED_BY_KEYWORD.format(expect="  # expect: AC101")
+    _, findings = lint_source(tmp_path, text)
+    assert sorted((finding.code, finding.line) for finding in findings) == expected(textwrap.dedent(text).lstrip())

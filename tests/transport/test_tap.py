@@ -263,3 +263,32 @@ def test_a_closed_stream_lets_go_of_the_turn_though_a_reference_cycle_still_hold
         gc.enable()
     with pytest.raises(httpx.StreamClosed):
         list(stream)
+
+
+def test_a_body_the_tap_fails_to_read_is_recorded_as_such(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An error while reading the kept body (on the background thread) becomes the turn's error: the turn is
+    recorded, never lost, and the kept bytes are let go."""
+    body = b'{"usage": {"prompt_tokens": 3}}'
+    tap = ResponseTap(httpx.Response(200, headers={"content-type": "application/json"}), lambda tap: None)
+
+    def fail(data: Any, streamed: bool) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(tap, "_read", fail)
+    tap.feed(body)
+    tap.end()
+    tap.close()
+    result = tap.read()
+    assert result.error is not None and "RuntimeError: boom" in result.error
+    assert tap.read() is result
+
+
+def test_a_chunk_after_the_close_is_not_read() -> None:
+    """A body iterator resumed after the caller closed the response: the tap read (or is reading) what it had."""
+    tap = ResponseTap(httpx.Response(200, headers={"content-type": "application/json"}), lambda tap: None)
+    tap.feed(b'{"usage": {"prompt_tokens": 3, "completion_tokens": 1}}')
+    tap.end()
+    tap.close()
+    tap.feed(b"trailing bytes")
+    result = tap.read()
+    assert result.error is None and result.usage is not None and result.usage.prompt_tokens == 3

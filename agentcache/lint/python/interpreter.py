@@ -12,7 +12,7 @@ from functools import reduce
 from typing import Any, ClassVar
 
 from agentcache.lint.python.project import Reading, Summary
-from agentcache.lint.python.sinks import sorts_keys
+from agentcache.lint.python.sinks import TOOL_LIST, sorts_keys
 from agentcache.lint.python.statements import MAX_CALL_DEPTH, Statements
 from agentcache.lint.python.syntax import (
     Function,
@@ -75,6 +75,7 @@ from agentcache.lint.python.vocabulary import (
     SET_ALGEBRA,
     SET_OPERATORS,
     TEMPLATE,
+    TEMPLATE_MAKERS,
     TEMPLATE_SOURCES,
     TEXT_METHODS,
     VOCABULARY,
@@ -625,6 +626,8 @@ class Interpreter(Statements):
         dicts it is given as ``**mapping``."""
         attr = func.attr
         if (attr in LAYOUT_KEEPING_METHODS or attr == "copy") and not args:
+            if attr != "copy" and isinstance(receiver.text, str) and not receiver.origins:
+                return Value(text=getattr(receiver.text, attr)())  # a known string stays known, as it is now
             return receiver
         if attr in ("format", "format_map") and receiver.text is not None:
             if attr == "format_map":
@@ -635,8 +638,11 @@ class Interpreter(Statements):
         if attr == "get" and 1 <= len(node.args) <= 2:
             if receiver.entries and isinstance(constant(node.args[0]), str):
                 return reduce(join, args[1:], under(receiver, str(constant(node.args[0]))))  # d.get("date", default)
-            # one value looked up by its key: the order the mapping's keys were added in does not reach it
-            return combine(Value(order_free(receiver.origins)), *args)
+            if orders(receiver, taken=True):
+                # one value looked up by its key: the order its keys were added in does not reach it, the order of
+                # a value it holds under a key does (``{"full": list(TOOLS)}``)
+                held = [value for _, value in receiver.entries or ()]
+                return combine(Value(order_free(unattributed(receiver).origins)), *held, *args)
         key = dotted(func.value)
         if key and attr in MUTATORS:
             given = combine(*args)  # a set holds the same items whatever order they come in (a loop's too)
@@ -647,6 +653,8 @@ class Interpreter(Statements):
                 self.sinks.ordered_messages(node.args[-1], self.order, self.items)
         elif key and attr == "sort":
             scope.update(key, Value(order_free(receiver.origins)))
+        if self.order and attr in self.words.tool_registrars:  # server.add_tool(...) once per item of a set
+            self.sinks.order_sink(node, self.order, TOOL_LIST)
         if attr in SET_ALGEBRA and receiver.unordered:
             return Value(combine(receiver, *args).origins, receiver.unordered)
         if (
@@ -797,22 +805,28 @@ class Interpreter(Statements):
         (:meth:`~agentcache.lint.python.templates.TemplateFiles.placeholders`) is offered to templates the user
         writes, and prints in none the package ships. Any other template (a parameter, one looked up by a key) is
         chosen where it is filled, and what it is given by name is taken as printed."""
-        names = self.templates.placeholders() if kwargs and _a_field(template) else None
-        return [value for key, value in kwargs.items() if names is None or key in names]
+        if not _a_field(template):
+            return list(kwargs.values())
+        return [value for key, value in kwargs.items() if self.named_in_texts(key)]
 
     def variables(self, kwargs: dict[str, Value]) -> list[Value]:
         """What a call that makes a prompt by name prints of its keyword arguments (``get_cached_prompt(name,
         inputs={"date": today})``, ``build_prompt(name, date=today)``): the variables, given by keyword or in a
         dict, named by a placeholder of a text of the package (every one, when the module is in none)."""
-        names = self.templates.placeholders() if kwargs else None
         found = []
         for key, value in kwargs.items():
             if value.entries:  # a dict of variables: each entry by its key, and what no entry holds
-                found += [entry for name, entry in value.entries if names is None or name in names]
+                found += [entry for name, entry in value.entries if self.named_in_texts(name)]
                 found.append(unattributed(value))
-            elif not self.words.is_bookkeeping(key) and (names is None or key in names):
+            elif not self.words.is_bookkeeping(key) and self.named_in_texts(key):
                 found.append(value)
         return found
+
+    def named_in_texts(self, variable: str) -> bool:
+        """Whether a placeholder of a text of the module's package names ``variable`` (True when the module is in
+        no package: its texts are not known)."""
+        names = self.templates.placeholders()
+        return names is None or variable in names
 
     def class_template(self, made: ast.expr, scope: Scope) -> str | None:
         """The template text of the class ``made`` names, defined in this module or imported."""
@@ -1011,13 +1025,10 @@ def _class_named(annotation: ast.expr) -> ast.expr:
 _QUOTED_CLASS = re.compile(r"\s*([A-Za-z_][\w.]*)\s*(?:\|\s*None\s*)?")
 
 
-#: Calls that make a template of the text they are given first (Jinja's, string.Template, LangChain's).
-_TEMPLATE_MAKERS = frozenset({"from_string", "Template", "PromptTemplate", "from_template"})
-
 def _a_field(template: ast.expr) -> bool:
     """Whether a template is a field of the object, or made of one (``self.system_prompt``,
     ``Environment().from_string(self.template)``, ``Template(self.text)``)."""
-    while isinstance(template, ast.Call) and template.args and last_name(template.func) in _TEMPLATE_MAKERS:
+    while isinstance(template, ast.Call) and template.args and last_name(template.func) in TEMPLATE_MAKERS:
         template = template.args[0]
     owner = template.value if isinstance(template, ast.Attribute) else None
     return isinstance(owner, ast.Name) and owner.id in ("self", "cls")

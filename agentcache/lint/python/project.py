@@ -161,18 +161,21 @@ class Project:
         than by ``__init__.py`` files renamed to what that module is known by here: ``from pkg.utils import today``
         in ``src/pkg/graph.py``, where ``src/pkg/`` has no ``__init__.py`` (a namespace package, PEP 420: a src
         layout), is ``utils.today`` of ``src/pkg/utils.py``. The module is looked for under the importer's nearest
-        ancestor folder that holds the import's first folder, so a module of the same name elsewhere is not it."""
+        ancestor folder that holds the import's first folder, so a module of the same name elsewhere is not it; an
+        import whose first name no folder holds names a module beside the importer when there is one
+        (``from helpers import stamp`` in a script of ``pkg/examples/``)."""
         return {local: self._locate(path.parent, target) for local, target in names.items()}
 
     def _locate(self, folder: Path, target: str) -> str:
         first, _, rest = target.partition(".")
-        if not rest:
-            return target
         key = (folder, target)
         if key not in self._located:
-            root = self._holder(folder, first)
-            # none, or a package its imports already name (first/__init__.py at an import root)
-            if root is None or self._package(root / first) == first:
+            root = self._holder(folder, first) if rest else None
+            if root is None:  # a module beside the importer: a script's folder is where its imports start
+                beside = folder / f"{first}.py"
+                module = self.module(beside) if beside.is_file() else first
+                self._located[key] = None if module == first else ".".join(filter(None, (module, rest)))
+            elif self._package(root / first) == first:  # a package its imports already name
                 self._located[key] = None
             else:
                 self._located[key] = self._module_file(root, target)

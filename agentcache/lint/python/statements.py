@@ -72,6 +72,8 @@ class Statements(ABC):
         self.class_fields: dict[int, dict[str, Value]] = {}
         """Class (by id) -> the attributes its body binds that may differ, as ``self.x``."""
         self.instance_fields: dict[str, dict[str, Value]] = {}
+        self.unbound: dict[int, frozenset[str]] = {}
+        """Function id -> the parameters it never rebinds (:meth:`fixed`)."""
         """Top-level class (by name) -> the ``self.x`` its body and ``__init__`` set that may differ: exported."""
         self.bases: dict[int, tuple[str, ...]] = {}
         """Method (by id) -> the imported classes its class derives from, by dotted name: their fields are read
@@ -257,7 +259,7 @@ class Statements(ABC):
         script: ast.If | None = None
         if isinstance(node, ast.If):
             self.expr(node.test, scope)
-            taken = _decided(node.test, scope)
+            taken = self.decided(node.test, scope)
             bodies = [node.body, node.orelse] if taken is None else [node.body if taken else node.orelse]
             if not self.stack and _runs_as_script(node.test):
                 script = node
@@ -276,6 +278,40 @@ class Statements(ABC):
             forks.append(fork)
         self.sinks.script = outer
         scope.merge(*forks)
+
+    def decided(self, test: ast.expr, scope: Scope) -> bool | None:
+        """Whether an ``if`` that compares a parameter the running function was called with a literal for, and never
+        rebinds, with a string holds: ``self._set_message(message, "state")`` does not take the branch ``if
+        message_type == "system":``. None: not known (any other test, a function run on its own), both branches
+        run."""
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq))):
+            return None
+        sides = []
+        for side in (test.left, test.comparators[0]):
+            if isinstance(side, ast.Constant) and isinstance(side.value, str):
+                sides.append(side.value)
+                continue
+            if not (isinstance(side, ast.Name) and self.stack and side.id in self.fixed(self.stack[-1])):
+                return None
+            known = scope.lookup(side.id)
+            if known is None or known.origins or not isinstance(known.text, str):
+                return None
+            sides.append(known.text)
+        return (sides[0] == sides[1]) == isinstance(test.ops[0], ast.Eq)
+
+    def fixed(self, function: Function) -> frozenset[str]:
+        """The parameters ``function`` never rebinds (asked once per function)."""
+        known = self.unbound.get(id(function))
+        if known is None:
+            spec = function.args
+            names = {arg.arg for arg in (*spec.posonlyargs, *spec.args, *spec.kwonlyargs)}
+            rebound = {
+                node.id
+                for node in ast.walk(function)
+                if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load)
+            }
+            known = self.unbound[id(function)] = frozenset(names - rebound)
+        return known
 
     def loop(self, node: ast.For | ast.AsyncFor | ast.While, scope: Scope, returns: list[Value]) -> None:
         """The body runs zero or more times: twice is enough for a value to travel around it once. Loops nested
@@ -438,24 +474,6 @@ class Statements(ABC):
         self.memo[key] = (result, depth if self.cut else MAX_CALL_DEPTH)
         self.cut = self.cut or outer_cut
         return result
-
-
-def _decided(test: ast.expr, scope: Scope) -> bool | None:
-    """Whether an ``if`` that compares a name holding a known string with a string holds: a function called with a
-    literal (``self._set_message(message, "state")``) runs only the branch it takes (``if message_type ==
-    "system":``). None: not known, both branches run."""
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq))):
-        return None
-    sides = []
-    for side in (test.left, test.comparators[0]):
-        if isinstance(side, ast.Constant) and isinstance(side.value, str):
-            sides.append(side.value)
-            continue
-        known = scope.lookup(side.id) if isinstance(side, ast.Name) else None
-        if known is None or known.origins or not isinstance(known.text, str):
-            return None
-        sides.append(known.text)
-    return (sides[0] == sides[1]) == isinstance(test.ops[0], ast.Eq)
 
 
 def _called_on_self(init: Function, methods: list[Function]) -> list[Function]:

@@ -182,11 +182,19 @@ def definitions(nodes: list[ast.stmt]) -> tuple[dict[str, Function], dict[str, F
     methods: dict[str, list[Function]] = {}
     in_class = {id(item) for node in nodes if isinstance(node, ast.ClassDef) for item in node.body}
     for node in nodes:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _property_accessor(node):
             (methods if id(node) in in_class else functions).setdefault(node.name, []).append(node)
     return (
         {name: defs[0] for name, defs in functions.items() if len(defs) == 1},
         {name: defs[0] for name, defs in methods.items() if len(defs) == 1},
+    )
+
+
+def _property_accessor(node: Function) -> bool:
+    """Whether a method is a property's setter or deleter (``@name.setter``): the name's getter is its reading."""
+    return any(
+        isinstance(decorator, ast.Attribute) and decorator.attr in ("setter", "deleter")
+        for decorator in node.decorator_list
     )
 
 

@@ -31,8 +31,9 @@ TEMPLATE_SUFFIXES = (".jinja", ".jinja2", ".j2", ".md")
 DATA_SUFFIXES = (".toml", ".yaml", ".yml", ".json")
 #: Larger data files are datasets or recorded fixtures, not settings: they are not read.
 MAX_DATA_BYTES = 256 * 1024
-#: Files searched for the placeholders a package's templates name (:meth:`TemplateFiles.placeholders`): its code's
-#: string literals, its template and data files, and prompts kept as text.
+#: Files searched for the placeholders a package's templates name (:meth:`TemplateFiles.placeholders`): its code
+#: (read as text: an f-string's fields and a set display read as placeholders too, which only keeps a finding), its
+#: template and data files, and prompts kept as text.
 PLACEHOLDER_SUFFIXES = (".py", ".txt", ".prompt", ".tmpl", *TEMPLATE_SUFFIXES, *DATA_SUFFIXES)
 #: Larger files are generated code or datasets: a placeholder in one names no template.
 MAX_PLACEHOLDER_BYTES = 1024 * 1024
@@ -49,8 +50,8 @@ _FILTERS = re.compile(r"\|\s*[A-Za-z_]\w*")
 _CHAIN = re.compile(r"(?<![\w.])([A-Za-z_]\w*)(?:\s*\.\s*([A-Za-z_]\w*))?")
 #: Where a text names a variable to print: a Jinja or Mustache tag (any name inside it), a ``str.format`` field
 #: (``{date}``, ``{date:%Y}``, ``{task.id}``), a ``string.Template`` one (``$date``, ``${date}``).
-_TAGS = re.compile(r"\{\{(.*?)\}\}|\{%(.*?)%\}")
-_FIELDS = re.compile(r"\{([A-Za-z_]\w*)(?:[.\[!:][^{}\n]*)?\}|\$\{?([A-Za-z_]\w*)")
+_TAGS = re.compile(r"\{\{(.*?)\}\}|\{%(.*?)%\}", re.DOTALL)
+_FIELDS = re.compile(r"\{([A-Za-z_]\w*)(?:[.\[!:](?:[^{}\n]|\{[^{}\n]*\})*)?\}|\$\{?([A-Za-z_]\w*)")
 _NAMES = re.compile(r"[A-Za-z_]\w*")
 
 
@@ -167,11 +168,11 @@ class TemplateFiles:
         """The names any text of the package could print as a template's variable (``{date}``, ``{{ date }}``,
         ``$date``), in its code, templates and data files: a value a template whose text is not known is filled
         with by a name none of them holds (``system_prompt.format(date=today)``, the date offered to a template the
-        user writes) reaches no prompt the package ships. None: the module is in no package, its texts unknown."""
-        if self.folder is None or self.root is None:
+        user writes) reaches no prompt the package ships. None: the module is in no package (a script, a folder of
+        modules without ``__init__.py``), whose texts are not known."""
+        if self.folder is None or not self.folder.is_dir():  # a top-level module: where its texts are is not known
             return None
-        # a top-level module (a script, or a folder of modules without __init__.py): the texts of its folder
-        return _placeholders(self.folder if self.folder.is_dir() else self.root)
+        return _placeholders(self.folder)
 
     def _module(self, dotted: str) -> ast.Module | None:
         if self.root is None or not dotted:
@@ -300,6 +301,7 @@ def _package_files(folder: Path, suffixes: tuple[str, ...], limit: int) -> Itera
 
 @lru_cache(maxsize=64)
 def _placeholders(folder: Path) -> frozenset[str]:
+    """The names the placeholders of a package's texts hold (:meth:`TemplateFiles.placeholders`)."""
     found: set[str] = set()
     for path in _package_files(folder, PLACEHOLDER_SUFFIXES, MAX_PLACEHOLDER_BYTES):
         try:

@@ -132,6 +132,9 @@ class Vocabulary:
     tool_binders: frozenset[str] = frozenset({"bind_tools", "bind_functions"} | {"with_structured_output"})
     """Methods whose first argument is a tool list, or an output schema the model is given as a tool (LangChain's
     ``with_structured_output``, under function calling)."""
+    tool_registrars: frozenset[str] = frozenset({"add_tool", "register_tool"})
+    """Methods that add one tool to those a server or an agent publishes, in the order they are called (an MCP
+    server's ``add_tool``): called in a loop over a set, the tool list it publishes takes the set's order."""
     schema_keywords: frozenset[str] = frozenset(
         {"response_format", "text_format"}  # OpenAI's chat completions and responses, LiteLLM
         | {"output_type", "response_model", "output_schema"}  # pydantic-ai and the Agents SDK, instructor, ADK
@@ -460,6 +463,8 @@ FILLERS = frozenset(
 #: render one.
 TEMPLATE_SOURCES = frozenset({"from_string", "get_template", "jinja2.Template", "jinja2.environment.Template"})
 RENDERERS = frozenset({"render", "render_async"})
+#: Calls that make a template of the text they are given first (Jinja's, string.Template's, LangChain's).
+TEMPLATE_MAKERS = frozenset({"from_string", "Template", "PromptTemplate", "from_template"})
 #: The class (:attr:`~agentcache.lint.python.values.Value.cls`) of a template a template source made from a text or
 #: a file the analysis cannot read.
 TEMPLATE = "jinja2.Template"
