@@ -72,6 +72,11 @@ class TapResult:
     for the trace."""
 
 
+def _unreadable(error: Exception) -> str:
+    """The error of a body the tap could not read (corrupt gzip, invalid UTF-8 in a stream, a failure reading it)."""
+    return f"body could not be read ({type(error).__name__}: {error}); usage not read"
+
+
 class ResponseTap:
     """The reading half, shared by the sync and async streams: ``feed`` each chunk, then ``close`` once, then
     :meth:`read` what the body said, on any thread.
@@ -136,7 +141,7 @@ class ResponseTap:
             self._feed(chunk)
         except Exception as exc:  # corrupt gzip, invalid UTF-8 in a stream, ...
             self._broken = True
-            self.result.error = f"body could not be read ({type(exc).__name__}: {exc}); usage not read"
+            self.result.error = _unreadable(exc)
 
     def _feed(self, chunk: bytes) -> None:
         if self.result.error is not None and not self._sse:
@@ -186,7 +191,7 @@ class ResponseTap:
         try:
             self._conclude()
         except Exception as exc:  # a body the tap cannot read is recorded as such, the turn is not lost
-            self.result.error = f"body could not be read ({type(exc).__name__}: {exc}); usage not read"
+            self.result.error = _unreadable(exc)
         self._body = bytearray()  # parsed: what it said is in the result
         return self.result
 

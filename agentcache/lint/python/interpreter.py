@@ -80,6 +80,7 @@ from agentcache.lint.python.vocabulary import (
     TEXT_METHODS,
     VOCABULARY,
     Vocabulary,
+    is_property,
     source_kind,
 )
 
@@ -286,9 +287,7 @@ class Interpreter(Statements):
         getter = self.methods.get(attribute)
         if getter is None or (owner is not None and self.owners.get(id(getter)) != owner):
             return None
-        if {last_name(decorator) for decorator in getter.decorator_list}.isdisjoint(PROPERTIES):
-            return None
-        return self.invoke(getter, {})
+        return self.invoke(getter, {}) if is_property(getter) else None
 
     def owners_of(self, node: ast.expr, value: Value, scope: Scope) -> tuple[str, ...]:
         """The classes whose fields and methods an object read as ``node`` has: the class it was made of

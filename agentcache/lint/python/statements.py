@@ -72,9 +72,9 @@ class Statements(ABC):
         self.class_fields: dict[int, dict[str, Value]] = {}
         """Class (by id) -> the attributes its body binds that may differ, as ``self.x``."""
         self.instance_fields: dict[str, dict[str, Value]] = {}
+        """Top-level class (by name) -> the ``self.x`` its body and ``__init__`` set that may differ: exported."""
         self.unbound: dict[int, frozenset[str]] = {}
         """Function id -> the parameters it never rebinds (:meth:`fixed`)."""
-        """Top-level class (by name) -> the ``self.x`` its body and ``__init__`` set that may differ: exported."""
         self.bases: dict[int, tuple[str, ...]] = {}
         """Method (by id) -> the imported classes its class derives from, by dotted name: their fields are read
         from the project's exports."""

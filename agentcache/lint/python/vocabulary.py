@@ -455,6 +455,13 @@ TEXT_METHODS = frozenset(
 )
 #: Decorators that make a method a property: reading it runs it.
 PROPERTIES = frozenset({"property", "cached_property"})
+
+
+def is_property(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a method is a property's getter (``@property``, ``@cached_property``): reading the name runs it."""
+    return any(last_name(decorator) in PROPERTIES for decorator in node.decorator_list)
+
+
 #: Methods that fill a template's placeholders by name: a keyword argument is printed only where the text names it.
 FILLERS = frozenset(
     {"format", "substitute", "safe_substitute", "format_messages", "format_prompt", "partial", "render", "render_async"}
