@@ -12,8 +12,9 @@ judged against the lint of 2026-12-05 (commit 60b4e2d) and tuned to after; ``eig
 2026-12-05 (commit 0dceb7f); ``ninth``, judged against the lint of 2026-12-05 (commit c6e990f); ``tenth``, judged
 against the lint of 2026-12-05 (commit 8fc20ab); ``eleventh``, judged against the lint of 2026-12-05 (commit
 9d708ff); ``twelfth``, judged against the lint of 2026-12-05 (commit 08b62b7); ``thirteenth``, judged against the
-lint of 2026-12-05 (commit c2e67fd). Targets, per corpus: precision >= 90%, recall >= 80%, >= 300 files/s, peak RSS
-< 300 MB on a 4 MB file. Exits 1 when a target is missed or a finding is unlabelled.
+lint of 2026-12-05 (commit c2e67fd); ``fourteenth``, judged against the lint of 2026-12-06 (commit 68237cb).
+Targets, per corpus: precision >= 90%, recall >= 80%, >= 300 files/s, peak RSS < 300 MB on a 4 MB file. Exits 1
+when a target is missed or a finding is unlabelled.
 
 Files/s is counted over the files lint checks, twice: on CPU time of one process (``jobs=1``; the machine may be
 shared, and wall time then measures the neighbours too), and on wall time with ``jobs=2`` (two worker processes, as
@@ -55,6 +56,7 @@ CORPORA = (
     "eleventh",
     "twelfth",
     "thirteenth",
+    "fourteenth",
 )
 DEFAULT_CACHE = Path.home() / ".cache" / "agentcache" / "lint"
 PRECISION, RECALL, FILES_PER_SECOND, RSS_MB, BIG_FILE_MB = 0.90, 0.80, 300, 300, 4
@@ -74,6 +76,7 @@ FLOORS = {
     "eleventh": (1.0, 0.57),
     "twelfth": (0.9, 0.64),
     "thirteenth": (1.0, 0.5),
+    "fourteenth": (0.5, 0.42),
 }
 #: Worker processes of the wall-clock run: the issue's target is for a 2-core machine.
 JOBS = 2
