@@ -443,9 +443,87 @@ POSITIVE = {
             tools = resolve_toolset(["web", "terminal"])  # expect: AC103
             serve(tools)
     """,
+    "an_item_set_deep_inside_a_tool_schema": """
+        import datetime
+        from openai import OpenAI
+
+        def tools_for(fn, make_tool):
+            tools = []
+            tool = make_tool(fn)
+            for name in ("min_year", "max_year"):
+                tool.info.get_properties()[name]["description"] = "It is {year}.".format(year=datetime.date.today().year)
+            tools.append(tool)  # expect: AC102
+            return tools
+
+        def run(client: OpenAI):
+            schema = {"type": "function", "function": {"name": "search", "parameters": {}}}
+            schema["function"]["description"] = f"Search. Today is {datetime.date.today()}"
+            return client.chat.completions.create(model="m", messages=[], tools=[schema])  # expect: AC102
+    """,
+    "a_tools_description_set_from_the_clock": """
+        import datetime
+        from agents import FunctionTool
+        from openai import OpenAI
+
+        def tools_for(fn):
+            tool = FunctionTool(fn)
+            tool.description = f"Search. Today is {datetime.date.today()}"
+            return [tool]
+
+        def run(client: OpenAI, fn):
+            return client.chat.completions.create(model="m", messages=[], tools=tools_for(fn))  # expect: AC102
+    """,
+    "a_system_message_template_given_its_prompt": """
+        from datetime import datetime
+        from langchain_core.prompts import (
+            ChatPromptTemplate, HumanMessagePromptTemplate, PromptTemplate, SystemMessagePromptTemplate,
+        )
+
+        def load(system_path, user_path):
+            system = PromptTemplate.from_file(
+                system_path, partial_variables={"current_date": datetime.now().strftime("%m/%d/%Y")}
+            )
+            user = PromptTemplate.from_file(user_path, template_format="jinja2")
+            return ChatPromptTemplate(
+                messages=[
+                    SystemMessagePromptTemplate(prompt=system),  # expect: AC101
+                    HumanMessagePromptTemplate(prompt=user),
+                ]
+            )
+    """,
 }
 
 NEGATIVE = {
+    "a_tools_bookkeeping_field_set_from_the_clock": """
+        import time
+        from agents import FunctionTool
+        from openai import OpenAI
+
+        def run(client: OpenAI, fn):
+            tool = FunctionTool(fn)
+            tool.last_used = time.time()
+            return client.chat.completions.create(model="m", messages=[], tools=[tool])
+    """,
+    "a_human_message_template_given_the_date": """
+        from datetime import datetime
+        from langchain_core.prompts import ChatPromptTemplate, HumanMessagePromptTemplate, PromptTemplate
+
+        def load(user_path):
+            user = PromptTemplate.from_file(user_path, partial_variables={"today": str(datetime.now())})
+            return ChatPromptTemplate(messages=[HumanMessagePromptTemplate(prompt=user)])
+    """,
+    "an_item_set_deep_inside_a_record_not_a_tool": """
+        import datetime
+        from openai import OpenAI
+
+        def run(client: OpenAI, log):
+            schema = {"type": "function", "function": {"name": "search", "parameters": {}}}
+            schema["function"]["description"] = "Search the web."
+            record = {"meta": {}, "tools": [schema]}
+            record["meta"]["sent_at"] = datetime.datetime.now().isoformat()
+            log.write(record)
+            return client.chat.completions.create(model="m", messages=[], tools=[schema])
+    """,
     "tools_registered_in_a_sorted_order": REGISTERED.format(order="sorted(set(names))", expect=""),
     "variables_named_like_tools_consumed_where_bound": """
         import secrets

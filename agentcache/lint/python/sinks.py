@@ -141,7 +141,7 @@ class Sinks:
             self.system_messages.add(id(node))
             if node.args:
                 self.system_sink(node.args[0], args[0])
-            self.message_sinks(node, kwargs, "template")
+            self.message_sinks(node, kwargs, "template", "prompt")
         elif sink == BINDER and node.args:
             self.tools_sink(node.args[0], args[0])
         elif sink == SCHEMA and node.args:
@@ -291,7 +291,8 @@ class Sinks:
             self.tools_sink(node, value, sink=TOOL_LIST)
 
     def message_sinks(self, node: ast.Call, kwargs: dict[str, Value], *extra: str) -> None:
-        """A system message's ``content=`` and ``name=`` (and ``extra`` keywords: a template's ``template=``)."""
+        """A system message's ``content=`` and ``name=`` (and ``extra`` keywords: a template's ``template=``, or the
+        ``prompt=`` of LangChain's ``SystemMessagePromptTemplate``)."""
         for keyword in node.keywords:
             if keyword.arg in MESSAGE_FIELDS or keyword.arg in extra:
                 self.system_sink(keyword.value, kwargs[keyword.arg])

@@ -40,6 +40,8 @@ from agentcache.lint.python.vocabulary import SET_OPERATORS, Vocabulary
 
 #: Calls into the module's own functions are followed this deep.
 MAX_CALL_DEPTH = 4
+#: Fields that are what an object is sent as: setting one of them sets the text of the whole tool or schema.
+DESCRIBING = frozenset({"description", "__doc__"})
 #: Loops nested this deep have their body analyzed twice; deeper ones once.
 MAX_REPEATED_LOOPS = 3
 
@@ -388,6 +390,8 @@ class Statements(ABC):
             key = dotted(target)
             if key:
                 scope.vars[key] = value
+            if target.attr in DESCRIBING:  # tool.description = f"... {today}": what the tool is sent as
+                self.changed(target.value, value, scope)
             self.sinks.named_sink(target.attr, source, value, last_name(target.value))
         elif isinstance(target, ast.Subscript):
             key = dotted(target.value)
@@ -398,6 +402,8 @@ class Statements(ABC):
                 held = old.origins | value.origins | keyed(self.order)
                 scope.update(key, Value(held, old.unordered, entries=entries))
                 self.store(key, value)
+            else:  # d["function"]["description"] = ..., tool.info.properties()[k] = ...
+                self.changed(target.value, Value(value.origins | keyed(self.order)), scope)
             if isinstance(name, str) and not (key and self.sinks.records(key)):
                 self.sinks.item_sink(name, source, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
@@ -415,6 +421,18 @@ class Statements(ABC):
                 self.assign(part, part_value, scope, part_source)
         elif isinstance(target, ast.Starred):
             self.assign(target.value, combine(value), scope, None)
+
+    def changed(self, part: ast.expr, value: Value, scope: Scope) -> None:
+        """The object a part of which is set to ``value`` (``tool.description = ...``, ``d["function"]["name"] =
+        ...``) now carries it too: what is sent of it may print that part."""
+        if not value.origins:
+            return
+        key = _changed_object(part)
+        if key:
+            old = scope.lookup(key) or CLEAN
+            if not value.origins <= old.origins:
+                held = old.origins | value.origins
+                scope.update(key, Value(held, old.unordered, old.text, entries=old.entries, cls=old.cls))
 
     def store(self, key: str, value: Value) -> None:
         """Record an item stored in the container ``key`` (``cache[url] = (schemas, time.time())``): while every
@@ -532,3 +550,26 @@ def _runs_as_script(test: ast.expr) -> bool:
         and len(test.comparators) == 1
         and constant(test.comparators[0]) == "__main__"
     )
+
+
+def _changed_object(node: ast.expr) -> str | None:
+    """The key of the object an item assignment into a nested part of it changes (``schema["function"]`` of
+    ``schema["function"]["description"] = ...``; ``tool`` of ``tool.info.properties()[k] = ...``, whose getters
+    return parts of it): the name it is bound to, or ``self.x`` for a field (``self`` as a whole would reach every
+    other field)."""
+    while dotted(node) is None:
+        if isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Call):
+            node = node.func.value if isinstance(node.func, ast.Attribute) else node.func
+        elif isinstance(node, ast.Attribute):
+            node = node.value
+        else:
+            return None
+    key = dotted(node)
+    if key is None:
+        return None
+    root, _, rest = key.partition(".")
+    if root in ("self", "cls"):
+        return f"{root}.{rest.partition('.')[0]}" if rest else None
+    return root
