@@ -451,7 +451,7 @@ POSITIVE = {
             tools = []
             tool = make_tool(fn)
             for name in ("min_year", "max_year"):
-                tool.info.get_properties()[name]["description"] = "It is {year}.".format(year=datetime.date.today().year)
+                tool.info.get_properties()[name]["description"] = f"It is {datetime.date.today().year}."
             tools.append(tool)  # expect: AC102
             return tools
 

@@ -935,6 +935,47 @@ def test_a_helper_in_another_module_is_followed(tmp_path: Path) -> None:
     assert "`get_today_str()`" in finding.message
 
 
+SENDING_MODULES = {
+    "a_assistant": "import datetime\nimport secrets\n\n"
+    "from .b_explain import llm_chat\nfrom .client import AgentState, Client\nfrom .llm import chat_as\n\n"
+    "SYSTEM = 'Read the text between the {fence} markers.'\n\n"
+    "def pick(question):\n"
+    "    fence = f'UNTRUSTED-{secrets.token_hex(6)}'\n"
+    "    return llm_chat(SYSTEM.format(fence=fence), f'<<{fence}>>{question}<</{fence}>>')\n\n"
+    "def ask(question):\n"
+    "    return llm_chat('You answer questions.', f'{question} at {datetime.datetime.now()}')\n\n"
+    "def answer(question, tools):\n"
+    "    client = Client()\n"
+    "    return client.ask(f'You help. Today is {datetime.date.today()}.', question, tools=list(set(tools)))\n\n"
+    "def named():\n"
+    "    agent = AgentState(name=f'agent-{secrets.token_hex(4)}', system='You help.')\n"
+    "    return chat_as(agent, 'hello')\n",
+    "b_explain": "from . import llm\n\ndef llm_chat(system, user):\n    return llm.chat(system, user)\n",
+    "llm": "from langchain_openai import ChatOpenAI\n\n"
+    "def _chat(system, user):\n"
+    "    return ChatOpenAI().invoke([('system', system), ('human', user)])\n\n"
+    "def chat(system, user):\n    return _chat(system, user)\n\n"
+    "def chat_as(agent, user):\n    return _chat(agent.system, user)\n",
+    "client": "from dataclasses import dataclass\n\nfrom openai import OpenAI\n\n"
+    "@dataclass\nclass AgentState:\n    name: str\n    system: str\n\n"
+    "class Client:\n"
+    "    def ask(self, instructions, question, tools):\n"
+    "        messages = [{'role': 'system', 'content': instructions}, {'role': 'user', 'content': question}]\n"
+    "        return OpenAI().chat.completions.create(model='m', messages=messages, tools=tools)\n",
+}
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_what_a_function_of_another_module_sends_is_reported_where_it_is_given(tmp_path: Path, jobs: int) -> None:
+    """rootsight's shape: ``llm_chat(system, user)`` hands its first parameter to ``llm.chat``, which sends it as
+    the system message: what a caller gives it is reported at the argument, through a chain of modules walked
+    before them or after, and so is what a method of a class of another module sends (``Client().ask``). A value
+    given the user's parameter is not, nor an object of which only a field is sent (its name)."""
+    write_package(tmp_path / "pkg", **SENDING_MODULES)
+    found = sorted((Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path], jobs=jobs).findings)
+    assert found == [("a_assistant.py", 12, "AC101"), ("a_assistant.py", 19, "AC101"), ("a_assistant.py", 19, "AC103")]
+
+
 def test_a_folder_without_init_inside_a_package_is_a_namespace_package_of_it(tmp_path: Path) -> None:
     """elroy's shape: ``pkg/utils/`` holds no ``__init__.py``, and ``from ..utils.clock import local_now`` in
     ``pkg/repository/memo.py`` names its module (PEP 420), whose helper reads the clock with an argument."""

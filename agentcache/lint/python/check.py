@@ -113,6 +113,7 @@ class PythonSession:
                 gives.update(analysis.gives)
                 # last: a summary's runs, with parameters of their own and calls cut short, report and give nothing
                 exports.update(analysis.summaries())
+                exports.update(analysis.sending())
                 scope = analysis.globals
         except SyntaxError as exc:  # a later part of a large module: the whole module is unparsable
             line, column = exc.lineno or 1, exc.offset or 1

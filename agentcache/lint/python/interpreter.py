@@ -8,10 +8,11 @@ import ast
 import re
 import string
 from collections.abc import Callable
+from dataclasses import replace
 from functools import reduce
 from typing import Any, ClassVar
 
-from agentcache.lint.python.project import Reading, Summary
+from agentcache.lint.python.project import Reading, Sent, Summary
 from agentcache.lint.python.sinks import TOOL_LIST, sorts_keys
 from agentcache.lint.python.statements import MAX_CALL_DEPTH, Statements
 from agentcache.lint.python.syntax import (
@@ -83,6 +84,12 @@ from agentcache.lint.python.vocabulary import (
     is_property,
     source_kind,
 )
+
+#: Where the parameters of a run that looks for those sent (:meth:`Interpreter.parameters_sent`) are numbered from:
+#: apart from a summary's, so that neither finds the other's calls in the memo.
+SENDING = 1 << 16
+#: How deep such a run follows calls: a helper that sends what it is given does it itself or through one more.
+SENDING_REACH = 2
 
 ExpressionHandler = Callable[["Interpreter", Any, Scope], Value]
 
@@ -205,6 +212,61 @@ class Interpreter(Statements):
                         found[f"{node.name}().{item.name}(*)"] = self.summary(item, bound, 2 if factory else 1)
         return found
 
+    def sending(self) -> dict[str, str]:
+        """After :meth:`run`: which parameters of each top-level function, and each method of a top-level class,
+        reach a system prompt it sends (``chat(sent)``, ``Client().ask(sent)``:
+        :class:`~agentcache.lint.python.project.Sent`), for the modules that call them (``llm.chat(system, user)``
+        of an ``llm`` module): what they give those parameters is reported there. Only the functions whose run
+        reached such a sink are run again, each parameter given a value of its own."""
+        found: dict[str, str] = {}
+        for node in self.tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and self.functions.get(node.name) is node:
+                found[f"{node.name}(sent)"] = self.parameters_sent(node, 0)
+            elif isinstance(node, ast.ClassDef):
+                names = [item.name for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))]
+                for item in node.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and names.count(item.name) == 1:
+                        static = any(last_name(decorator) == "staticmethod" for decorator in item.decorator_list)
+                        found[f"{node.name}().{item.name}(sent)"] = self.parameters_sent(item, 0 if static else 1)
+        return {name: text for name, text in found.items() if text}
+
+    def parameters_sent(self, function: Function, bound: int) -> str:
+        """:meth:`sending` of one function ("" when none of its parameters is sent)."""
+        if id(function) not in self.sinks.reaching or not takes_arguments(function, bound):
+            return ""
+        positional, bindings = _own_parameters(function, bound, SENDING)
+        found: set[str] = set()
+        self.sinks.parameters = found
+        self.reach = SENDING_REACH
+        try:
+            self.invoke(function, bindings)
+        finally:
+            self.sinks.parameters, self.reach = None, MAX_CALL_DEPTH
+        if not found:
+            return ""
+        vararg = function.args.vararg.arg if function.args.vararg else ""
+        return Sent(positional, vararg, frozenset(found)).encode()
+
+    def given_to_sent(self, key: str, node: ast.Call, args: list[Value], kwargs: dict[str, Value]) -> None:
+        """What a call gives the parameters a function of another module sends as the system prompt
+        (:meth:`sending`), reported here: of what it gives, the values this function makes itself (or a helper of
+        another module it calls makes there). A value made elsewhere came through fields and objects, which the
+        analysis follows loosely (an object's fields all in one, a branch not told apart by ``isinstance``): that
+        is reported where it is sent in this module, if it is."""
+        text = self.learned.get(key)
+        if text:
+            for argument, value in Sent.decode(text).arguments(node, args, kwargs):
+                self.sinks.system_sink(argument, self.made_here(value), taken=True)
+
+    def made_here(self, value: Value) -> Value:
+        """``value`` with the origins made in the running function's body (at module level: the module's)."""
+        if not self.stack:
+            return value
+        function = self.stack[-1]
+        first, last = function.lineno, function.end_lineno or function.lineno
+        here = frozenset(origin for origin in value.origins if first <= origin.line <= last)
+        return value if here == value.origins else Value(here)
+
     def _templates_in(self, node: ast.stmt) -> bool:
         end = node.end_lineno or node.lineno
         return any(node.lineno <= line <= end for line in self.templated)
@@ -216,10 +278,7 @@ class Interpreter(Statements):
         a function that renders a template does it itself, a factory makes the object through another one
         (``cls.for_model(...)``); a call cut short passes all it is given."""
         spec = function.args
-        positional = [arg.arg for arg in (*spec.posonlyargs, *spec.args)][bound:]
-        extra = [arg.arg for arg in (spec.vararg, spec.kwarg) if arg is not None]
-        names = [*positional, *(arg.arg for arg in spec.kwonlyargs), *extra]
-        bindings = {name: Value(frozenset({Origin(0, index, PARAM, name)})) for index, name in enumerate(names)}
+        positional, bindings = _own_parameters(function, bound)
         self.reach = reach
         try:
             result = self.invoke(function, bindings)
@@ -227,7 +286,7 @@ class Interpreter(Statements):
             self.reach = MAX_CALL_DEPTH
         passing = frozenset(origin.label for origin in result.origins if origin.kind == PARAM)
         return Summary(
-            tuple(positional),
+            positional,
             spec.vararg.arg if spec.vararg else "",
             spec.kwarg.arg if spec.kwarg else "",
             passing,
@@ -278,6 +337,8 @@ class Interpreter(Statements):
             if field is not None:
                 return Value(receiver.origins | field.origins, field.unordered) if receiver.origins else field
         read = combine(receiver)
+        if self.sinks.parameters is not None and read.origins:
+            read = Value(frozenset(map(_field_of_parameter, read.origins)))
         return self.data_text(node, read) if node.attr in self.data_keys else read
 
     def property_read(self, owner: str | None, attribute: str) -> Value | None:
@@ -606,6 +667,7 @@ class Interpreter(Statements):
             summed = None
             if name and (node.args or keywords) and name.startswith(self.package_top):
                 summed = self.summed(func, name, node, args, kwargs, scope)
+                self.given_to_sent(f"{name}(sent)", node, args, kwargs)
             result = everything if summed is None else summed
             if system:  # a helper not followed but by its summary: what it returns is the system prompt, wherever put
                 self.sinks.system_sink(node, result)
@@ -670,6 +732,7 @@ class Interpreter(Statements):
                     return read_export(kind, node)
         elif receiver.cls or (type(func.value) is ast.Name and func.value.id != "self"):  # by its summary
             for owner in self.owners_of(func.value, receiver, scope):
+                self.given_to_sent(f"{owner}().{attr}(sent)", node, args, kwargs)
                 summary = self.learned.get(f"{owner}().{attr}(*)")
                 returned = Summary.decode(summary).returned(node, args, kwargs) if summary else None
                 if returned is not None:
@@ -1085,3 +1148,23 @@ def format_call(
             value = kwargs.get(key) or reduce(join, (under(bag, key) for bag in bags), CLEAN)
         parts.append(ordered(value, node))
     return concat(parts)
+
+
+def _own_parameters(function: Function, bound: int, run: int = 0) -> tuple[tuple[str, ...], dict[str, Value]]:
+    """A function's positional parameters (but its ``bound`` first ones: ``self``), and every parameter bound to
+    a value of its own (:data:`~agentcache.lint.python.values.PARAM`), to see where each goes; ``run`` tells the
+    values of one kind of run from another's (:data:`SENDING`), whose calls are not those the memo holds."""
+    spec = function.args
+    positional = tuple(arg.arg for arg in (*spec.posonlyargs, *spec.args))[bound:]
+    extra = [arg.arg for arg in (spec.vararg, spec.kwarg) if arg is not None]
+    names = [*positional, *(arg.arg for arg in spec.kwonlyargs), *extra]
+    line = function.lineno  # its own: the same names of another function are other values (memo keys)
+    return positional, {
+        name: Value(frozenset({Origin(line, run + index, PARAM, name)})) for index, name in enumerate(names)
+    }
+
+
+def _field_of_parameter(origin: Origin) -> Origin:
+    """A parameter's origin as that of a field read of it (``agent_state.system``): an object whose field is sent
+    is not sent as a whole, so what a caller gives it (all its fields) is not reported (:meth:`Sinks.reached`)."""
+    return replace(origin, label=f"{origin.label}.") if origin.kind == PARAM and "." not in origin.label else origin

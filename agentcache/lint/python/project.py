@@ -64,11 +64,11 @@ class Summary:
         """What the call returns: the arguments of the parameters that reach the result, and what it returns on
         its own. None for a call that unpacks its arguments (``*args``, ``**kwargs``): which parameter each
         fills is not known."""
-        if any(isinstance(arg, ast.Starred) for arg in node.args) or any(kw.arg is None for kw in node.keywords):
+        if _unpacks(node):
             return None
         given = dict(kwargs)
         for index, value in enumerate(args):
-            name = self.positional[index] if index < len(self.positional) else self.varargs
+            name = _parameter(self.positional, self.varargs, index)
             given[name] = join(given[name], value) if name in given else value
         passed = [read_export(self.own, node)] if self.own else []
         for name in self.passing:
@@ -78,6 +78,47 @@ class Summary:
             elif parameter in given:
                 passed.append(under(given[parameter], key[:-1]) if key else given[parameter])
         return combine(*passed)
+
+
+@dataclass(frozen=True)
+class Sent:
+    """Which parameters of a function reach a system prompt it sends, exported as text under ``name(sent)``
+    (``pkg.llm.chat(sent)`` of ``def chat(system, user)``): a call from another module is the sink of what it gives
+    them, reported at the argument."""
+
+    positional: tuple[str, ...]
+    varargs: str
+    names: frozenset[str]
+
+    def encode(self) -> str:
+        return ";".join((",".join(self.positional), self.varargs, ",".join(sorted(self.names))))
+
+    @classmethod
+    def decode(cls, text: str) -> Sent:
+        positional, varargs, names = text.split(";")
+        return cls(tuple(filter(None, positional.split(","))), varargs, frozenset(filter(None, names.split(","))))
+
+    def arguments(self, node: ast.Call, args: list[Value], kwargs: dict[str, Value]) -> list[tuple[ast.expr, Value]]:
+        """(argument, its value) of each argument the call gives a parameter that is sent; none when it unpacks its
+        arguments (which parameter each fills is not known)."""
+        if _unpacks(node):
+            return []
+        found = [
+            (arg, value)
+            for index, (arg, value) in enumerate(zip(node.args, args, strict=True))
+            if _parameter(self.positional, self.varargs, index) in self.names
+        ]
+        return found + [(kw.value, kwargs[kw.arg]) for kw in node.keywords if kw.arg in self.names]
+
+
+def _unpacks(node: ast.Call) -> bool:
+    """Whether a call unpacks arguments (``*args``, ``**kwargs``) into the parameters it fills."""
+    return any(isinstance(arg, ast.Starred) for arg in node.args) or any(kw.arg is None for kw in node.keywords)
+
+
+def _parameter(positional: tuple[str, ...], varargs: str, index: int) -> str:
+    """The parameter the positional argument at ``index`` fills (``varargs`` past the named ones)."""
+    return positional[index] if index < len(positional) else varargs
 
 
 @dataclass(frozen=True)
@@ -227,7 +268,7 @@ class Project:
             kind = export_kind(value) if isinstance(value, Value) else value
             if kind is not None:
                 exports[name] = kind
-                if name.endswith("(*)") and "()." in name:  # Budget().render(*): a Budget made elsewhere is one
+                if name.endswith(("(*)", "(sent)")) and "()." in name:  # Budget().render(*): one made elsewhere too
                     exports[name.partition("()")[0] + "(.)"] = OBJECT
         for name, value in given.items():
             kind = export_kind(value)

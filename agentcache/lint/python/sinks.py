@@ -18,7 +18,7 @@ from agentcache.lint.python.rules import (
     message,
 )
 from agentcache.lint.python.syntax import Function, constant, entry_at, escaping, last_name
-from agentcache.lint.python.values import CLOCK, KEY_ORDER, Origin, Value, orders, stable_tail, volatile
+from agentcache.lint.python.values import CLOCK, KEY_ORDER, PARAM, Origin, Value, orders, stable_tail, volatile
 from agentcache.lint.python.vocabulary import (
     AGENT,
     BINDER,
@@ -69,6 +69,11 @@ class Sinks:
         self.named_messages: dict[tuple[int, str], ast.expr] = {}
         """(function by id, variable) -> the system message last bound to it (``message = SystemMessage(...)``),
         then added to a collection by name (:meth:`bind`)."""
+        self.reaching: set[int] = set()
+        """The functions (by id) whose run reached a system prompt sink, themselves or through a call: those whose
+        parameters may be sent as one (:meth:`~.interpreter.Interpreter.sending`)."""
+        self.parameters: set[str] | None = None
+        """While a function is run with parameters of their own: those that reached a system prompt."""
 
     def bind(self, name: str, source: ast.expr | None) -> None:
         """A name of the running function bound to ``source``: from now on a report (:meth:`records`) or not, and
@@ -348,6 +353,7 @@ class Sinks:
         return called is not None and (called in ORDER_CONSUMERS or self.words.measures(called))
 
     def system_sink(self, node: ast.expr, value: Value, taken: bool = False) -> None:
+        self.reached(value)
         changing = volatile(value.origins)
         if changing:
             tail = stable_tail(value)
@@ -364,6 +370,14 @@ class Sinks:
         if changing:
             self.report(VOLATILE_TOOLS, node, changing, sink)
         self.order_sink(node, orders(value, taken), sink)
+
+    def reached(self, value: Value) -> None:
+        """Note that the running functions reach a system prompt, and which of their parameters ``value`` holds."""
+        self.reaching.update(map(id, self.stack))
+        if self.parameters is not None:
+            for origin in value.origins:
+                if origin.kind == PARAM and "." not in origin.label:  # not a field read of it: the object is sent
+                    self.parameters.add(origin.label.partition("[")[0])
 
     def order_sink(self, node: ast.expr, found: frozenset[Origin], sink: str) -> None:
         """Set order reaching a sink: through ``json.dumps`` without sorted keys (AC104), or directly (AC103)."""

@@ -466,6 +466,8 @@ class Statements(ABC):
         known = self.memo.get(key) if fields is None else None  # a run that collects fields runs the body
         if known is not None and known[1] >= depth:
             self.cut = self.cut or known[1] < MAX_CALL_DEPTH  # what it returned then was cut short too
+            if id(function) in self.sinks.reaching:  # its sinks are its callers' too
+                self.sinks.reaching.update(map(id, self.stack))
             return known[0]
         if function in self.stack:
             return combine(*bindings.values())
