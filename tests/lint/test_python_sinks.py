@@ -460,6 +460,17 @@ POSITIVE = {
             schema["function"]["description"] = f"Search. Today is {datetime.date.today()}"
             return client.chat.completions.create(model="m", messages=[], tools=[schema])  # expect: AC102
     """,
+    "a_functions_doc_set_keeps_the_function": """
+        import datetime
+        from langchain_core.messages import SystemMessage
+
+        def today_line():
+            return f"Today is {datetime.date.today()}."
+
+        def build():
+            today_line.__doc__ = f"The date line, as of {datetime.date.today()}."
+            return [SystemMessage(content=today_line())]  # expect: AC101
+    """,
     "a_tools_description_set_from_the_clock": """
         import datetime
         from agents import FunctionTool
@@ -494,6 +505,19 @@ POSITIVE = {
 }
 
 NEGATIVE = {
+    "items_set_inside_a_tools_record_or_in_a_sets_order": """
+        import time
+        from agents import FunctionTool
+        from openai import OpenAI
+
+        def run(client: OpenAI, fn, names: list[str]):
+            tool = FunctionTool(fn)
+            tool.stats["calls"]["last_used"] = time.time()
+            schemas = {name: {"name": name, "parameters": {}} for name in sorted(names)}
+            for name in set(names):
+                schemas[name]["description"] = "Look it up."
+            return client.chat.completions.create(model="m", messages=[], tools=[tool, *schemas.values()])
+    """,
     "a_tools_bookkeeping_field_set_from_the_clock": """
         import time
         from agents import FunctionTool

@@ -949,8 +949,13 @@ SENDING_MODULES = {
     "    return client.ask(f'You help. Today is {datetime.date.today()}.', question, tools=list(set(tools)))\n\n"
     "def named():\n"
     "    agent = AgentState(name=f'agent-{secrets.token_hex(4)}', system='You help.')\n"
-    "    return chat_as(agent, 'hello')\n",
-    "b_explain": "from . import llm\n\ndef llm_chat(system, user):\n    return llm.chat(system, user)\n",
+    "    return chat_as(agent, 'hello')\n\n"
+    "def relayed(question):\n"
+    "    from .b_explain import relay\n\n"
+    "    return relay(f'You help. It is {datetime.datetime.now()}.', question)\n",
+    "b_explain": "from . import llm\n\ndef llm_chat(system, user):\n    return llm.chat(system, user)\n\n"
+    "def _go(system, user):\n    return llm.chat(system, user)\n\n"
+    "def relay(system, user):\n    return _go(system, user)\n",
     "llm": "from langchain_openai import ChatOpenAI\n\n"
     "def _chat(system, user):\n"
     "    return ChatOpenAI().invoke([('system', system), ('human', user)])\n\n"
@@ -969,11 +974,43 @@ SENDING_MODULES = {
 def test_what_a_function_of_another_module_sends_is_reported_where_it_is_given(tmp_path: Path, jobs: int) -> None:
     """rootsight's shape: ``llm_chat(system, user)`` hands its first parameter to ``llm.chat``, which sends it as
     the system message: what a caller gives it is reported at the argument, through a chain of modules walked
-    before them or after, and so is what a method of a class of another module sends (``Client().ask``). A value
-    given the user's parameter is not, nor an object of which only a field is sent (its name)."""
+    before them or after and of functions of one module (``relay`` hands it to ``_go``), and so is what a method
+    of a class of another module sends (``Client().ask``). A value given the user's parameter is not, nor an
+    object of which only a field is sent (its name)."""
     write_package(tmp_path / "pkg", **SENDING_MODULES)
     found = sorted((Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path], jobs=jobs).findings)
-    assert found == [("a_assistant.py", 12, "AC101"), ("a_assistant.py", 19, "AC101"), ("a_assistant.py", 19, "AC103")]
+    assert found == [
+        ("a_assistant.py", 12, "AC101"),
+        ("a_assistant.py", 19, "AC101"),
+        ("a_assistant.py", 19, "AC103"),
+        ("a_assistant.py", 28, "AC101"),
+    ]
+
+
+def test_a_parameter_not_sent_whole_is_not_reported_where_it_is_given(tmp_path: Path) -> None:
+    """What a caller gives a parameter that reaches the system prompt only through a call the run does not follow
+    (a lookup two calls deep), or of which only an item or a property is sent, is not reported: the dated text and
+    the object's random name are not what the system message holds."""
+    write_package(
+        tmp_path / "pkg",
+        llm="from dataclasses import dataclass\n\nfrom langchain_openai import ChatOpenAI\n\n"
+        "PROMPTS = {'default': 'You are a helpful assistant.'}\n\n"
+        "@dataclass\nclass Agent:\n    name: str\n\n    @property\n    def system(self):\n"
+        "        return 'You help.'\n\n"
+        "def _lookup(topic):\n    return PROMPTS['default']\n\n"
+        "def _system_for(topic):\n    return _lookup(topic)\n\n"
+        "def chat(topic, user):\n    return ChatOpenAI().invoke([('system', _system_for(topic)), ('human', user)])\n\n"
+        "def chat_as(agent, user):\n    return ChatOpenAI().invoke([('system', agent['system']), ('human', user)])\n\n"
+        "def chat_with(agent: Agent, user):\n"
+        "    return ChatOpenAI().invoke([('system', agent.system), ('human', user)])\n",
+        app="import datetime\nimport secrets\n\nfrom .llm import Agent, chat, chat_as, chat_with\n\n"
+        "def ask(question):\n    return chat(f'asked at {datetime.datetime.now()}', question)\n\n"
+        "def named():\n"
+        "    agent = {'name': f'agent-{secrets.token_hex(4)}', 'system': 'You help.'}\n"
+        "    return chat_as(agent, 'hello')\n\n"
+        "def typed():\n    return chat_with(Agent(name=f'agent-{secrets.token_hex(4)}'), 'hello')\n",
+    )
+    assert lint_paths([tmp_path]).findings == ()
 
 
 def test_a_folder_without_init_inside_a_package_is_a_namespace_package_of_it(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import re
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from functools import reduce
 from typing import Any, ClassVar
@@ -44,6 +44,7 @@ from agentcache.lint.python.values import (
     element,
     export_kind,
     given_by_caller,
+    is_part,
     join,
     keyed,
     merged,
@@ -88,7 +89,8 @@ from agentcache.lint.python.vocabulary import (
 #: Where the parameters of a run that looks for those sent (:meth:`Interpreter.parameters_sent`) are numbered from:
 #: apart from a summary's, so that neither finds the other's calls in the memo.
 SENDING = 1 << 16
-#: How deep such a run follows calls: a helper that sends what it is given does it itself or through one more.
+#: How deep such a run follows calls: a helper that sends what it is given does it itself or through one more. A
+#: function whose nearest system prompt is deeper is not run.
 SENDING_REACH = 2
 
 ExpressionHandler = Callable[["Interpreter", Any, Scope], Value]
@@ -194,45 +196,48 @@ class Interpreter(Statements):
         Any other call is taken to return what it is given: running every function once more would cost as much
         as the analysis."""
         found: dict[str, str] = {}
-        for node in self.tree.body if self.templated else ():
-            if not self._templates_in(node):
+        for name, function, top in self.defined_once() if self.templated else ():
+            if not self._templates_in(top):
                 continue
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and self.functions.get(node.name) is node:
-                if takes_arguments(node):
-                    found[f"{node.name}(*)"] = self.summary(node, 0, 1)
-            elif isinstance(node, ast.ClassDef):
-                names = [item.name for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))]
-                for item in node.body:
-                    if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) or names.count(item.name) > 1:
-                        continue
-                    decorators = {last_name(decorator) for decorator in item.decorator_list}
-                    bound = 0 if "staticmethod" in decorators else 1
-                    factory = not decorators.isdisjoint(("staticmethod", "classmethod"))
-                    if (factory or self._templates_in(item)) and takes_arguments(item, bound):
-                        found[f"{node.name}().{item.name}(*)"] = self.summary(item, bound, 2 if factory else 1)
+            if function is top:
+                if takes_arguments(function):
+                    found[f"{name}(*)"] = self.summary(function, 0, 1)
+                continue
+            decorators = {last_name(decorator) for decorator in function.decorator_list}
+            factory = not decorators.isdisjoint(("staticmethod", "classmethod"))
+            bound = _bound(function)
+            if (factory or self._templates_in(function)) and takes_arguments(function, bound):
+                found[f"{name}(*)"] = self.summary(function, bound, 2 if factory else 1)
         return found
+
+    def defined_once(self) -> Iterator[tuple[str, Function, ast.stmt]]:
+        """Each top-level function defined once, and each method defined once in a top-level class, with the name
+        other modules know it by (``render``, ``Budget().render``) and the top-level statement it is in."""
+        for node in self.tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and self.functions.get(node.name) is node:
+                yield node.name, node, node
+            elif isinstance(node, ast.ClassDef):
+                methods = [item for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))]
+                names = [method.name for method in methods]
+                yield from ((f"{node.name}().{m.name}", m, node) for m in methods if names.count(m.name) == 1)
 
     def sending(self) -> dict[str, str]:
         """After :meth:`run`: which parameters of each top-level function, and each method of a top-level class,
         reach a system prompt it sends (``chat(sent)``, ``Client().ask(sent)``:
         :class:`~agentcache.lint.python.project.Sent`), for the modules that call them (``llm.chat(system, user)``
         of an ``llm`` module): what they give those parameters is reported there. Only the functions whose run
-        reached such a sink are run again, each parameter given a value of its own."""
-        found: dict[str, str] = {}
-        for node in self.tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and self.functions.get(node.name) is node:
-                found[f"{node.name}(sent)"] = self.parameters_sent(node, 0)
-            elif isinstance(node, ast.ClassDef):
-                names = [item.name for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))]
-                for item in node.body:
-                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and names.count(item.name) == 1:
-                        static = any(last_name(decorator) == "staticmethod" for decorator in item.decorator_list)
-                        found[f"{node.name}().{item.name}(sent)"] = self.parameters_sent(item, 0 if static else 1)
+        reached such a sink, in their body or one call deep, are run again, each parameter given a value of its
+        own."""
+        found = {
+            f"{name}(sent)": self.parameters_sent(function, 0 if function is top else _bound(function))
+            for name, function, top in self.defined_once()
+        }
         return {name: text for name, text in found.items() if text}
 
     def parameters_sent(self, function: Function, bound: int) -> str:
         """:meth:`sending` of one function ("" when none of its parameters is sent)."""
-        if id(function) not in self.sinks.reaching or not takes_arguments(function, bound):
+        near = self.sinks.reaching.get(id(function), SENDING_REACH) < SENDING_REACH
+        if not near or not takes_arguments(function, bound):
             return ""
         positional, bindings = _own_parameters(function, bound, SENDING)
         found: set[str] = set()
@@ -244,8 +249,7 @@ class Interpreter(Statements):
             self.sinks.parameters, self.reach = None, MAX_CALL_DEPTH
         if not found:
             return ""
-        vararg = function.args.vararg.arg if function.args.vararg else ""
-        return Sent(positional, vararg, frozenset(found)).encode()
+        return Sent(positional, _name(function.args.vararg), frozenset(found)).encode()
 
     def given_to_sent(self, key: str, node: ast.Call, args: list[Value], kwargs: dict[str, Value]) -> None:
         """What a call gives the parameters a function of another module sends as the system prompt
@@ -259,12 +263,12 @@ class Interpreter(Statements):
                 self.sinks.system_sink(argument, self.made_here(value), taken=True)
 
     def made_here(self, value: Value) -> Value:
-        """``value`` with the origins made in the running function's body (at module level: the module's)."""
+        """``value`` with the origins made in the running function's body (at module level: all), and the
+        parameters of a run that looks for those sent: a function that hands one on sends it too."""
         if not self.stack:
             return value
-        function = self.stack[-1]
-        first, last = function.lineno, function.end_lineno or function.lineno
-        here = frozenset(origin for origin in value.origins if first <= origin.line <= last)
+        first, last = self.stack[-1].lineno, self.stack[-1].end_lineno or self.stack[-1].lineno
+        here = frozenset(o for o in value.origins if first <= o.line <= last or o.kind == PARAM)
         return value if here == value.origins else Value(here)
 
     def _templates_in(self, node: ast.stmt) -> bool:
@@ -287,8 +291,8 @@ class Interpreter(Statements):
         passing = frozenset(origin.label for origin in result.origins if origin.kind == PARAM)
         return Summary(
             positional,
-            spec.vararg.arg if spec.vararg else "",
-            spec.kwarg.arg if spec.kwarg else "",
+            _name(spec.vararg),
+            _name(spec.kwarg),
             passing,
             export_kind(result) or "",
         ).encode()
@@ -323,7 +327,7 @@ class Interpreter(Statements):
             read = self.property_read(owner, node.attr)
             if read is not None:
                 return read
-        receiver = self.expr(node.value, scope)
+        receiver = self.part_of_parameter(self.expr(node.value, scope))
         owners = self.owners_of(node.value, receiver, scope) if receiver.cls or type(node.value) is ast.Name else ()
         for owner in owners:
             local = self.local_classes.get(owner)  # a field its class sets, in this module or another
@@ -337,9 +341,18 @@ class Interpreter(Statements):
             if field is not None:
                 return Value(receiver.origins | field.origins, field.unordered) if receiver.origins else field
         read = combine(receiver)
-        if self.sinks.parameters is not None and read.origins:
-            read = Value(frozenset(map(_field_of_parameter, read.origins)))
         return self.data_text(node, read) if node.attr in self.data_keys else read
+
+    def part_of_parameter(self, value: Value) -> Value:
+        """In a run that looks for the parameters sent (:attr:`Sinks.parameters`), an object a field or item is read
+        of (``agent.system``, ``agent["system"]``): its parameters' values marked as parts, so that reaching a
+        system prompt does not make the parameter sent (the object a caller gives carries all its fields)."""
+        if self.sinks.parameters is None or not value.origins:
+            return value
+        origins = frozenset(map(_part_of, value.origins))
+        if origins == value.origins:
+            return value
+        return Value(origins, value.unordered, entries=value.entries, cls=value.cls)
 
     def property_read(self, owner: str | None, attribute: str) -> Value | None:
         """What reading a property of a class of the module returns (``self.system_prompt``, ``agent.prompt``:
@@ -544,6 +557,7 @@ class Interpreter(Statements):
         """An item: of a dict whose entries are known, the one under a constant key (``variables["date"]``)."""
         container, key = self.expr(node.value, scope), self.expr(node.slice, scope)
         if isinstance(key.text, str):
+            container = self.part_of_parameter(container)
             if container.entries:
                 return under(container, key.text)
             if key.text in self.data_keys:
@@ -796,7 +810,8 @@ class Interpreter(Statements):
         """The class of the project an object is made of (``_SchemaSpec(...)``, ``Budget.for_model(...)``: ``made``
         is the class), when it is worth knowing: a class of the module that sets a field that differs, but for its
         ids and times (an object known by its class is a memo key of its own, and a class that stamps its objects
-        is common), or a class of another module whose methods are summed up (:class:`Summary`)."""
+        is common), or a class of another module whose methods are summed up (:class:`Summary`) or send a parameter
+        as the system prompt (:class:`Sent`)."""
         if isinstance(made, ast.Name) and made.id in self.classes and scope.lookup(made.id) is None:
             known = self.worth.get(made.id)
             if known is None and made.id in self.instance_fields:  # its __init__ has run: asked once per class
@@ -1158,13 +1173,21 @@ def _own_parameters(function: Function, bound: int, run: int = 0) -> tuple[tuple
     positional = tuple(arg.arg for arg in (*spec.posonlyargs, *spec.args))[bound:]
     extra = [arg.arg for arg in (spec.vararg, spec.kwarg) if arg is not None]
     names = [*positional, *(arg.arg for arg in spec.kwonlyargs), *extra]
-    line = function.lineno  # its own: the same names of another function are other values (memo keys)
+    line = function.lineno
     return positional, {
         name: Value(frozenset({Origin(line, run + index, PARAM, name)})) for index, name in enumerate(names)
     }
 
 
-def _field_of_parameter(origin: Origin) -> Origin:
-    """A parameter's origin as that of a field read of it (``agent_state.system``): an object whose field is sent
-    is not sent as a whole, so what a caller gives it (all its fields) is not reported (:meth:`Sinks.reached`)."""
-    return replace(origin, label=f"{origin.label}.") if origin.kind == PARAM and "." not in origin.label else origin
+def _part_of(origin: Origin) -> Origin:
+    """A parameter's origin as that of a part read of it (:meth:`Interpreter.part_of_parameter`)."""
+    return replace(origin, label=f"{origin.label}.") if origin.kind == PARAM and not is_part(origin) else origin
+
+
+def _bound(method: Function) -> int:
+    """How many first parameters a method's call binds: ``self`` or ``cls``, none for a static method."""
+    return 0 if any(last_name(decorator) == "staticmethod" for decorator in method.decorator_list) else 1
+
+
+def _name(parameter: ast.arg | None) -> str:
+    return parameter.arg if parameter is not None else ""

@@ -29,10 +29,11 @@ from agentcache.lint.python.templates import TemplateFiles
 from agentcache.lint.python.values import Value, combine, export_kind, join, kind_rank, read_export, under
 from agentcache.lint.python.vocabulary import VOCABULARY, Vocabulary
 
-#: What a module exports under ``Class(.)`` when it sums up the class's methods (:class:`Summary`): an object made
-#: of it elsewhere is then known as one of it (:attr:`Value.cls`), whose methods are followed by their summaries.
-#: Not for a class whose fields or methods' results are exported: following every object made of one costs an
-#: eighth of the analysis, as a volatile field reaches all that is done with the object.
+#: What a module exports under ``Class(.)`` when it sums up the class's methods (:class:`Summary`) or a method sends
+#: a parameter as the system prompt (:class:`Sent`): an object made of it elsewhere is then known as one of it
+#: (:attr:`Value.cls`), whose methods are followed by their summaries, and whose fields and methods that take no
+#: arguments are read. Not for a class whose fields or methods' results only are exported: following every object
+#: made of one costs an eighth of the analysis, as a volatile field reaches all that is done with the object.
 OBJECT = "object"
 
 

@@ -18,7 +18,17 @@ from agentcache.lint.python.rules import (
     message,
 )
 from agentcache.lint.python.syntax import Function, constant, entry_at, escaping, last_name
-from agentcache.lint.python.values import CLOCK, KEY_ORDER, PARAM, Origin, Value, orders, stable_tail, volatile
+from agentcache.lint.python.values import (
+    CLOCK,
+    KEY_ORDER,
+    PARAM,
+    Origin,
+    Value,
+    is_part,
+    orders,
+    stable_tail,
+    volatile,
+)
 from agentcache.lint.python.vocabulary import (
     AGENT,
     BINDER,
@@ -69,9 +79,9 @@ class Sinks:
         self.named_messages: dict[tuple[int, str], ast.expr] = {}
         """(function by id, variable) -> the system message last bound to it (``message = SystemMessage(...)``),
         then added to a collection by name (:meth:`bind`)."""
-        self.reaching: set[int] = set()
-        """The functions (by id) whose run reached a system prompt sink, themselves or through a call: those whose
-        parameters may be sent as one (:meth:`~.interpreter.Interpreter.sending`)."""
+        self.reaching: dict[int, int] = {}
+        """Function (by id) whose run reached a system prompt sink -> how many calls deep the nearest was (0: in its
+        own body): those whose parameters may be sent as one (:meth:`~.interpreter.Interpreter.sending`)."""
         self.parameters: set[str] | None = None
         """While a function is run with parameters of their own: those that reached a system prompt."""
 
@@ -373,11 +383,18 @@ class Sinks:
 
     def reached(self, value: Value) -> None:
         """Note that the running functions reach a system prompt, and which of their parameters ``value`` holds."""
-        self.reaching.update(map(id, self.stack))
+        self.reach_from(0)
         if self.parameters is not None:
             for origin in value.origins:
-                if origin.kind == PARAM and "." not in origin.label:  # not a field read of it: the object is sent
+                if origin.kind == PARAM and not is_part(origin):  # not a field read of it: the object is sent
                     self.parameters.add(origin.label.partition("[")[0])
+
+    def reach_from(self, depth: int) -> None:
+        """Note that the running function reaches a system prompt ``depth`` calls deep, and its callers deeper."""
+        reaching = self.reaching
+        for calls, function in enumerate(reversed(self.stack), depth):
+            if reaching.get(id(function), calls + 1) > calls:
+                reaching[id(function)] = calls
 
     def order_sink(self, node: ast.expr, found: frozenset[Origin], sink: str) -> None:
         """Set order reaching a sink: through ``json.dumps`` without sorted keys (AC104), or directly (AC103)."""

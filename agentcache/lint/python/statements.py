@@ -23,6 +23,7 @@ from agentcache.lint.python.syntax import (
 )
 from agentcache.lint.python.values import (
     CLEAN,
+    PARAM,
     Origin,
     Scope,
     Value,
@@ -402,8 +403,9 @@ class Statements(ABC):
                 held = old.origins | value.origins | keyed(self.order)
                 scope.update(key, Value(held, old.unordered, entries=entries))
                 self.store(key, value)
-            else:  # d["function"]["description"] = ..., tool.info.properties()[k] = ...
-                self.changed(target.value, Value(value.origins | keyed(self.order)), scope)
+            else:  # d["function"]["description"] = ..., tool.info.properties()[k] = ...: a key added in the loop's
+                order = keyed(self.order) if name is None else frozenset()  # order when it is not a constant
+                self.changed(target.value, Value(value.origins | order), scope)
             if isinstance(name, str) and not (key and self.sinks.records(key)):
                 self.sinks.item_sink(name, source, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
@@ -428,11 +430,10 @@ class Statements(ABC):
         if not value.origins:
             return
         key = _changed_object(part)
-        if key:
-            old = scope.lookup(key) or CLEAN
-            if not value.origins <= old.origins:
-                held = old.origins | value.origins
-                scope.update(key, Value(held, old.unordered, old.text, entries=old.entries, cls=old.cls))
+        old = scope.lookup(key) if key else None  # an import, a function, a field not set here: no value to change
+        if key and old is not None and not value.origins <= old.origins:
+            held = old.origins | value.origins
+            scope.update(key, Value(held, old.unordered, old.text, entries=old.entries, cls=old.cls))
 
     def store(self, key: str, value: Value) -> None:
         """Record an item stored in the container ``key`` (``cache[url] = (schemas, time.time())``): while every
@@ -455,6 +456,14 @@ class Statements(ABC):
         rest = value.origins - stored
         return tuple(Value(item.origins | rest) if rest else item for item in known)
 
+    def passed(self, bindings: dict[str, Value]) -> Value:
+        """What a call not followed returns: all it is given, but a parameter's own value in a run that looks for
+        the parameters sent (:attr:`Sinks.parameters`): that the call passes it on is not known."""
+        value = combine(*bindings.values())
+        if self.sinks.parameters is None or not value.origins:
+            return value
+        return Value(frozenset(origin for origin in value.origins if origin.kind != PARAM))
+
     def invoke(self, function: Function, bindings: dict[str, Value], fields: dict[str, Value] | None = None) -> Value:
         """The return value of ``function`` run with its parameters bound to ``bindings`` (others CLEAN); a method
         starts with the ``self.x`` its class's ``__init__`` set, and ``fields`` collects those an ``__init__`` sets.
@@ -466,14 +475,15 @@ class Statements(ABC):
         known = self.memo.get(key) if fields is None else None  # a run that collects fields runs the body
         if known is not None and known[1] >= depth:
             self.cut = self.cut or known[1] < MAX_CALL_DEPTH  # what it returned then was cut short too
-            if id(function) in self.sinks.reaching:  # its sinks are its callers' too
-                self.sinks.reaching.update(map(id, self.stack))
+            calls = self.sinks.reaching.get(id(function))
+            if calls is not None:  # its sinks are its callers' too, one call deeper
+                self.sinks.reach_from(calls + 1)
             return known[0]
         if function in self.stack:
-            return combine(*bindings.values())
+            return self.passed(bindings)
         if not depth:
             self.cut = True
-            return combine(*bindings.values())
+            return self.passed(bindings)
         self.stack.append(function)
         outer, self.order = self.order, frozenset()  # a call's own collections are not the caller's loop's
         items, self.items = self.items, frozenset()
@@ -555,22 +565,24 @@ def _runs_as_script(test: ast.expr) -> bool:
 
 
 def _changed_object(node: ast.expr) -> str | None:
-    """The key of the object an item assignment into a nested part of it changes (``schema["function"]`` of
-    ``schema["function"]["description"] = ...``; ``tool`` of ``tool.info.properties()[k] = ...``, whose getters
-    return parts of it): the name it is bound to, or ``self.x`` for a field (``self`` as a whole would reach every
-    other field)."""
-    while dotted(node) is None:
+    """The key of the object an item assignment into a nested part of it changes: the nearest part bound to a name
+    (``schema`` of ``schema["function"]["description"] = ...``, ``tool.stats`` of ``tool.stats["calls"]["n"] =
+    ...``), but through a getter, whose result is a part of the object it is called on: then the object
+    (``tool`` of ``tool.info.properties()[k] = ...``), or ``self.x`` for a field (``self`` as a whole would reach
+    every other field)."""
+    through_getter = False
+    while (key := dotted(node)) is None:
         if isinstance(node, ast.Subscript):
             node = node.value
         elif isinstance(node, ast.Call):
             node = node.func.value if isinstance(node.func, ast.Attribute) else node.func
+            through_getter = True
         elif isinstance(node, ast.Attribute):
             node = node.value
         else:
             return None
-    key = dotted(node)
-    if key is None:
-        return None
+    if not through_getter:
+        return key
     root, _, rest = key.partition(".")
     if root in ("self", "cls"):
         return f"{root}.{rest.partition('.')[0]}" if rest else None

@@ -188,6 +188,11 @@ def concat(values: Sequence[Value]) -> Value:
     return Value(combine(*values).origins, None, text, tuple(parts))
 
 
+def is_part(origin: Origin) -> bool:
+    """Whether a parameter's origin is that of a part read of it (``agent.system``), not of the parameter."""
+    return origin.label.endswith(".")
+
+
 def volatile(origins: frozenset[Origin]) -> frozenset[Origin]:
     """The origins that differ from call to call (hash order differs only between processes)."""
     return frozenset(origin for origin in origins if origin.kind not in _NOT_VOLATILE)
