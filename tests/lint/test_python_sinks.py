@@ -518,6 +518,15 @@ NEGATIVE = {
                 schemas[name]["description"] = "Look it up."
             return client.chat.completions.create(model="m", messages=[], tools=[tool, *schemas.values()])
     """,
+    "a_connector_named_tools_whose_methods_are_called_by_name": """
+        from datetime import datetime, timezone
+        from .connectors import LiveTools
+
+        def probe(cfg, service, names):
+            alert = {"name": "probe", "fired_at": datetime.now(timezone.utc).isoformat()}
+            tools = LiveTools(cfg, alert)
+            return [getattr(tools, name)(service) for name in names]
+    """,
     "a_tools_bookkeeping_field_set_from_the_clock": """
         import time
         from agents import FunctionTool

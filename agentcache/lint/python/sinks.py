@@ -35,6 +35,7 @@ from agentcache.lint.python.vocabulary import (
     FACTORY,
     MESSAGE,
     ORDER_CONSUMERS,
+    PART_READERS,
     SCHEMA,
     SETTER,
     SYSTEM,
@@ -356,11 +357,14 @@ class Sinks:
 
     def consumes(self, node: ast.expr) -> bool:
         """Whether a call or a dict display keeps nothing of what it is given as it is: a call that measures it (a
-        token estimate) or keeps nothing of its order (``sorted``, ``all_tools.update(tools)``), a report."""
+        token estimate), keeps nothing of its order (``sorted``, ``all_tools.update(tools)``) or reads a part of it
+        (``getattr(tools, name)``), a report."""
         if self.words.reports(node):
             return True
         called = last_name(node.func) if isinstance(node, ast.Call) else None
-        return called is not None and (called in ORDER_CONSUMERS or self.words.measures(called))
+        return called is not None and (
+            called in ORDER_CONSUMERS or called in PART_READERS or self.words.measures(called)
+        )
 
     def system_sink(self, node: ast.expr, value: Value, taken: bool = False) -> None:
         self.reached(value)

@@ -439,6 +439,8 @@ ORDER_CONSUMERS = (
     | {"set", "frozenset", "Counter", "update", "union", "intersection", "difference", "symmetric_difference"}
     | {"issubset", "issuperset", "isdisjoint", "difference_update", "intersection_update"}
 )
+#: Builtins that return a part of what they are given (``getattr(tools, name)``): the object itself does not leave.
+PART_READERS = frozenset({"getattr"})
 #: Builtin classes subscripted to a generic alias and called as themselves (``set[str]()``).
 GENERIC_BUILTINS = frozenset({"set", "frozenset", "list", "tuple", "dict"})
 #: Builtins that turn an iterable into a sequence in its iteration order.
