@@ -80,9 +80,9 @@ FLOORS = {
     "eleventh": (1.0, 0.57),
     "twelfth": (0.9, 0.71),
     "thirteenth": (1.0, 0.5),
-    "fourteenth": (0.75, 0.85),
-    "fifteenth": (0.75, 1.0),
-    "sixteenth": (0.22, 0.66),
+    "fourteenth": (1.0, 0.85),
+    "fifteenth": (1.0, 1.0),
+    "sixteenth": (0.66, 0.66),
 }
 #: Worker processes of the wall-clock run: the issue's target is for a 2-core machine.
 JOBS = 2

@@ -502,9 +502,56 @@ POSITIVE = {
                 ]
             )
     """,
+    "an_instruction_given_to_a_model_class_made_configures_it": """
+        import time
+        from agentkit import LLM, Agent
+
+        llm = LLM(instruction=f"Started {time.time()}")  # expect: AC101
+        agent = Agent(instruction=f"Started {time.time()}")  # expect: AC101
+    """,
+    "a_loop_over_zip_keeps_what_each_part_carries": """
+        import uuid
+        from datetime import datetime
+        from agentkit import Agent
+
+        def agents(names):
+            stamps = [datetime.now().isoformat() for _ in names]
+            built = []
+            for name, stamp in zip(names, stamps):
+                built.append(Agent(name=name, instructions=f"You are {name}, started {stamp}."))  # expect: AC101
+            for index, run in enumerate([uuid.uuid4().hex for _ in names]):
+                built.append(Agent(name=f"agent-{index}", instructions=f"Run {run}."))  # expect: AC101
+            return built
+    """,
 }
 
 NEGATIVE = {
+    "a_loop_over_zip_gives_each_name_its_own_part": """
+        import uuid
+        from datetime import datetime
+
+        class Server:
+            def list_agents(self, states):
+                listing = [self.to_config(state) for state in states]
+                for state, return_dict in zip(states, listing):
+                    tools = []
+                    for name in state.tools:
+                        tools.append(self.get_tool(name))
+                    return_dict["tools"] = tools
+                for index, state in enumerate(states):
+                    listing[index]["system_prompt"] = state.system
+                return listing
+
+            def to_config(self, state):
+                return {"id": uuid.uuid4().hex, "created_at": datetime.now().isoformat()}
+    """,
+    "tools_an_agent_snapshot_keeps": """
+        import time
+        from agentkit import AgentState
+
+        def update_state(agent, names):
+            agent.state = AgentState(name=agent.name, tools=list(set(names)), saved_at=time.time())
+    """,
     "items_set_inside_a_tools_record_or_in_a_sets_order": """
         import time
         from agents import FunctionTool
@@ -912,6 +959,13 @@ NEGATIVE = {
 
         def simulate(choices):
             return SampleUserInstructionStep(instruction=random.choice(choices))
+
+        class ToolAgent:
+            def run(self):
+                return self.llm(instruction=f"Tools: ... Current date: {time.strftime('%H:%M:%S')}")
+
+        def ask(chat_model, question):
+            return chat_model(instruction=f"{question} (asked at {time.time()})")
     """,
     "tools_a_script_block_only_prints": """
         import sys

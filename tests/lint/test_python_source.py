@@ -1296,3 +1296,21 @@ def test_syntax_newer_than_the_interpreter_is_a_note_not_a_finding(tmp_path: Pat
         assert result.findings == ()
         running = f"Python {sys.version_info.major}.{sys.version_info.minor}"
         assert result.notes == (f"{path}: skipped: needs a newer parser (valid Python 3.14, not {running})",)
+
+
+def test_a_template_of_python_code_is_a_note_not_a_finding(tmp_path: Path) -> None:
+    """cookiecutter's project templates (a folder named by a tag), and a module a generator renders: Jinja tags make
+    them invalid Python until rendered. A file that is broken Python without them stays a finding."""
+    project = tmp_path / "{{cookiecutter.project_slug}}" / "src"
+    project.mkdir(parents=True)
+    (project / "main.py").write_text("class {{ cookiecutter.name }}Crew:\n    tools = []\n")
+    (tmp_path / "generated.py").write_text(
+        "from agents import Agent\n\n{% for agent in agents %}\n"
+        "{{ agent.name }} = Agent(name='{{ agent.name }}', instructions='{{ agent.prompt }}')\n{% endfor %}\n"
+    )
+    (tmp_path / "broken.py").write_text("def system_prompt(:\n    return '%s' % {'a': 1}\n")
+    result = lint_paths([tmp_path])
+    assert [(Path(f.path).name, f.code) for f in result.findings] == [("broken.py", "AC001")]
+    assert sorted(note.partition(": ")[2] for note in result.notes) == [
+        "skipped: a template of Python code (Jinja tags), not Python until rendered"
+    ] * 2

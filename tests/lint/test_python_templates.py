@@ -76,6 +76,32 @@ PROMPT_BY_NAME = """
         return OpenAI().chat.completions.create(model="m", messages=messages)
 """
 
+#: A loader that adds the clock to every template it renders, the template named by its caller (holmesgpt's
+#: ``load_and_render_prompt("builtin://generic_ask.jinja2", context)``).
+LOADER = """
+    from datetime import datetime, timezone
+    from pathlib import Path
+    from jinja2 import Environment, FileSystemLoader
+
+    HERE = Path(__file__).parent / "prompts"
+
+    def load_and_render_prompt(prompt, context=None):
+        text = (HERE / prompt.removeprefix("builtin://")).read_text()
+        template = Environment(loader=FileSystemLoader(HERE)).from_string(text)
+        if context is None:
+            context = {}
+        now = datetime.now(timezone.utc)
+        context.update({"now": f"{now}", "current_year": now.year})
+        return template.render(**context)
+"""
+LOADER_CALLER = """
+    from pkg.loader import load_and_render_prompt
+
+    def messages(toolsets, question):
+        system = load_and_render_prompt("builtin://{name}", {{"toolsets": toolsets}})
+        return [{{"role": "system", "content": system}}, {{"role": "user", "content": question}}]{expect}
+"""
+
 POSITIVE = {
     "a_variable_of_a_prompt_made_by_name_a_template_prints": {
         "prompts/rag_agent.yaml": "rag_agent:\n  template: 'You answer from the documents. The date is {date}.'\n",
@@ -117,6 +143,17 @@ POSITIVE = {
             template = env.from_string("You are {{ agent.name }}.")
             return [{"role": "system", "content": template.render(agent=self)}]  # expect: AC101
         """,
+    },
+    "a_loader_adds_the_clock_the_named_template_includes_one_that_prints_it": {
+        "prompts/ask.jinja2": "You troubleshoot. {% include '_footer.jinja2' %}",
+        "prompts/_footer.jinja2": "{% for t in toolsets %}{{ t.name }}{% endfor %} It is {{ now }}.",
+        "loader.py": LOADER,
+        "agent.py": LOADER_CALLER.format(name="ask.jinja2", expect="  # expect: AC101"),
+    },
+    "a_loader_adds_the_clock_to_a_template_not_found": {
+        "prompts/ask.jinja2": "You troubleshoot.",
+        "loader.py": LOADER,
+        "agent.py": LOADER_CALLER.format(name="elsewhere.jinja2", expect="  # expect: AC101"),
     },
 }
 
@@ -287,6 +324,13 @@ POSITIVE.update(
 )
 
 NEGATIVE = {
+    "a_loader_adds_the_clock_the_named_template_and_its_includes_do_not_print": {
+        "prompts/ask.jinja2": "You troubleshoot.{% if toolsets %} {% include '_tools.jinja2' %}{% endif %}",
+        "prompts/_tools.jinja2": "{% for t in toolsets %}- {{ t.name }}: {{ t.instructions }}\n{% endfor %}",
+        "prompts/user.jinja2": "It is {{ now }}. {{ question }}",
+        "loader.py": LOADER,
+        "agent.py": LOADER_CALLER.format(name="ask.jinja2", expect=""),
+    },
     "a_variable_of_a_prompt_made_by_name_no_template_prints": {
         "prompts/rag_agent.yaml": "rag_agent:\n  template: 'You answer from the documents: {context}.'\n",
         "agent.py": PROMPT_BY_NAME.format(expect=""),

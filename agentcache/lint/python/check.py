@@ -28,6 +28,13 @@ PART_BYTES = 512 * 1024
 #: The newest grammar LibCST is asked to parse a file with, when the running interpreter's parser refuses it.
 NEWEST = "3.14"
 
+#: A Jinja statement tag (``{% for agent in agents %}``), which no Python source holds outside a string.
+_JINJA_STATEMENT = re.compile(
+    rb"\{%[-+]?\s*(?:if|elif|else|endif|for|endfor|set|endset|block|endblock|macro|endmacro|include|extends|import|"
+    rb"from|raw|endraw|with|endwith|filter|endfilter|call|endcall)\b"
+)
+#: A Jinja expression tag (``{{ cookiecutter.name }}``), valid Python only as a set inside a set.
+_JINJA_EXPRESSION = re.compile(rb"\{\{-?\s*[A-Za-z_][\w.]*\s*(?:\|[^{}]*)?-?\}\}")
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 
 
@@ -90,6 +97,8 @@ class PythonSession:
             if isinstance(exc, SyntaxError) and newer_syntax(data):
                 return Checked(note=f"skipped: needs a newer parser (valid Python {NEWEST}, not {_running()})")
             line = getattr(exc, "lineno", None) or 1
+            if isinstance(exc, SyntaxError) and _template(source.path, data, line):
+                return Checked(note="skipped: a template of Python code (Jinja tags), not Python until rendered")
             column = getattr(exc, "offset", None) or 1
             reason = exc.msg if isinstance(exc, SyntaxError) else str(exc)
             return Checked((_unparsable(source, line, max(column, 1), f"not valid Python: {reason}"),))
@@ -254,6 +263,18 @@ def newer_syntax(data: bytes) -> bool:
     except Exception:  # LibCST raises its ParserSyntaxError, and others on bytes it cannot decode
         return False
     return True
+
+
+def _template(path: Path, data: bytes, line: int) -> bool:
+    """Whether a file that does not parse is a template that renders Python (cookiecutter's and copier's project
+    templates, code generators): a folder or file named by a Jinja tag, a statement tag anywhere in it, or an
+    expression tag on the line the parser stopped at."""
+    if any(_JINJA_EXPRESSION.search(part.encode()) for part in path.parts):
+        return True
+    lines = data.splitlines()
+    return bool(_JINJA_STATEMENT.search(data)) or (
+        0 < line <= len(lines) and bool(_JINJA_EXPRESSION.search(lines[line - 1]))
+    )
 
 
 def _running() -> str:

@@ -147,6 +147,9 @@ class Interpreter(Statements):
         self.gives: dict[str, Value] = {}
         """What the module gives the constructors of the project's classes, when it differs or is set-ordered:
         ``pkg.mod.Config(schema=)`` -> the values given that keyword, ``pkg.mod.Config(=)`` -> all of them."""
+        self.offered: dict[str, frozenset[Origin]] | None = None
+        """In a run for a summary: the variables the function adds on its own to templates whose text its caller
+        gives, with their origins (:attr:`~agentcache.lint.python.project.Summary.offers`)."""
         self.templated: set[int] = set()
         """The lines where the module makes or renders a Jinja template (``env.from_string(text)``,
         ``template.render(...)``): the functions and classes around them are summed up for the modules that call
@@ -283,18 +286,22 @@ class Interpreter(Statements):
         (``cls.for_model(...)``); a call cut short passes all it is given."""
         spec = function.args
         positional, bindings = _own_parameters(function, bound)
-        self.reach = reach
+        self.reach, self.offered = reach, {}
         try:
             result = self.invoke(function, bindings)
+            offered = self.offered
         finally:
-            self.reach = MAX_CALL_DEPTH
+            self.reach, self.offered = MAX_CALL_DEPTH, None
         passing = frozenset(origin.label for origin in result.origins if origin.kind == PARAM)
+        own = frozenset(origin for origin in result.origins if origin.kind != PARAM)
+        offers = frozenset(offered) if own and own <= frozenset().union(*offered.values()) else frozenset()
         return Summary(
             positional,
             _name(spec.vararg),
             _name(spec.kwarg),
             passing,
             export_kind(result) or "",
+            offers,
         ).encode()
 
     def expr(self, node: ast.expr | None, scope: Scope) -> Value:
@@ -539,7 +546,7 @@ class Interpreter(Statements):
             order = sequence_order(iterable, generator.iter)
             if order:
                 found, items = found | order, items | bound_names(generator.target)
-            self.assign(generator.target, element(iterable), inner, None)
+            self.assign(generator.target, self.element_of(iterable, generator.iter, inner), inner, None)
             for condition in generator.ifs:
                 self.expr(condition, inner)
         if isinstance(node, ast.DictComp):
@@ -748,7 +755,7 @@ class Interpreter(Statements):
             for owner in self.owners_of(func.value, receiver, scope):
                 self.given_to_sent(f"{owner}().{attr}(sent)", node, args, kwargs)
                 summary = self.learned.get(f"{owner}().{attr}(*)")
-                returned = Summary.decode(summary).returned(node, args, kwargs) if summary else None
+                returned = self.summed_up(Summary.decode(summary), node, args, kwargs) if summary else None
                 if returned is not None:
                     return combine(receiver, returned)
         return None
@@ -763,7 +770,20 @@ class Interpreter(Statements):
         if summary is None and isinstance(func, ast.Attribute):
             owner = self.qualname(func.value, scope)
             summary = self.learned.get(f"{owner}().{func.attr}(*)") if owner else None
-        return Summary.decode(summary).returned(node, args, kwargs) if summary else None
+        return self.summed_up(Summary.decode(summary), node, args, kwargs) if summary else None
+
+    def summed_up(self, summary: Summary, node: ast.Call, args: list[Value], kwargs: dict[str, Value]) -> Value | None:
+        """What a call returns by its summary. A template file of the package named by a literal argument
+        (``load_and_render_prompt("builtin://generic_ask.jinja2", context)``) that prints none of the variables
+        the function adds on its own (:attr:`~agentcache.lint.python.project.Summary.offers`), nor do the
+        templates it includes, drops what it returns on its own."""
+        if summary.offers:
+            for arg in (*node.args, *(keyword.value for keyword in node.keywords)):
+                name = constant(arg)
+                printed = self.templates.variables(name) if isinstance(name, str) else None
+                if printed is not None:
+                    return summary.returned(node, args, kwargs, own=not printed.isdisjoint(summary.offers))
+        return summary.returned(node, args, kwargs)
 
     def called_role(self, func: ast.expr, name: str | None) -> str | None:
         """The role a called class gives its objects when not given ``role=``, as
@@ -853,6 +873,8 @@ class Interpreter(Statements):
                 return None
             text, given = self.class_template(made.func, scope), [*made.keywords, *node.keywords]
         if text is None:
+            if self.offered is not None and given_by_caller(receiver.origins):
+                self.offer(bags, kwargs)
             if not bags or receiver.cls != TEMPLATE or given_by_caller(receiver.origins):
                 return None
             return combine(receiver, *self.printed(made, kwargs))
@@ -874,6 +896,16 @@ class Interpreter(Statements):
                     site = ast.Attribute(site, attribute, ast.Load())
                 parts.append(ordered(self.expr(read, scope), ast.copy_location(site, node)))
         return combine(*parts)
+
+    def offer(self, bags: list[Value], kwargs: dict[str, Value]) -> None:
+        """Note the variables a function run for its summary adds on its own (not from its parameters) to a
+        template whose text its caller gives: by keyword, or as an entry of a dict given whole."""
+        assert self.offered is not None
+        given = [*kwargs.items(), *(entry for bag in bags for entry in bag.entries or ())]
+        for name, value in given:
+            own = frozenset(origin for origin in value.origins if origin.kind != PARAM)
+            if own:
+                self.offered[name] = self.offered.get(name, frozenset()) | own
 
     def printed(self, template: ast.expr, kwargs: dict[str, Value]) -> list[Value]:
         """Of the keyword arguments a template whose text is not known is filled with, those it may print. A

@@ -42,36 +42,47 @@ class Summary:
     """What a function (or a method, without ``self``) returns of its arguments, exported as text under
     ``name(*)`` (``pkg.mod.Budget().render(*)``): its positional parameters in order, its ``*args`` and
     ``**kwargs``, the parameters that reach what it returns (``variables[diff]``: only the item of a dict a
-    template prints), and the kind of what it returns on its own."""
+    template prints), the kind of what it returns on its own, and the variables it adds on its own to a template
+    its caller chooses (``offers``: holmesgpt's ``load_and_render_prompt(name, context)`` adds ``now`` to every
+    template it renders), when that is all it returns on its own."""
 
     positional: tuple[str, ...]
     varargs: str
     varkeywords: str
     passing: frozenset[str]
     own: str
+    offers: frozenset[str] = frozenset()
 
     def encode(self) -> str:
         return ";".join(
-            (",".join(self.positional), self.varargs, self.varkeywords, ",".join(sorted(self.passing)), self.own)
+            (
+                ",".join(self.positional),
+                self.varargs,
+                self.varkeywords,
+                ",".join(sorted(self.passing)),
+                self.own,
+                ",".join(sorted(self.offers)),
+            )
         )
 
     @classmethod
     def decode(cls, text: str) -> Summary:
-        positional, varargs, varkeywords, passing, own = text.split(";")
+        positional, varargs, varkeywords, passing, own, offers = text.split(";")
         names = frozenset(filter(None, passing.split(",")))
-        return cls(tuple(filter(None, positional.split(","))), varargs, varkeywords, names, own)
+        offered = frozenset(filter(None, offers.split(",")))
+        return cls(tuple(filter(None, positional.split(","))), varargs, varkeywords, names, own, offered)
 
-    def returned(self, node: ast.Call, args: list[Value], kwargs: dict[str, Value]) -> Value | None:
+    def returned(self, node: ast.Call, args: list[Value], kwargs: dict[str, Value], own: bool = True) -> Value | None:
         """What the call returns: the arguments of the parameters that reach the result, and what it returns on
-        its own. None for a call that unpacks its arguments (``*args``, ``**kwargs``): which parameter each
-        fills is not known."""
+        its own (unless ``own`` is False: the template the call names prints none of :attr:`offers`). None for a
+        call that unpacks its arguments (``*args``, ``**kwargs``): which parameter each fills is not known."""
         if _unpacks(node):
             return None
         given = dict(kwargs)
         for index, value in enumerate(args):
             name = _parameter(self.positional, self.varargs, index)
             given[name] = join(given[name], value) if name in given else value
-        passed = [read_export(self.own, node)] if self.own else []
+        passed = [read_export(self.own, node)] if self.own and own else []
         for name in self.passing:
             parameter, _, key = name.partition("[")
             if parameter == self.varkeywords:  # **kwargs: the keywords no parameter is named by

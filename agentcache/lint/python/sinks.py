@@ -285,13 +285,13 @@ class Sinks:
         """A call's keyword argument, when it is a sink: a system keyword but a template's placeholder
         (``PROMPT.format(instruction=task)``) or one request's task (``predict_click(instruction=desc)``,
         ``branch.operate(instruction=...)``: ``method`` says the call is a method's), a tool list or output schema
-        but a record's or a reply reader's; none of a call that measures a request (``estimate_tokens(history,
-        system_prompt=...)``)."""
+        but a record's, a reply reader's or an agent's snapshot's (``AgentState(tools=...)``); none of a call that
+        measures a request (``estimate_tokens(history, system_prompt=...)``)."""
         words = self.words
         if words.measures(name):
             return
         if (keyword in words.system_keywords and not called.template and not words.is_task(keyword, name, method)) or (
-            words.lists(keyword) and not (words.is_record(name) or words.reads_reply(name))
+            words.lists(keyword) and not (words.is_record(name) or words.reads_reply(name) or words.snapshots(name))
         ):
             self.keyword_sink(keyword, node, value)
 

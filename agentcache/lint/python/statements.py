@@ -327,7 +327,7 @@ class Statements(ABC):
             target, item = None, CLEAN
         else:
             iterable = self.expr(node.iter, scope)
-            target, item = node.target, element(iterable)
+            target, item = node.target, self.element_of(iterable, node.iter, scope)
             order = sequence_order(iterable, node.iter)
             if order:
                 self.order, self.items = outer | order, items | bound_names(target)
@@ -341,6 +341,22 @@ class Statements(ABC):
         self.order, self.items = outer, items
         self.block(node.orelse, scope, returns)
         scope.merge(before, scope)
+
+    def element_of(self, iterable: Value, site: ast.expr, scope: Scope) -> Value:
+        """An item of ``iterable`` (:func:`element`); of ``zip(a, b)`` and ``enumerate(a)`` over names, a tuple whose
+        parts are the items of each (``for state, config in zip(states, configs)``: ``state`` holds nothing of the
+        configs)."""
+        item = element(iterable)
+        if not (isinstance(site, ast.Call) and isinstance(site.func, ast.Name) and not site.keywords):
+            return item
+        called, args = site.func.id, site.args
+        if called not in ("zip", "enumerate") or scope.lookup(called) is not None or not args:
+            return item
+        names = all(isinstance(arg, (ast.Name, ast.Attribute)) for arg in args)
+        if not names or (called == "enumerate" and len(args) != 1):
+            return item
+        parts = tuple(element(self.expr(arg, scope)) for arg in args)
+        return Value(item.origins, items=(CLEAN, *parts) if called == "enumerate" else parts)
 
     def attempt(self, node: ast.stmt, scope: Scope, returns: list[Value]) -> None:
         """``try``: each handler starts from any point of the body (before it or after it), ``else`` follows

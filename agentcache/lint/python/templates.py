@@ -44,6 +44,8 @@ Reads = dict[str, frozenset[str | None]]
 
 #: Tags that bring another template's text, whose reads are not known here.
 _OTHER_TEMPLATE = re.compile(r"\{%-?\s*(?:include|extends|import|from)\b")
+#: The literal name of the template such a tag brings.
+_REFERENCE = re.compile(r"\s*['\"]([^'\"]+)['\"]")
 _EXPRESSIONS = re.compile(r"\{\{(.*?)\}\}|\{%-?\s*(?:for\s.*?\sin|set\s[^=%]*=)\s(.*?)-?%\}", re.DOTALL)
 _STRINGS = re.compile(r"'[^']*'|\"[^\"]*\"")
 _FILTERS = re.compile(r"\|\s*[A-Za-z_]\w*")
@@ -125,11 +127,15 @@ class TemplateFiles:
     def named(self, name: str) -> str | None:
         """The text of the one template file in the package whose path ends with ``name`` (None: none, or several
         that the name does not tell apart)."""
-        if self.folder is None or not name.endswith(TEMPLATE_SUFFIXES):
+        return _named(self.folder, name) if self.folder is not None else None
+
+    def variables(self, name: str) -> frozenset[str] | None:
+        """The variables the package's template file named ``name`` prints (the path after any ``scheme://``:
+        ``builtin://generic_ask.jinja2``), with those of the templates it includes, imports or extends. None: no
+        such file, or one it brings is not known."""
+        if self.folder is None:
             return None
-        suffix = "/" + name.replace("\\", "/").lstrip("./")
-        found = [path for path in _template_files(self.folder) if path.as_posix().endswith(suffix)]
-        return _text(found[0]) if len(found) == 1 else None
+        return _variables(self.folder, name.rpartition("://")[2], frozenset())
 
     def class_template(self, qualname: str, local: ast.Module | None = None) -> str | None:
         """The text of the template file a template class names in its body or a base's in the same module:
@@ -182,6 +188,38 @@ class TemplateFiles:
             if path.is_file():
                 return _parsed(path)
         return None
+
+
+def _named(folder: Path, name: str) -> str | None:
+    """:meth:`TemplateFiles.named` in the package at ``folder``."""
+    if not name.endswith(TEMPLATE_SUFFIXES):
+        return None
+    suffix = "/" + name.replace("\\", "/").lstrip("./")
+    found = [path for path in _template_files(folder) if path.as_posix().endswith(suffix)]
+    return _text(found[0]) if len(found) == 1 else None
+
+
+@lru_cache(maxsize=256)
+def _variables(folder: Path, name: str, seen: frozenset[str]) -> frozenset[str] | None:
+    """:meth:`TemplateFiles.variables` of ``name``, not following again the templates in ``seen``: every name in
+    its tags (a loop's own variable and a filter's name too, which only keeps what the caller returns)."""
+    source = _named(folder, name)
+    if source is None:
+        return None
+    found: set[str] = set()
+    for match in _TAGS.finditer(source):
+        found.update(_NAMES.findall(_STRINGS.sub("", match.group(1) or match.group(2) or "")))
+    for match in _OTHER_TEMPLATE.finditer(source):
+        other = _REFERENCE.match(source, match.end())
+        if other is None:
+            return None  # a template named by a variable
+        if other.group(1) in seen or other.group(1) == name:
+            continue
+        more = _variables(folder, other.group(1), seen | {name})
+        if more is None:
+            return None
+        found |= more
+    return frozenset(found)
 
 
 def _template_names(node: ast.ClassDef) -> Iterator[str]:

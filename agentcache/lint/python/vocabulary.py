@@ -85,6 +85,10 @@ class Vocabulary:
     """Verbs that start the name of an agent's method running one task, whose ``task_keywords`` are that task
     (``branch.operate(instruction=...)``, a user's message): a method call only, since a function so named may
     configure the agent it runs (``run_agent(instruction=...)``)."""
+    model_names: frozenset[str] = frozenset({"llm", "lm", "model"})
+    """Last words of the name of a model object that a call of it runs one request with (``self.llm(instruction=
+    ...)``, ``chat_model(...)``): its ``task_keywords`` are that request's prompt. Not a class made
+    (``LLM(instruction=...)`` configures one)."""
     clock_words: frozenset[str] = frozenset({"date", "time", "datetime", "timestamp", "clock"})
     """Words of a flag's name that say it asks for the clock (see ``prompt_words``)."""
     prompt_words: frozenset[str] = frozenset({"system", "prompt", "instruction", "instructions", "context"})
@@ -164,6 +168,9 @@ class Vocabulary:
     )
     """Words that name a record of what happened (``RunOutput``, ``ToolExecution``, ``run.tools``): its ids and
     times are bookkeeping, and its ``tools=`` are the tool calls made, not tool definitions sent."""
+    snapshot_words: frozenset[str] = frozenset({"state", "snapshot", "checkpoint"})
+    """Words of a called class's name that say it keeps a snapshot of an agent (memgpt's ``AgentState(tools=...,
+    system=...)``, saved with the agent): its ``tools=`` are the names of the tools it has, not definitions sent."""
     report_keys: frozenset[str] = frozenset(
         {"error", "failed", "running", "status", "cwd", "branch", "version", "api_calls", "final_response"}
         | {"input_tokens", "output_tokens", "prompt_tokens", "completion_tokens", "total_tokens", "elapsed"}
@@ -302,14 +309,16 @@ class Vocabulary:
 
     def is_task(self, keyword: str, called: str, method: bool) -> bool:
         """Whether a system keyword given to ``called`` (a ``method`` or not) is one request's task, not a system
-        prompt (:attr:`task_keywords`): a task verb's, or a name's that says another role (``other_roles``:
-        ``SampleUserInstructionThought(instruction=...)``, a user's instruction)."""
+        prompt (:attr:`task_keywords`): a task verb's, a model's called (:attr:`model_names`), or a name's that
+        says another role (``other_roles``: ``SampleUserInstructionThought(instruction=...)``, a user's
+        instruction)."""
         if keyword not in self.task_keywords:
             return False
-        verb = called.lstrip("_").partition("_")[0]
+        verb, words = called.lstrip("_").partition("_")[0], _word_list(called)
         return (
             verb in self.task_verbs
             or (method and verb in self.task_methods)
+            or (bool(words) and words[-1] in self.model_names and not called[:1].isupper())
             or not self.other_roles.isdisjoint(_words(called))
         )
 
@@ -363,6 +372,10 @@ class Vocabulary:
     def is_record(self, name: str) -> bool:
         """Whether an identifier names a record (``RunOutput``, ``tool_call``), by its words."""
         return not self.record_words.isdisjoint(_words(name))
+
+    def snapshots(self, name: str) -> bool:
+        """Whether a called class's name says it keeps a snapshot of an agent (:attr:`snapshot_words`)."""
+        return name[:1].isupper() and not self.snapshot_words.isdisjoint(_words(name))
 
     def reads_reply(self, name: str) -> bool:
         """Whether a called class's name says it reads the model's reply (:attr:`reply_readers`)."""
