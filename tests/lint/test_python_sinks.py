@@ -523,6 +523,59 @@ POSITIVE = {
                 built.append(Agent(name=f"agent-{index}", instructions=f"Run {run}."))  # expect: AC101
             return built
     """,
+    "a_dict_of_sets_read_with_a_set_default": """
+        from openai import OpenAI
+
+        class Registry:
+            def __init__(self):
+                self._tag_mappings: dict[str, set[str]] = {}
+                self._specs = {}
+
+            def add(self, tag, action_id, spec):
+                self._tag_mappings.setdefault(tag, set()).add(action_id)
+                self._specs[action_id] = spec
+
+            def list_action_ids(self, tags):
+                collected = []
+                for tag in tags:
+                    for action_id in self._tag_mappings.get(tag, set()):
+                        collected.append(action_id)
+                return collected
+
+            def ask(self, tags):
+                tools = [self._specs[i] for i in self.list_action_ids(tags)]  # expect: AC103
+                return OpenAI().chat.completions.create(model="m", messages=[], tools=tools)
+
+            def allowed(self, tag, action_id):
+                return action_id in self._tag_mappings.get(tag, set())
+    """,
+    "an_instruction_given_to_a_function_that_makes_a_model": """
+        import time
+        from datetime import date
+        from mylib import create_model, init_chat_model
+
+        def build():
+            model = create_model("gemini", instruction=f"You are a helper. Today is {date.today()}.")  # expect: AC101
+            chat = init_chat_model("gpt", instruction=f"Session started {time.time()}")  # expect: AC101
+            return model, chat
+    """,
+    "a_request_state_holds_the_tools_and_schema_sent": """
+        from pydantic import BaseModel
+        from openai import OpenAI
+
+        class RequestState(BaseModel):
+            messages: list
+            tools: list
+            response_format: dict
+
+        def send(messages, registry, fields):
+            state = RequestState(
+                messages=messages,
+                tools=[registry[name] for name in set(registry)],  # expect: AC103
+                response_format={"type": "json_schema", "properties": {k: {} for k in set(fields)}},  # expect: AC103
+            )
+            return OpenAI().chat.completions.create(model="m", **state.model_dump())
+    """,
 }
 
 NEGATIVE = {

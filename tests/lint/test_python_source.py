@@ -6,6 +6,7 @@ produce nothing. The frameworks are never imported: the linter reads source, it 
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -1309,8 +1310,21 @@ def test_a_template_of_python_code_is_a_note_not_a_finding(tmp_path: Path) -> No
         "{{ agent.name }} = Agent(name='{{ agent.name }}', instructions='{{ agent.prompt }}')\n{% endfor %}\n"
     )
     (tmp_path / "broken.py").write_text("def system_prompt(:\n    return '%s' % {'a': 1}\n")
+    (tmp_path / "prompt.py").write_text(  # a prompt's tags in a string; the file is broken elsewhere
+        'SYSTEM_PROMPT = Template("""Tools:\n{% for tool in tools %}- {{ tool.name }}\n{% endfor %}""")\n'
+        "def system_prompt(tools):\n    return SYSTEM_PROMPT.render(tools=tools\n"
+    )
+    (tmp_path / "escaped.py").write_text('def system_prompt(name):\n    return f"Hello {{ name }}, {name} {{% x"(\n')
+    odd = tmp_path / os.fsdecode(b"caf\xe9")  # a folder name that is not UTF-8
+    odd.mkdir()
+    (odd / "agent.py").write_text("SYSTEM_PROMPT = (\n")
     result = lint_paths([tmp_path])
-    assert [(Path(f.path).name, f.code) for f in result.findings] == [("broken.py", "AC001")]
+    assert sorted((Path(f.path).name, f.code) for f in result.findings) == [
+        ("agent.py", "AC001"),
+        ("broken.py", "AC001"),
+        ("escaped.py", "AC001"),
+        ("prompt.py", "AC001"),
+    ]
     assert sorted(note.partition(": ")[2] for note in result.notes) == [
         "skipped: a template of Python code (Jinja tags), not Python until rendered"
     ] * 2

@@ -91,8 +91,46 @@ LOADER = """
         if context is None:
             context = {}
         now = datetime.now(timezone.utc)
-        context.update({"now": f"{now}", "current_year": now.year})
+        context.update({"now": f"{now}", "current_year": now.year, "generated; utc": f"{now}"})
         return template.render(**context)
+"""
+#: Loaders whose own clock reaches what they return by another way than the variables of the caller's template.
+LOADER_BESIDE = """
+    from datetime import datetime, timezone
+    from pathlib import Path
+    from jinja2 import Environment
+
+    HERE = Path(__file__).parent / "prompts"
+
+    def load_and_render_prompt(prompt, context):
+        template = Environment().from_string((HERE / prompt.removeprefix("builtin://")).read_text())
+        now = datetime.now(timezone.utc)
+        return f"Generated at {now}.\\n" + template.render(now=now, **context)
+"""
+LOADER_FOOTER = """
+    from datetime import datetime, timezone
+    from pathlib import Path
+    from jinja2 import Environment
+
+    HERE = Path(__file__).parent / "prompts"
+
+    def load_and_render_prompt(prompt, context):
+        text = (HERE / prompt.removeprefix("builtin://")).read_text()
+        text += "\\n" + (HERE / "_footer.jinja2").read_text()
+        context.update({"now": f"{datetime.now(timezone.utc)}"})
+        return Environment().from_string(text).render(**context)
+"""
+LOADER_TWO = """
+    from datetime import datetime
+    from pathlib import Path
+    from jinja2 import Environment
+
+    HERE = Path(__file__).parent / "prompts"
+
+    def load_and_render_prompt(checked, prompt, context):
+        env, now = Environment(), datetime.now()
+        env.from_string((HERE / checked).read_text()).render(now=now, **context)
+        return env.from_string((HERE / prompt).read_text()).render(now=now, **context)
 """
 LOADER_CALLER = """
     from pkg.loader import load_and_render_prompt
@@ -147,6 +185,33 @@ POSITIVE = {
     "a_loader_adds_the_clock_the_named_template_includes_one_that_prints_it": {
         "prompts/ask.jinja2": "You troubleshoot. {% include '_footer.jinja2' %}",
         "prompts/_footer.jinja2": "{% for t in toolsets %}{{ t.name }}{% endfor %} It is {{ now }}.",
+        "loader.py": LOADER,
+        "agent.py": LOADER_CALLER.format(name="ask.jinja2", expect="  # expect: AC101"),
+    },
+    "a_loader_returns_its_clock_beside_the_named_template": {
+        "prompts/ask.jinja2": "You troubleshoot.",
+        "loader.py": LOADER_BESIDE,
+        "agent.py": LOADER_CALLER.format(name="ask.jinja2", expect="  # expect: AC101"),
+    },
+    "a_loader_adds_its_own_text_to_the_named_template": {
+        "prompts/ask.jinja2": "You troubleshoot.",
+        "prompts/_footer.jinja2": "It is {{ now }}.",
+        "loader.py": LOADER_FOOTER,
+        "agent.py": LOADER_CALLER.format(name="ask.jinja2", expect="  # expect: AC101"),
+    },
+    "a_loader_renders_two_named_templates_and_returns_the_second": {
+        "prompts/user.jinja2": "Question: {{ question }}",
+        "prompts/ask.jinja2": "You answer. Today is {{ now }}.",
+        "loader.py": LOADER_TWO,
+        "agent.py": LOADER_CALLER.replace("load_and_render_prompt(", 'load_and_render_prompt("user.jinja2", ', 1)
+        .replace("builtin://", "")
+        .format(name="ask.jinja2", expect="  # expect: AC101"),
+    },
+    "includes_the_named_template_brings_in_other_forms": {
+        "prompts/ask.jinja2": "{%+ include '_plain.jinja2' %} {% include '_long.jinja2' if v else '_short.jinja2' %}",
+        "prompts/_plain.jinja2": "Be brief.",
+        "prompts/_long.jinja2": "Be thorough.",
+        "prompts/_short.jinja2": "Be brief. It is {{ now }}.",
         "loader.py": LOADER,
         "agent.py": LOADER_CALLER.format(name="ask.jinja2", expect="  # expect: AC101"),
     },
@@ -328,6 +393,15 @@ NEGATIVE = {
         "prompts/ask.jinja2": "You troubleshoot.{% if toolsets %} {% include '_tools.jinja2' %}{% endif %}",
         "prompts/_tools.jinja2": "{% for t in toolsets %}- {{ t.name }}: {{ t.instructions }}\n{% endfor %}",
         "prompts/user.jinja2": "It is {{ now }}. {{ question }}",
+        "loader.py": LOADER,
+        "agent.py": LOADER_CALLER.format(name="ask.jinja2", expect=""),
+    },
+    "templates_that_import_each_other": {
+        **{
+            f"prompts/m{i}.jinja2": "".join(f"{{% import 'm{j}.jinja2' as m{j} %}}" for j in range(12) if j != i)
+            for i in range(12)
+        },
+        "prompts/ask.jinja2": "{% from 'm0.jinja2' import card %}You troubleshoot.",
         "loader.py": LOADER,
         "agent.py": LOADER_CALLER.format(name="ask.jinja2", expect=""),
     },

@@ -30,11 +30,13 @@ NEWEST = "3.14"
 
 #: A Jinja statement tag (``{% for agent in agents %}``), which no Python source holds outside a string.
 _JINJA_STATEMENT = re.compile(
-    rb"\{%[-+]?\s*(?:if|elif|else|endif|for|endfor|set|endset|block|endblock|macro|endmacro|include|extends|import|"
-    rb"from|raw|endraw|with|endwith|filter|endfilter|call|endcall)\b"
+    r"\{%[-+]?\s*(?:if|elif|else|endif|for|endfor|set|endset|block|endblock|macro|endmacro|include|extends|import|"
+    r"from|raw|endraw|with|endwith|filter|endfilter|call|endcall)\b"
 )
 #: A Jinja expression tag (``{{ cookiecutter.name }}``), valid Python only as a set inside a set.
-_JINJA_EXPRESSION = re.compile(rb"\{\{-?\s*[A-Za-z_][\w.]*\s*(?:\|[^{}]*)?-?\}\}")
+_JINJA_EXPRESSION = re.compile(r"\{\{-?\s*[A-Za-z_][\w.]*\s*(?:\|[^{}]*)?-?\}\}")
+#: The string literals of one line (a prefix, then quotes with their escapes), left out before looking for a tag.
+_LINE_STRINGS = re.compile(r"""[A-Za-z]{0,2}(?:'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")""")
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 
 
@@ -97,7 +99,7 @@ class PythonSession:
             if isinstance(exc, SyntaxError) and newer_syntax(data):
                 return Checked(note=f"skipped: needs a newer parser (valid Python {NEWEST}, not {_running()})")
             line = getattr(exc, "lineno", None) or 1
-            if isinstance(exc, SyntaxError) and _template(source.path, data, line):
+            if isinstance(exc, SyntaxError) and _template(source.path, data.decode("utf-8", "replace"), line):
                 return Checked(note="skipped: a template of Python code (Jinja tags), not Python until rendered")
             column = getattr(exc, "offset", None) or 1
             reason = exc.msg if isinstance(exc, SyntaxError) else str(exc)
@@ -265,16 +267,15 @@ def newer_syntax(data: bytes) -> bool:
     return True
 
 
-def _template(path: Path, data: bytes, line: int) -> bool:
+def _template(path: Path, text: str, line: int) -> bool:
     """Whether a file that does not parse is a template that renders Python (cookiecutter's and copier's project
-    templates, code generators): a folder or file named by a Jinja tag, a statement tag anywhere in it, or an
-    expression tag on the line the parser stopped at."""
-    if any(_JINJA_EXPRESSION.search(part.encode()) for part in path.parts):
+    templates, code generators): a folder or file named by a Jinja tag, or a Jinja tag outside the strings of the
+    line the parser stopped at (where the first tag of a template stops it; a prompt's tags in a string do not)."""
+    if any(_JINJA_EXPRESSION.search(part) for part in path.parts):
         return True
-    lines = data.splitlines()
-    return bool(_JINJA_STATEMENT.search(data)) or (
-        0 < line <= len(lines) and bool(_JINJA_EXPRESSION.search(lines[line - 1]))
-    )
+    lines = text.splitlines()
+    code = _LINE_STRINGS.sub("''", lines[line - 1]) if 0 < line <= len(lines) else ""
+    return bool(_JINJA_STATEMENT.search(code) or _JINJA_EXPRESSION.search(code))
 
 
 def _running() -> str:

@@ -8,7 +8,7 @@ import ast
 import re
 import string
 from collections.abc import Callable, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from functools import reduce
 from typing import Any, ClassVar
 
@@ -147,9 +147,9 @@ class Interpreter(Statements):
         self.gives: dict[str, Value] = {}
         """What the module gives the constructors of the project's classes, when it differs or is set-ordered:
         ``pkg.mod.Config(schema=)`` -> the values given that keyword, ``pkg.mod.Config(=)`` -> all of them."""
-        self.offered: dict[str, frozenset[Origin]] | None = None
+        self.offering: _Offers | None = None
         """In a run for a summary: the variables the function adds on its own to templates whose text its caller
-        gives, with their origins (:attr:`~agentcache.lint.python.project.Summary.offers`)."""
+        gives (:attr:`~agentcache.lint.python.project.Summary.offers`)."""
         self.templated: set[int] = set()
         """The lines where the module makes or renders a Jinja template (``env.from_string(text)``,
         ``template.render(...)``): the functions and classes around them are summed up for the modules that call
@@ -286,23 +286,38 @@ class Interpreter(Statements):
         (``cls.for_model(...)``); a call cut short passes all it is given."""
         spec = function.args
         positional, bindings = _own_parameters(function, bound)
-        self.reach, self.offered = reach, {}
+        self.reach, self.offering = reach, _Offers()
         try:
             result = self.invoke(function, bindings)
-            offered = self.offered
+            offers = self.offers(function, bindings, result)
         finally:
-            self.reach, self.offered = MAX_CALL_DEPTH, None
+            self.reach, self.offering = MAX_CALL_DEPTH, None
         passing = frozenset(origin.label for origin in result.origins if origin.kind == PARAM)
-        own = frozenset(origin for origin in result.origins if origin.kind != PARAM)
-        offers = frozenset(offered) if own and own <= frozenset().union(*offered.values()) else frozenset()
+        templated, offered = offers or ("", frozenset[str]())
         return Summary(
-            positional,
-            _name(spec.vararg),
-            _name(spec.kwarg),
-            passing,
-            export_kind(result) or "",
-            offers,
+            positional, _name(spec.vararg), _name(spec.kwarg), passing, export_kind(result) or "", templated, offered
         ).encode()
+
+    def offers(
+        self, function: Function, bindings: dict[str, Value], result: Value
+    ) -> tuple[str, frozenset[str]] | None:
+        """(the parameter, the variables) when all that a function run for its summary returns on its own comes
+        through the variables it adds to a template whose text that parameter gives, whole (else None): the
+        function is run once more with those variables held back, and must then return nothing of its own."""
+        offering = self.offering
+        assert offering is not None
+        if not offering.valid or len(offering.sources) != 1 or not offering.names:
+            return None
+        if all(origin.kind == PARAM for origin in result.origins):
+            return None
+        memo, self.memo, offering.holding = self.memo, {}, True
+        try:
+            held = self.invoke(function, bindings)
+        finally:
+            self.memo, offering.holding = memo, False
+        if any(origin.kind != PARAM for origin in held.origins):
+            return None  # it returns them by another way too (``f"Generated at {now}" + body``)
+        return next(iter(offering.sources)), frozenset(offering.names)
 
     def expr(self, node: ast.expr | None, scope: Scope) -> Value:
         """What ``node`` evaluates to in ``scope``; an expression it does not model (a lambda) is CLEAN."""
@@ -717,6 +732,9 @@ class Interpreter(Statements):
             return format_call(receiver.text, node, args, kwargs, spread)
         if attr == "join" and receiver.text is not None and len(node.args) == 1:
             return self.join_text(receiver.text, node, args[0], scope)
+        if attr in ("get", "pop") and len(node.args) == 2 and args[1].unordered:
+            # d.get(tag, set()): what a dict of sets holds under a key is a set, like its default
+            return Value(volatile(combine(receiver, args[0]).origins), Origin.at(node, ORDER))
         if attr == "get" and 1 <= len(node.args) <= 2:
             if receiver.entries and isinstance(constant(node.args[0]), str):
                 return reduce(join, args[1:], under(receiver, str(constant(node.args[0]))))  # d.get("date", default)
@@ -773,16 +791,16 @@ class Interpreter(Statements):
         return self.summed_up(Summary.decode(summary), node, args, kwargs) if summary else None
 
     def summed_up(self, summary: Summary, node: ast.Call, args: list[Value], kwargs: dict[str, Value]) -> Value | None:
-        """What a call returns by its summary. A template file of the package named by a literal argument
-        (``load_and_render_prompt("builtin://generic_ask.jinja2", context)``) that prints none of the variables
-        the function adds on its own (:attr:`~agentcache.lint.python.project.Summary.offers`), nor do the
-        templates it includes, drops what it returns on its own."""
-        if summary.offers:
-            for arg in (*node.args, *(keyword.value for keyword in node.keywords)):
-                name = constant(arg)
-                printed = self.templates.variables(name) if isinstance(name, str) else None
-                if printed is not None:
-                    return summary.returned(node, args, kwargs, own=not printed.isdisjoint(summary.offers))
+        """What a call returns by its summary. A template file of the package named by a literal given the
+        parameter whose text the function renders (``load_and_render_prompt("builtin://generic_ask.jinja2",
+        context)``) that prints none of the variables it adds on its own
+        (:attr:`~agentcache.lint.python.project.Summary.offers`), nor do the templates it brings, drops what it
+        returns on its own."""
+        argument = summary.argument(node) if summary.offers else None
+        name = constant(argument) if argument is not None else None
+        printed = self.templates.variables(name) if isinstance(name, str) else None
+        if printed is not None:
+            return summary.returned(node, args, kwargs, own=not printed.isdisjoint(summary.offers))
         return summary.returned(node, args, kwargs)
 
     def called_role(self, func: ast.expr, name: str | None) -> str | None:
@@ -854,7 +872,7 @@ class Interpreter(Statements):
                 return Value(text=text)
         elif args[0].text is not None:
             return args[0]
-        return Value(combine(receiver, *args).origins, cls=TEMPLATE)
+        return Value(combine(receiver, *args).origins, shape=args[0].shape, cls=TEMPLATE)  # shape: a text built
 
     def rendered(
         self, made: ast.expr, node: ast.Call, receiver: Value, bags: list[Value], kwargs: dict[str, Value], scope: Scope
@@ -873,8 +891,10 @@ class Interpreter(Statements):
                 return None
             text, given = self.class_template(made.func, scope), [*made.keywords, *node.keywords]
         if text is None:
-            if self.offered is not None and given_by_caller(receiver.origins):
-                self.offer(bags, kwargs)
+            if self.offering is not None and given_by_caller(receiver.origins):
+                held = self.offer(receiver, bags, kwargs)
+                if held is not None:
+                    return held
             if not bags or receiver.cls != TEMPLATE or given_by_caller(receiver.origins):
                 return None
             return combine(receiver, *self.printed(made, kwargs))
@@ -897,15 +917,25 @@ class Interpreter(Statements):
                 parts.append(ordered(self.expr(read, scope), ast.copy_location(site, node)))
         return combine(*parts)
 
-    def offer(self, bags: list[Value], kwargs: dict[str, Value]) -> None:
-        """Note the variables a function run for its summary adds on its own (not from its parameters) to a
-        template whose text its caller gives: by keyword, or as an entry of a dict given whole."""
-        assert self.offered is not None
-        given = [*kwargs.items(), *(entry for bag in bags for entry in bag.entries or ())]
-        for name, value in given:
-            own = frozenset(origin for origin in value.origins if origin.kind != PARAM)
-            if own:
-                self.offered[name] = self.offered.get(name, frozenset()) | own
+    def offer(self, template: Value, bags: list[Value], kwargs: dict[str, Value]) -> Value | None:
+        """In a run for a summary, a template whose text its caller gives is rendered: note the variables the
+        function adds on its own (not from its parameters), by keyword or as an entry of a dict given whole, and
+        the parameter the text comes from. A text built of more (``caller_text + footer``), or of several
+        parameters, leaves no variable offered. When the variables are held back (:meth:`offers`), the rendering
+        is what the parameters give."""
+        offering = self.offering
+        assert offering is not None
+        sources = {origin.label.rstrip(".") for origin in template.origins if origin.kind == PARAM}
+        offering.sources |= sources
+        if template.shape is not None or template.cls != TEMPLATE:
+            offering.valid = False
+        for name, value in [*kwargs.items(), *(entry for bag in bags for entry in bag.entries or ())]:
+            if name.isidentifier() and any(origin.kind != PARAM for origin in value.origins):
+                offering.names.add(name)
+        if not offering.holding:
+            return None
+        given = combine(template, *bags, *kwargs.values())
+        return Value(frozenset(origin for origin in given.origins if origin.kind == PARAM))
 
     def printed(self, template: ast.expr, kwargs: dict[str, Value]) -> list[Value]:
         """Of the keyword arguments a template whose text is not known is filled with, those it may print. A
@@ -1195,6 +1225,20 @@ def format_call(
             value = kwargs.get(key) or reduce(join, (under(bag, key) for bag in bags), CLEAN)
         parts.append(ordered(value, node))
     return concat(parts)
+
+
+@dataclass
+class _Offers:
+    """What a run for a summary learns of the templates whose text its caller gives (:meth:`Interpreter.offer`)."""
+
+    names: set[str] = field(default_factory=set)
+    """The variables the function adds to them on its own."""
+    sources: set[str] = field(default_factory=set)
+    """The parameters their texts come from."""
+    valid: bool = True
+    """False when a text is built of more than a parameter's."""
+    holding: bool = False
+    """Whether the run holds those variables back (:meth:`Interpreter.offers`)."""
 
 
 def _own_parameters(function: Function, bound: int, run: int = 0) -> tuple[tuple[str, ...], dict[str, Value]]:

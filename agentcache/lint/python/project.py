@@ -42,35 +42,46 @@ class Summary:
     """What a function (or a method, without ``self``) returns of its arguments, exported as text under
     ``name(*)`` (``pkg.mod.Budget().render(*)``): its positional parameters in order, its ``*args`` and
     ``**kwargs``, the parameters that reach what it returns (``variables[diff]``: only the item of a dict a
-    template prints), the kind of what it returns on its own, and the variables it adds on its own to a template
-    its caller chooses (``offers``: holmesgpt's ``load_and_render_prompt(name, context)`` adds ``now`` to every
-    template it renders), when that is all it returns on its own."""
+    template prints), the kind of what it returns on its own, and, when that is all it returns on its own, the
+    variables it adds to a template whose text its caller gives whole (``offers``, the text given ``templated``:
+    holmesgpt's ``load_and_render_prompt(prompt, context)`` adds ``now`` to every template it renders)."""
 
     positional: tuple[str, ...]
     varargs: str
     varkeywords: str
     passing: frozenset[str]
     own: str
+    templated: str = ""
     offers: frozenset[str] = frozenset()
 
     def encode(self) -> str:
-        return ";".join(
-            (
-                ",".join(self.positional),
-                self.varargs,
-                self.varkeywords,
-                ",".join(sorted(self.passing)),
-                self.own,
-                ",".join(sorted(self.offers)),
-            )
-        )
+        offered = f"{self.templated}:{','.join(sorted(self.offers))}" if self.offers else ""
+        passing = ",".join(sorted(self.passing))
+        return ";".join((",".join(self.positional), self.varargs, self.varkeywords, passing, self.own, offered))
 
     @classmethod
     def decode(cls, text: str) -> Summary:
-        positional, varargs, varkeywords, passing, own, offers = text.split(";")
+        positional, varargs, varkeywords, passing, own, offered = text.split(";")
         names = frozenset(filter(None, passing.split(",")))
-        offered = frozenset(filter(None, offers.split(",")))
-        return cls(tuple(filter(None, positional.split(","))), varargs, varkeywords, names, own, offered)
+        templated, _, offers = offered.partition(":")
+        return cls(
+            tuple(filter(None, positional.split(","))),
+            varargs,
+            varkeywords,
+            names,
+            own,
+            templated,
+            frozenset(filter(None, offers.split(","))),
+        )
+
+    def argument(self, node: ast.Call) -> ast.expr | None:
+        """The argument the call gives the parameter whose text the function renders (:attr:`templated`)."""
+        for index, arg in enumerate(node.args):
+            if isinstance(arg, ast.Starred):
+                return None
+            if _parameter(self.positional, self.varargs, index) == self.templated:
+                return arg
+        return next((keyword.value for keyword in node.keywords if keyword.arg == self.templated), None)
 
     def returned(self, node: ast.Call, args: list[Value], kwargs: dict[str, Value], own: bool = True) -> Value | None:
         """What the call returns: the arguments of the parameters that reach the result, and what it returns on

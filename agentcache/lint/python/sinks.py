@@ -291,7 +291,9 @@ class Sinks:
         if words.measures(name):
             return
         if (keyword in words.system_keywords and not called.template and not words.is_task(keyword, name, method)) or (
-            words.lists(keyword) and not (words.is_record(name) or words.reads_reply(name) or words.snapshots(name))
+            words.lists(keyword)
+            and not (words.is_record(name) or words.reads_reply(name))
+            and not (keyword in words.tools_keywords and words.snapshots(name))
         ):
             self.keyword_sink(keyword, node, value)
 

@@ -343,9 +343,9 @@ class Statements(ABC):
         scope.merge(before, scope)
 
     def element_of(self, iterable: Value, site: ast.expr, scope: Scope) -> Value:
-        """An item of ``iterable`` (:func:`element`); of ``zip(a, b)`` and ``enumerate(a)`` over names, a tuple whose
-        parts are the items of each (``for state, config in zip(states, configs)``: ``state`` holds nothing of the
-        configs)."""
+        """An item of ``iterable`` (:func:`element`); of ``zip(a, b)`` and ``enumerate(a)`` of names or attributes,
+        a tuple whose parts are the items of each (``for state, config in zip(states, configs)``: ``state`` holds
+        nothing of the configs)."""
         item = element(iterable)
         if not (isinstance(site, ast.Call) and isinstance(site.func, ast.Name) and not site.keywords):
             return item

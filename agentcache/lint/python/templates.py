@@ -43,9 +43,14 @@ Reads = dict[str, frozenset[str | None]]
 (``{{ memories }}``, ``{% for m in memories %}``)."""
 
 #: Tags that bring another template's text, whose reads are not known here.
-_OTHER_TEMPLATE = re.compile(r"\{%-?\s*(?:include|extends|import|from)\b")
-#: The literal name of the template such a tag brings.
-_REFERENCE = re.compile(r"\s*['\"]([^'\"]+)['\"]")
+_OTHER_TEMPLATE = re.compile(r"\{%[-+]?\s*(?:include|extends|import|from)\b")
+#: Such a tag when it brings one template named by a literal, and nothing else (``{% include "x.jinja2" ignore
+#: missing %}``, ``{% from "macros.jinja2" import card as c %}``; not ``{% include "a" if x else "b" %}``).
+_BRINGS = re.compile(
+    r"\{%[-+]?\s*(?:include|extends|import|from)\s+(['\"])([^'\"]+)\1(?:\s+ignore\s+missing)?"
+    r"(?:\s+(?:with|without)\s+context)?(?:\s+as\s+\w+)?(?:\s+import\s+\w+(?:\s+as\s+\w+)?"
+    r"(?:\s*,\s*\w+(?:\s+as\s+\w+)?)*)?(?:\s+(?:with|without)\s+context)?\s*[-+]?%\}"
+)
 _EXPRESSIONS = re.compile(r"\{\{(.*?)\}\}|\{%-?\s*(?:for\s.*?\sin|set\s[^=%]*=)\s(.*?)-?%\}", re.DOTALL)
 _STRINGS = re.compile(r"'[^']*'|\"[^\"]*\"")
 _FILTERS = re.compile(r"\|\s*[A-Za-z_]\w*")
@@ -135,7 +140,7 @@ class TemplateFiles:
         such file, or one it brings is not known."""
         if self.folder is None:
             return None
-        return _variables(self.folder, name.rpartition("://")[2], frozenset())
+        return _variables(self.folder, name.rpartition("://")[2])
 
     def class_template(self, qualname: str, local: ast.Module | None = None) -> str | None:
         """The text of the template file a template class names in its body or a base's in the same module:
@@ -200,26 +205,37 @@ def _named(folder: Path, name: str) -> str | None:
 
 
 @lru_cache(maxsize=256)
-def _variables(folder: Path, name: str, seen: frozenset[str]) -> frozenset[str] | None:
-    """:meth:`TemplateFiles.variables` of ``name``, not following again the templates in ``seen``: every name in
-    its tags (a loop's own variable and a filter's name too, which only keeps what the caller returns)."""
+def _variables(folder: Path, name: str) -> frozenset[str] | None:
+    """:meth:`TemplateFiles.variables` of ``name``: the names in its tags and in those of every template it brings,
+    each template read once."""
+    found: set[str] = set()
+    pending, seen = [name], {name}
+    while pending:
+        tags = _tags(folder, pending.pop())
+        if tags is None:
+            return None
+        names, brought = tags
+        found |= names
+        pending += [other for other in brought if other not in seen]
+        seen.update(brought)
+    return frozenset(found)
+
+
+@lru_cache(maxsize=256)
+def _tags(folder: Path, name: str) -> tuple[frozenset[str], tuple[str, ...]] | None:
+    """The names in the tags of the package's template file ``name`` (a loop's own variable and a filter's name
+    too, which only keeps what a caller returns), and the templates it brings. None: no such file, or a template it
+    brings is not named by one literal."""
     source = _named(folder, name)
     if source is None:
         return None
-    found: set[str] = set()
-    for match in _TAGS.finditer(source):
-        found.update(_NAMES.findall(_STRINGS.sub("", match.group(1) or match.group(2) or "")))
+    brought = []
     for match in _OTHER_TEMPLATE.finditer(source):
-        other = _REFERENCE.match(source, match.end())
-        if other is None:
-            return None  # a template named by a variable
-        if other.group(1) in seen or other.group(1) == name:
-            continue
-        more = _variables(folder, other.group(1), seen | {name})
-        if more is None:
+        tag = _BRINGS.match(source, match.start())
+        if tag is None:
             return None
-        found |= more
-    return frozenset(found)
+        brought.append(tag.group(2))
+    return _tag_names(source, strings=False), tuple(brought)
 
 
 def _template_names(node: ast.ClassDef) -> Iterator[str]:
@@ -348,10 +364,19 @@ def _placeholders(folder: Path) -> frozenset[str]:
             continue
         if "{" not in text and "$" not in text:
             continue
-        for match in _TAGS.finditer(text):
-            found.update(_NAMES.findall(match.group(1) or match.group(2) or ""))
+        found |= _tag_names(text, strings=True)
         for match in _FIELDS.finditer(text):
             found.add(match.group(1) or match.group(2))
+    return frozenset(found)
+
+
+def _tag_names(text: str, strings: bool) -> frozenset[str]:
+    """Every name in the Jinja or Mustache tags of ``text``, and (unless ``strings`` is False) in the strings they
+    hold."""
+    found: set[str] = set()
+    for match in _TAGS.finditer(text):
+        inside = match.group(1) or match.group(2) or ""
+        found.update(_NAMES.findall(inside if strings else _STRINGS.sub("", inside)))
     return frozenset(found)
 
 

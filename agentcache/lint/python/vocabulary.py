@@ -88,7 +88,12 @@ class Vocabulary:
     model_names: frozenset[str] = frozenset({"llm", "lm", "model"})
     """Last words of the name of a model object that a call of it runs one request with (``self.llm(instruction=
     ...)``, ``chat_model(...)``): its ``task_keywords`` are that request's prompt. Not a class made
-    (``LLM(instruction=...)`` configures one)."""
+    (``LLM(instruction=...)``), nor a function whose name starts with a verb of ``model_makers``
+    (``create_model(instruction=...)``): those configure one."""
+    model_makers: frozenset[str] = frozenset(
+        {"create", "make", "build", "get", "load", "init", "new", "setup", "instantiate", "configure"}
+    )
+    """Verbs that start the name of a function making a model (see ``model_names``)."""
     clock_words: frozenset[str] = frozenset({"date", "time", "datetime", "timestamp", "clock"})
     """Words of a flag's name that say it asks for the clock (see ``prompt_words``)."""
     prompt_words: frozenset[str] = frozenset({"system", "prompt", "instruction", "instructions", "context"})
@@ -169,8 +174,9 @@ class Vocabulary:
     """Words that name a record of what happened (``RunOutput``, ``ToolExecution``, ``run.tools``): its ids and
     times are bookkeeping, and its ``tools=`` are the tool calls made, not tool definitions sent."""
     snapshot_words: frozenset[str] = frozenset({"state", "snapshot", "checkpoint"})
-    """Words of a called class's name that say it keeps a snapshot of an agent (memgpt's ``AgentState(tools=...,
-    system=...)``, saved with the agent): its ``tools=`` are the names of the tools it has, not definitions sent."""
+    """Last words of a called class's name that, after the word ``agent``, say it keeps a snapshot of an agent
+    (memgpt's ``AgentState(tools=..., system=...)``, saved with the agent): its ``tools=`` are the names of the tools
+    it has, not definitions sent."""
     report_keys: frozenset[str] = frozenset(
         {"error", "failed", "running", "status", "cwd", "branch", "version", "api_calls", "final_response"}
         | {"input_tokens", "output_tokens", "prompt_tokens", "completion_tokens", "total_tokens", "elapsed"}
@@ -318,7 +324,12 @@ class Vocabulary:
         return (
             verb in self.task_verbs
             or (method and verb in self.task_methods)
-            or (bool(words) and words[-1] in self.model_names and not called[:1].isupper())
+            or (
+                bool(words)
+                and words[-1] in self.model_names
+                and words[0] not in self.model_makers
+                and not called[:1].isupper()
+            )
             or not self.other_roles.isdisjoint(_words(called))
         )
 
@@ -375,7 +386,8 @@ class Vocabulary:
 
     def snapshots(self, name: str) -> bool:
         """Whether a called class's name says it keeps a snapshot of an agent (:attr:`snapshot_words`)."""
-        return name[:1].isupper() and not self.snapshot_words.isdisjoint(_words(name))
+        words = _word_list(name)
+        return name[:1].isupper() and len(words) > 1 and words[-1] in self.snapshot_words and "agent" in words[:-1]
 
     def reads_reply(self, name: str) -> bool:
         """Whether a called class's name says it reads the model's reply (:attr:`reply_readers`)."""
