@@ -576,9 +576,50 @@ POSITIVE = {
             )
             return OpenAI().chat.completions.create(model="m", **state.model_dump())
     """,
+    "a_dict_of_sets_read_by_key_or_by_value": """
+        from collections import defaultdict
+        from openai import OpenAI
+
+        class Registry:
+            def __init__(self):
+                self.by_tag = defaultdict(set)
+                self.by_server: dict[str, set[str]] = {}
+                self.specs = {}
+
+            def add(self, server, tag, name, spec):
+                self.by_tag[tag].add(name)
+                self.by_server.setdefault(server, set()).add(name)
+                self.specs[name] = spec
+
+            def for_tag(self, tag):
+                tools = [self.specs[name] for name in self.by_tag[tag]]  # expect: AC103
+                return OpenAI().chat.completions.create(model="m", messages=[], tools=tools)
+
+            def for_server(self, server):
+                tools = [self.specs[name] for name in self.by_server[server]]  # expect: AC103
+                return OpenAI().chat.completions.create(model="m", messages=[], tools=tools)
+
+            def every(self):
+                tools = [self.specs[name] for names in self.by_tag.values() for name in names]  # expect: AC103
+                return OpenAI().chat.completions.create(model="m", messages=[], tools=tools)
+    """,
 }
 
 NEGATIVE = {
+    "a_dict_of_sets_read_for_membership_or_sorted": """
+        from collections import defaultdict
+        from openai import OpenAI
+
+        def ask(specs, tag, wanted):
+            by_tag = defaultdict(set)
+            by_name = defaultdict(list)
+            for name, spec in specs.items():
+                by_tag[spec["tag"]].add(name)
+                by_name[spec["tag"]].append(name)
+            tools = [specs[name] for name in sorted(by_tag[tag]) if name in by_tag[wanted]]
+            tools += [specs[name] for name in by_name[tag]]
+            return OpenAI().chat.completions.create(model="m", messages=[], tools=tools)
+    """,
     "a_loop_over_zip_gives_each_name_its_own_part": """
         import uuid
         from datetime import datetime

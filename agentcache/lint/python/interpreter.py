@@ -76,6 +76,7 @@ from agentcache.lint.python.vocabulary import (
     SEQUENCERS,
     SET_ALGEBRA,
     SET_OPERATORS,
+    SETS,
     TEMPLATE,
     TEMPLATE_MAKERS,
     TEMPLATE_SOURCES,
@@ -576,8 +577,11 @@ class Interpreter(Statements):
         return Value(result.origins | found)
 
     def subscript(self, node: ast.Subscript, scope: Scope) -> Value:
-        """An item: of a dict whose entries are known, the one under a constant key (``variables["date"]``)."""
+        """An item: of a dict whose entries are known, the one under a constant key (``variables["date"]``); of a
+        dict of sets, a set."""
         container, key = self.expr(node.value, scope), self.expr(node.slice, scope)
+        if container.cls == SETS:
+            return Value(volatile(combine(container, key).origins), Origin.at(node, ORDER))
         if isinstance(key.text, str):
             container = self.part_of_parameter(container)
             if container.entries:
@@ -686,6 +690,8 @@ class Interpreter(Statements):
             receiver = CLEAN  # file_path.read_text(): what is stored there, not where (a session's folder)
         everything = combine(receiver, *given, *filled, *spread, *factories)
         result: Value | None = None
+        if name == "collections.defaultdict" and node.args and _makes_a_set(node.args[0]):
+            return Value(everything.origins, cls=SETS)
         builtin_name = _builtin_called(func)
         if builtin_name is not None and scope.lookup(builtin_name) is None and builtin_name not in self.imports:
             result = builtin(builtin_name, node, args)
@@ -732,8 +738,12 @@ class Interpreter(Statements):
             return format_call(receiver.text, node, args, kwargs, spread)
         if attr == "join" and receiver.text is not None and len(node.args) == 1:
             return self.join_text(receiver.text, node, args[0], scope)
-        if attr in ("get", "pop") and len(node.args) == 2 and args[1].unordered:
-            # d.get(tag, set()): what a dict of sets holds under a key is a set, like its default
+        if attr in ("values", "items") and receiver.cls == SETS and not node.args:
+            return receiver  # each value a set: see Statements.element_of
+        if attr in ("get", "pop", "setdefault") and (
+            (receiver.cls == SETS and node.args) or (len(node.args) == 2 and args[1].unordered)
+        ):
+            # d.get(tag, set()), by_tag[tag] of a defaultdict(set): what a dict of sets holds under a key is a set
             return Value(volatile(combine(receiver, args[0]).origins), Origin.at(node, ORDER))
         if attr == "get" and 1 <= len(node.args) <= 2:
             if receiver.entries and isinstance(constant(node.args[0]), str):
@@ -1087,6 +1097,13 @@ def builtin(name: str, node: ast.Call, args: list[Value]) -> Value | None:
             return args[0]
         return combine(*items)
     return None
+
+
+def _makes_a_set(factory: ast.expr) -> bool:
+    """Whether a ``defaultdict`` factory makes sets: ``set``, ``frozenset``, ``lambda: set()``."""
+    if isinstance(factory, ast.Lambda):
+        factory = factory.body.func if isinstance(factory.body, ast.Call) and not factory.body.args else factory.body
+    return isinstance(factory, ast.Name) and factory.id in ("set", "frozenset")
 
 
 def _builtin_called(func: ast.expr) -> str | None:

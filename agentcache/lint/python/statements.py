@@ -23,6 +23,7 @@ from agentcache.lint.python.syntax import (
 )
 from agentcache.lint.python.values import (
     CLEAN,
+    ORDER,
     PARAM,
     Origin,
     Scope,
@@ -37,7 +38,7 @@ from agentcache.lint.python.values import (
     sequence_order,
     with_entry,
 )
-from agentcache.lint.python.vocabulary import SET_OPERATORS, Vocabulary
+from agentcache.lint.python.vocabulary import MAPPING_ANNOTATIONS, SET_OPERATORS, SETS, Vocabulary
 
 #: Calls into the module's own functions are followed this deep.
 MAX_CALL_DEPTH = 4
@@ -163,6 +164,8 @@ class Statements(ABC):
             value = self.expr(node.value, scope)
             if type(node.value) is ast.Dict:
                 self.sinks.mapping_sinks(node.value, value)
+            if _maps_to_sets(node.annotation):  # by_tag: dict[str, set[str]] = {}
+                value = Value(value.origins, entries=value.entries, cls=SETS)
             self.assign(node.target, value, scope, node.value)
 
     def augmented_assignment(self, node: ast.AugAssign, scope: Scope, returns: list[Value]) -> None:
@@ -347,6 +350,9 @@ class Statements(ABC):
         a tuple whose parts are the items of each (``for state, config in zip(states, configs)``: ``state`` holds
         nothing of the configs)."""
         item = element(iterable)
+        if iterable.cls == SETS and isinstance(site, ast.Call) and isinstance(site.func, ast.Attribute):
+            held = Value(item.origins, Origin.at(site, ORDER))  # by_tag.values(): each a set
+            return held if site.func.attr == "values" else Value(item.origins, items=(CLEAN, held))
         if not (isinstance(site, ast.Call) and isinstance(site.func, ast.Name) and not site.keywords):
             return item
         called, args = site.func.id, site.args
@@ -417,7 +423,8 @@ class Statements(ABC):
                 old = scope.lookup(key) or CLEAN
                 entries = with_entry(old, name, value) if isinstance(name, str) else old.entries
                 held = old.origins | value.origins | keyed(self.order)
-                scope.update(key, Value(held, old.unordered, entries=entries))
+                kept = SETS if old.cls == SETS else None  # a dict of sets given one more
+                scope.update(key, Value(held, old.unordered, entries=entries, cls=kept))
                 self.store(key, value)
             else:  # d["function"]["description"] = ..., tool.info.properties()[k] = ...: a key added in the loop's
                 order = keyed(self.order) if name is None else frozenset()  # order when it is not a constant
@@ -534,6 +541,17 @@ def _called_on_self(init: Function, methods: list[Function]) -> list[Function]:
         and node.func.value.id == "self"
     }
     return [method for method in methods if method.name in called and method is not init]
+
+
+def _maps_to_sets(annotation: ast.expr) -> bool:
+    """Whether an annotation is a mapping whose values are sets (``dict[str, set[str]]``, ``Dict[str, Set[int]]``)."""
+    if not isinstance(annotation, ast.Subscript) or last_name(annotation.value) not in MAPPING_ANNOTATIONS:
+        return False
+    parts = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else []
+    held = parts[-1] if len(parts) == 2 else None
+    if isinstance(held, ast.Subscript):
+        held = held.value
+    return held is not None and last_name(held) in ("set", "Set", "frozenset", "FrozenSet", "AbstractSet")
 
 
 def _kept(value: Value) -> bool:

@@ -502,6 +502,11 @@ TEMPLATE_MAKERS = frozenset({"from_string", "Template", "PromptTemplate", "from_
 #: The class (:attr:`~agentcache.lint.python.values.Value.cls`) of a template a template source made from a text or
 #: a file the analysis cannot read.
 TEMPLATE = "jinja2.Template"
+#: The class of a dict whose values are sets (``defaultdict(set)``, ``by_tag: dict[str, set[str]] = {}``): an item
+#: read of it is a set, iterated in hash order.
+SETS = "builtins.dict[set]"
+#: Annotations of a mapping, by last name: ``dict[str, set[str]]`` says its values are sets.
+MAPPING_ANNOTATIONS = frozenset({"dict", "Dict", "defaultdict", "DefaultDict", "Mapping", "MutableMapping"})
 #: Calls that return a copy of their argument: a dict of variables copied keeps its entries.
 COPIES = frozenset({"copy.copy", "copy.deepcopy"})
 #: Keyword arguments that give a factory called once per object made (dataclasses, pydantic, attrs).
