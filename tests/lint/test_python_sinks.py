@@ -606,6 +606,23 @@ POSITIVE = {
 }
 
 NEGATIVE = {
+    "a_dict_of_sets_sorted_back_and_a_set_default_of_a_config": """
+        import json
+        from collections import defaultdict
+        from openai import OpenAI
+
+        def ask(specs, tag, path):
+            groups = defaultdict(set)
+            for name, spec in specs.items():
+                groups[spec["tag"]].add(name)
+            for key in groups:
+                groups[key] = sorted(groups[key])
+            tools = [specs[name] for name in groups[tag]]
+            with open(path) as f:
+                wanted = json.load(f).get("tools", set())
+            tools += [specs[name] for name in wanted]
+            return OpenAI().chat.completions.create(model="m", messages=[], tools=tools)
+    """,
     "a_dict_of_sets_read_for_membership_or_sorted": """
         from collections import defaultdict
         from openai import OpenAI

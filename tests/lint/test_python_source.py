@@ -1314,6 +1314,7 @@ def test_a_template_of_python_code_is_a_note_not_a_finding(tmp_path: Path) -> No
         'SYSTEM_PROMPT = Template("""Tools:\n{% for tool in tools %}- {{ tool.name }}\n{% endfor %}""")\n'
         "def system_prompt(tools):\n    return SYSTEM_PROMPT.render(tools=tools\n"
     )
+    (tmp_path / "paged.py").write_text("import os\n\f\ntools = []\n{% if a %}\ny = 2\n{% endif %}\n")  # a form feed
     (tmp_path / "escaped.py").write_text('def system_prompt(name):\n    return f"Hello {{ name }}, {name} {{% x"(\n')
     odd = tmp_path / os.fsdecode(b"caf\xe9")  # a folder name that is not UTF-8
     odd.mkdir()
@@ -1325,6 +1326,7 @@ def test_a_template_of_python_code_is_a_note_not_a_finding(tmp_path: Path) -> No
         ("escaped.py", "AC001"),
         ("prompt.py", "AC001"),
     ]
-    assert sorted(note.partition(": ")[2] for note in result.notes) == [
-        "skipped: a template of Python code (Jinja tags), not Python until rendered"
-    ] * 2
+    assert (
+        sorted(note.partition(": ")[2] for note in result.notes)
+        == ["skipped: a template of Python code (Jinja tags), not Python until rendered"] * 3
+    )

@@ -78,13 +78,18 @@ PROMPT_BY_NAME = """
 
 #: A loader that adds the clock to every template it renders, the template named by its caller (holmesgpt's
 #: ``load_and_render_prompt("builtin://generic_ask.jinja2", context)``).
-LOADER = """
-    from datetime import datetime, timezone
+#: What the loaders below import, and where their templates are.
+LOADER_HEAD = """
+    import json
+    from datetime import date, datetime, timezone
     from pathlib import Path
     from jinja2 import Environment, FileSystemLoader
 
     HERE = Path(__file__).parent / "prompts"
-
+"""
+LOADER = (
+    LOADER_HEAD
+    + """
     def load_and_render_prompt(prompt, context=None):
         text = (HERE / prompt.removeprefix("builtin://")).read_text()
         template = Environment(loader=FileSystemLoader(HERE)).from_string(text)
@@ -94,44 +99,46 @@ LOADER = """
         context.update({"now": f"{now}", "current_year": now.year, "generated; utc": f"{now}"})
         return template.render(**context)
 """
+)
 #: Loaders whose own clock reaches what they return by another way than the variables of the caller's template.
-LOADER_BESIDE = """
-    from datetime import datetime, timezone
-    from pathlib import Path
-    from jinja2 import Environment
-
-    HERE = Path(__file__).parent / "prompts"
-
+LOADER_BESIDE = (
+    LOADER_HEAD
+    + """
     def load_and_render_prompt(prompt, context):
         template = Environment().from_string((HERE / prompt.removeprefix("builtin://")).read_text())
         now = datetime.now(timezone.utc)
         return f"Generated at {now}.\\n" + template.render(now=now, **context)
 """
-LOADER_FOOTER = """
-    from datetime import datetime, timezone
-    from pathlib import Path
-    from jinja2 import Environment
-
-    HERE = Path(__file__).parent / "prompts"
-
+)
+LOADER_FOOTER = (
+    LOADER_HEAD
+    + """
     def load_and_render_prompt(prompt, context):
         text = (HERE / prompt.removeprefix("builtin://")).read_text()
         text += "\\n" + (HERE / "_footer.jinja2").read_text()
         context.update({"now": f"{datetime.now(timezone.utc)}"})
         return Environment().from_string(text).render(**context)
 """
-LOADER_TWO = """
-    from datetime import datetime
-    from pathlib import Path
-    from jinja2 import Environment
-
-    HERE = Path(__file__).parent / "prompts"
-
+)
+LOADER_HOLDS_MORE = (
+    LOADER_HEAD
+    + """
+    def load_and_render_prompt(prompt, context):
+        text = (HERE / prompt.removeprefix("builtin://")).read_text()
+        template = Environment().from_string(text, {"now": datetime.now(timezone.utc)})
+        extra = json.loads(json.dumps({"stamp": str(datetime.now(timezone.utc))}))
+        return template.render(extra, today=date.today(), **context)
+"""
+)
+LOADER_TWO = (
+    LOADER_HEAD
+    + """
     def load_and_render_prompt(checked, prompt, context):
         env, now = Environment(), datetime.now()
         env.from_string((HERE / checked).read_text()).render(now=now, **context)
         return env.from_string((HERE / prompt).read_text()).render(now=now, **context)
 """
+)
 LOADER_CALLER = """
     from pkg.loader import load_and_render_prompt
 
@@ -139,6 +146,15 @@ LOADER_CALLER = """
         system = load_and_render_prompt("builtin://{name}", {{"toolsets": toolsets}})
         return [{{"role": "system", "content": system}}, {{"role": "user", "content": question}}]{expect}
 """
+
+
+def _loaded(
+    loader: str, templates: dict[str, str], name: str = "ask.jinja2", expect: str = "  # expect: AC101"
+) -> dict[str, str]:
+    """A package whose agent sends the template ``name`` rendered by ``loader``, with these files in ``prompts/``."""
+    files = {f"prompts/{file}": text for file, text in templates.items()}
+    return {**files, "loader.py": loader, "agent.py": LOADER_CALLER.format(name=name, expect=expect)}
+
 
 POSITIVE = {
     "a_variable_of_a_prompt_made_by_name_a_template_prints": {
@@ -182,23 +198,17 @@ POSITIVE = {
             return [{"role": "system", "content": template.render(agent=self)}]  # expect: AC101
         """,
     },
-    "a_loader_adds_the_clock_the_named_template_includes_one_that_prints_it": {
-        "prompts/ask.jinja2": "You troubleshoot. {% include '_footer.jinja2' %}",
-        "prompts/_footer.jinja2": "{% for t in toolsets %}{{ t.name }}{% endfor %} It is {{ now }}.",
-        "loader.py": LOADER,
-        "agent.py": LOADER_CALLER.format(name="ask.jinja2", expect="  # expect: AC101"),
-    },
-    "a_loader_returns_its_clock_beside_the_named_template": {
-        "prompts/ask.jinja2": "You troubleshoot.",
-        "loader.py": LOADER_BESIDE,
-        "agent.py": LOADER_CALLER.format(name="ask.jinja2", expect="  # expect: AC101"),
-    },
-    "a_loader_adds_its_own_text_to_the_named_template": {
-        "prompts/ask.jinja2": "You troubleshoot.",
-        "prompts/_footer.jinja2": "It is {{ now }}.",
-        "loader.py": LOADER_FOOTER,
-        "agent.py": LOADER_CALLER.format(name="ask.jinja2", expect="  # expect: AC101"),
-    },
+    "a_loader_adds_the_clock_the_named_template_includes_one_that_prints_it": _loaded(
+        LOADER,
+        {
+            "ask.jinja2": "You troubleshoot. {% include '_footer.jinja2' %}",
+            "_footer.jinja2": "{% for t in toolsets %}{{ t.name }}{% endfor %} It is {{ now }}.",
+        },
+    ),
+    "a_loader_returns_its_clock_beside_the_named_template": _loaded(LOADER_BESIDE, {"ask.jinja2": "You troubleshoot."}),
+    "a_loader_adds_its_own_text_to_the_named_template": _loaded(
+        LOADER_FOOTER, {"ask.jinja2": "You troubleshoot.", "_footer.jinja2": "It is {{ now }}."}
+    ),
     "a_loader_renders_two_named_templates_and_returns_the_second": {
         "prompts/user.jinja2": "Question: {{ question }}",
         "prompts/ask.jinja2": "You answer. Today is {{ now }}.",
@@ -207,19 +217,21 @@ POSITIVE = {
         .replace("builtin://", "")
         .format(name="ask.jinja2", expect="  # expect: AC101"),
     },
-    "includes_the_named_template_brings_in_other_forms": {
-        "prompts/ask.jinja2": "{%+ include '_plain.jinja2' %} {% include '_long.jinja2' if v else '_short.jinja2' %}",
-        "prompts/_plain.jinja2": "Be brief.",
-        "prompts/_long.jinja2": "Be thorough.",
-        "prompts/_short.jinja2": "Be brief. It is {{ now }}.",
-        "loader.py": LOADER,
-        "agent.py": LOADER_CALLER.format(name="ask.jinja2", expect="  # expect: AC101"),
-    },
-    "a_loader_adds_the_clock_to_a_template_not_found": {
-        "prompts/ask.jinja2": "You troubleshoot.",
-        "loader.py": LOADER,
-        "agent.py": LOADER_CALLER.format(name="elsewhere.jinja2", expect="  # expect: AC101"),
-    },
+    "a_loader_gives_the_template_more_than_the_variables_it_offers": _loaded(
+        LOADER_HOLDS_MORE, {"ask.jinja2": "It is {{ now }}, {{ stamp }}."}
+    ),
+    "includes_the_named_template_brings_in_other_forms": _loaded(
+        LOADER,
+        {
+            "ask.jinja2": "{%+ include '_plain.jinja2' %} {% include '_long.jinja2' if v else '_short.jinja2' %}",
+            "_plain.jinja2": "Be brief.",
+            "_long.jinja2": "Be thorough.",
+            "_short.jinja2": "Be brief. It is {{ now }}.",
+        },
+    ),
+    "a_loader_adds_the_clock_to_a_template_not_found": _loaded(
+        LOADER, {"ask.jinja2": "You troubleshoot."}, name="elsewhere.jinja2"
+    ),
 }
 
 #: A settings table shipped with the package, read as ``get_settings().review_prompt.system`` (dynaconf): the system
@@ -389,13 +401,15 @@ POSITIVE.update(
 )
 
 NEGATIVE = {
-    "a_loader_adds_the_clock_the_named_template_and_its_includes_do_not_print": {
-        "prompts/ask.jinja2": "You troubleshoot.{% if toolsets %} {% include '_tools.jinja2' %}{% endif %}",
-        "prompts/_tools.jinja2": "{% for t in toolsets %}- {{ t.name }}: {{ t.instructions }}\n{% endfor %}",
-        "prompts/user.jinja2": "It is {{ now }}. {{ question }}",
-        "loader.py": LOADER,
-        "agent.py": LOADER_CALLER.format(name="ask.jinja2", expect=""),
-    },
+    "a_loader_adds_the_clock_the_named_template_and_its_includes_do_not_print": _loaded(
+        LOADER,
+        {
+            "ask.jinja2": "You troubleshoot.{% if toolsets %} {% include '_tools.jinja2' %}{% endif %}",
+            "_tools.jinja2": "{% for t in toolsets %}- {{ t.name }}: {{ t.instructions }}\n{% endfor %}",
+            "user.jinja2": "It is {{ now }}. {{ question }}",
+        },
+        expect="",
+    ),
     "templates_that_import_each_other": {
         **{
             f"prompts/m{i}.jinja2": "".join(f"{{% import 'm{j}.jinja2' as m{j} %}}" for j in range(12) if j != i)

@@ -35,6 +35,7 @@ _JINJA_STATEMENT = re.compile(
 )
 #: A Jinja expression tag (``{{ cookiecutter.name }}``), valid Python only as a set inside a set.
 _JINJA_EXPRESSION = re.compile(r"\{\{-?\s*[A-Za-z_][\w.]*\s*(?:\|[^{}]*)?-?\}\}")
+_LINES = re.compile(r"\r\n|\r|\n")
 #: The string literals of one line (a prefix, then quotes with their escapes), left out before looking for a tag.
 _LINE_STRINGS = re.compile(r"""[A-Za-z]{0,2}(?:'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")""")
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
@@ -273,8 +274,8 @@ def _template(path: Path, text: str, line: int) -> bool:
     line the parser stopped at (where the first tag of a template stops it; a prompt's tags in a string do not)."""
     if any(_JINJA_EXPRESSION.search(part) for part in path.parts):
         return True
-    lines = text.splitlines()
-    code = _LINE_STRINGS.sub("''", lines[line - 1]) if 0 < line <= len(lines) else ""
+    lines = _LINES.split(text)  # as the parser counts them (str.splitlines also breaks at a form feed)
+    code = _LINE_STRINGS.sub("''", lines[line - 1]).partition("#")[0] if 0 < line <= len(lines) else ""
     return bool(_JINJA_STATEMENT.search(code) or _JINJA_EXPRESSION.search(code))
 
 

@@ -740,10 +740,8 @@ class Interpreter(Statements):
             return self.join_text(receiver.text, node, args[0], scope)
         if attr in ("values", "items") and receiver.cls == SETS and not node.args:
             return receiver  # each value a set: see Statements.element_of
-        if attr in ("get", "pop", "setdefault") and (
-            (receiver.cls == SETS and node.args) or (len(node.args) == 2 and args[1].unordered)
-        ):
-            # d.get(tag, set()), by_tag[tag] of a defaultdict(set): what a dict of sets holds under a key is a set
+        if attr in ("get", "pop", "setdefault") and receiver.cls == SETS and node.args:
+            # by_tag.get(tag, set()) of a defaultdict(set): what a dict of sets holds under a key is a set
             return Value(volatile(combine(receiver, args[0]).origins), Origin.at(node, ORDER))
         if attr == "get" and 1 <= len(node.args) <= 2:
             if receiver.entries and isinstance(constant(node.args[0]), str):
@@ -944,8 +942,9 @@ class Interpreter(Statements):
                 offering.names.add(name)
         if not offering.holding:
             return None
-        given = combine(template, *bags, *kwargs.values())
-        return Value(frozenset(origin for origin in given.origins if origin.kind == PARAM))
+        given = combine(*kwargs.values(), *(value for bag in bags for _, value in bag.entries or ()))
+        parameters = Value(frozenset(origin for origin in given.origins if origin.kind == PARAM))
+        return combine(template, parameters, *(unattributed(bag) for bag in bags))  # but the variables it offers
 
     def printed(self, template: ast.expr, kwargs: dict[str, Value]) -> list[Value]:
         """Of the keyword arguments a template whose text is not known is filled with, those it may print. A

@@ -423,7 +423,7 @@ class Statements(ABC):
                 old = scope.lookup(key) or CLEAN
                 entries = with_entry(old, name, value) if isinstance(name, str) else old.entries
                 held = old.origins | value.origins | keyed(self.order)
-                kept = SETS if old.cls == SETS else None  # a dict of sets given one more
+                kept = SETS if old.cls == SETS and value.unordered is not None else None  # given one more set
                 scope.update(key, Value(held, old.unordered, entries=entries, cls=kept))
                 self.store(key, value)
             else:  # d["function"]["description"] = ..., tool.info.properties()[k] = ...: a key added in the loop's
