@@ -47,6 +47,7 @@ from agentcache.lint.python.values import (
     is_part,
     join,
     keyed,
+    made_set,
     merged,
     order_free,
     ordered,
@@ -573,7 +574,7 @@ class Interpreter(Statements):
             if found and not isinstance(node, ast.SetComp):
                 self.sinks.ordered_messages(node, found, items)
         if isinstance(node, ast.SetComp):
-            return Value(volatile(result.origins), Origin.at(node, ORDER))
+            return made_set(node, result)
         return Value(result.origins | found)
 
     def subscript(self, node: ast.Subscript, scope: Scope) -> Value:
@@ -581,7 +582,7 @@ class Interpreter(Statements):
         dict of sets, a set."""
         container, key = self.expr(node.value, scope), self.expr(node.slice, scope)
         if container.cls == SETS:
-            return Value(volatile(combine(container, key).origins), Origin.at(node, ORDER))
+            return made_set(node, container, key)
         if isinstance(key.text, str):
             container = self.part_of_parameter(container)
             if container.entries:
@@ -742,7 +743,7 @@ class Interpreter(Statements):
             return receiver  # each value a set: see Statements.element_of
         if attr in ("get", "pop", "setdefault") and receiver.cls == SETS and node.args:
             # by_tag.get(tag, set()) of a defaultdict(set): what a dict of sets holds under a key is a set
-            return Value(volatile(combine(receiver, args[0]).origins), Origin.at(node, ORDER))
+            return made_set(node, receiver, args[0])
         if attr == "get" and 1 <= len(node.args) <= 2:
             if receiver.entries and isinstance(constant(node.args[0]), str):
                 return reduce(join, args[1:], under(receiver, str(constant(node.args[0]))))  # d.get("date", default)
@@ -1089,7 +1090,7 @@ def builtin(name: str, node: ast.Call, args: list[Value]) -> Value | None:
     if name in ORDER_FREE:
         return Value(order_free(combine(*args).origins))
     if name in ("set", "frozenset"):  # a set holds the same items whatever order they came in (as a set display)
-        return Value(volatile(combine(*args).origins), Origin.at(node, ORDER))
+        return made_set(node, *args)
     if name in SEQUENCERS:
         items = [ordered(arg, node) for arg in args]
         if name in ("str", "repr") and len(args) == 1 and args[0].unordered is None:

@@ -350,9 +350,10 @@ class Statements(ABC):
         a tuple whose parts are the items of each (``for state, config in zip(states, configs)``: ``state`` holds
         nothing of the configs)."""
         item = element(iterable)
-        if iterable.cls == SETS and isinstance(site, ast.Call) and isinstance(site.func, ast.Attribute):
+        method = site.func.attr if isinstance(site, ast.Call) and isinstance(site.func, ast.Attribute) else None
+        if iterable.cls == SETS and method in ("values", "items"):
             held = Value(item.origins, Origin.at(site, ORDER))  # by_tag.values(): each a set
-            return held if site.func.attr == "values" else Value(item.origins, items=(CLEAN, held))
+            return held if method == "values" else Value(item.origins, items=(CLEAN, held))
         if not (isinstance(site, ast.Call) and isinstance(site.func, ast.Name) and not site.keywords):
             return item
         called, args = site.func.id, site.args

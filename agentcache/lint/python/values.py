@@ -193,6 +193,12 @@ def is_part(origin: Origin) -> bool:
     return origin.label.endswith(".")
 
 
+def made_set(node: ast.expr, *values: Value) -> Value:
+    """A set made at ``node`` of ``values`` (``set(names)``, a set comprehension, an item of a dict of sets): it
+    carries what differs of them, and the hash order it is iterated in, taken where it is."""
+    return Value(volatile(combine(*values).origins), Origin.at(node, ORDER))
+
+
 def volatile(origins: frozenset[Origin]) -> frozenset[Origin]:
     """The origins that differ from call to call (hash order differs only between processes)."""
     return frozenset(origin for origin in origins if origin.kind not in _NOT_VOLATILE)
