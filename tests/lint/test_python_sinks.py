@@ -552,12 +552,13 @@ POSITIVE = {
     "an_instruction_given_to_a_function_that_makes_a_model": """
         import time
         from datetime import date
-        from mylib import create_model, init_chat_model
+        from mylib import StepAgent, create_model, init_chat_model
 
         def build():
             model = create_model("gemini", instruction=f"You are a helper. Today is {date.today()}.")  # expect: AC101
             chat = init_chat_model("gpt", instruction=f"Session started {time.time()}")  # expect: AC101
-            return model, chat
+            step = StepAgent(instruction=f"You act for the session of {time.time()}")  # expect: AC101
+            return model, chat, step
     """,
     "a_request_state_holds_the_tools_and_schema_sent": """
         from pydantic import BaseModel
@@ -813,6 +814,7 @@ NEGATIVE = {
             response = await litellm.acompletion(**request)
             for desc in descriptions(response.model_dump()):
                 await grounding.predict_click(model="ground", instruction=f"{desc} {call_id}")
+                await grounding.predictClick(instruction=f"{desc} {call_id}")
                 Agent(name="clicker", instruction=f"Click {desc}")
     """,
     "a_store_persists_the_prompt_by_a_session_key": """

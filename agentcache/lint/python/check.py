@@ -91,6 +91,7 @@ class PythonSession:
         data = source.data
         if not self.relevant(data):
             return Checked()  # no sink and no source named anywhere in it: nothing to find, nothing to export
+        text = ""  # decoded with the file's own encoding, where it has a valid one
         try:
             encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
             text = data.decode(encoding)
@@ -100,7 +101,7 @@ class PythonSession:
             if isinstance(exc, SyntaxError) and newer_syntax(data):
                 return Checked(note=f"skipped: needs a newer parser (valid Python {NEWEST}, not {_running()})")
             line = getattr(exc, "lineno", None) or 1
-            if isinstance(exc, SyntaxError) and _template(source.path, data.decode("utf-8", "replace"), line):
+            if isinstance(exc, SyntaxError) and _template(source.path, text or data.decode("utf-8", "replace"), line):
                 return Checked(note="skipped: a template of Python code (Jinja tags), not Python until rendered")
             column = getattr(exc, "offset", None) or 1
             reason = exc.msg if isinstance(exc, SyntaxError) else str(exc)
@@ -286,7 +287,7 @@ def _running() -> str:
 def _findings(source: SourceFile, text: str, results: list[tuple[Rule, ast.expr, str]]) -> Checked:
     if not results:
         return Checked()  # most modules: no line split, no tokenizing for noqa comments
-    lines = [line.encode() for line in re.split(r"\r\n|\r|\n", text)]
+    lines = [line.encode() for line in _LINES.split(text)]
     silenced = _noqa(source.data)
     findings = []
     for rule, node, message in results:

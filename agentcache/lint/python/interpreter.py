@@ -77,6 +77,7 @@ from agentcache.lint.python.vocabulary import (
     SEQUENCERS,
     SET_ALGEBRA,
     SET_OPERATORS,
+    SET_TYPES,
     SETS,
     TEMPLATE,
     TEMPLATE_MAKERS,
@@ -1089,7 +1090,7 @@ def builtin(name: str, node: ast.Call, args: list[Value]) -> Value | None:
         return CLEAN
     if name in ORDER_FREE:
         return Value(order_free(combine(*args).origins))
-    if name in ("set", "frozenset"):  # a set holds the same items whatever order they came in (as a set display)
+    if name in SET_TYPES:  # a set holds the same items whatever order they came in (as a set display)
         return made_set(node, *args)
     if name in SEQUENCERS:
         items = [ordered(arg, node) for arg in args]
@@ -1103,7 +1104,7 @@ def _makes_a_set(factory: ast.expr) -> bool:
     """Whether a ``defaultdict`` factory makes sets: ``set``, ``frozenset``, ``lambda: set()``."""
     if isinstance(factory, ast.Lambda):
         factory = factory.body.func if isinstance(factory.body, ast.Call) and not factory.body.args else factory.body
-    return isinstance(factory, ast.Name) and factory.id in ("set", "frozenset")
+    return isinstance(factory, ast.Name) and factory.id in SET_TYPES
 
 
 def _builtin_called(func: ast.expr) -> str | None:

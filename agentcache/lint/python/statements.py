@@ -38,7 +38,7 @@ from agentcache.lint.python.values import (
     sequence_order,
     with_entry,
 )
-from agentcache.lint.python.vocabulary import MAPPING_ANNOTATIONS, SET_OPERATORS, SETS, Vocabulary
+from agentcache.lint.python.vocabulary import MAPPING_ANNOTATIONS, SET_ANNOTATIONS, SET_OPERATORS, SETS, Vocabulary
 
 #: Calls into the module's own functions are followed this deep.
 MAX_CALL_DEPTH = 4
@@ -552,7 +552,7 @@ def _maps_to_sets(annotation: ast.expr) -> bool:
     held = parts[-1] if len(parts) == 2 else None
     if isinstance(held, ast.Subscript):
         held = held.value
-    return held is not None and last_name(held) in ("set", "Set", "frozenset", "FrozenSet", "AbstractSet")
+    return held is not None and last_name(held) in SET_ANNOTATIONS
 
 
 def _kept(value: Value) -> bool:

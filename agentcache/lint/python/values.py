@@ -70,7 +70,8 @@ class Value:
     cls: str | None = None
     """The class an object was made of (``pkg.mod.Budget`` of ``Budget(...)`` or ``Budget.for_model(...)``), when
     the analysis knows something of it: ``obj.field`` reads the field a class of the module sets, ``obj.method(...)``
-    follows a summary another module exports; a Jinja template of a text not found is a ``jinja2.Template``. What
+    follows a summary another module exports; a Jinja template of a text not found is a ``jinja2.Template``, and a
+    dict whose values are sets a ``builtins.dict[set]`` (:data:`~.vocabulary.SETS`), names no module defines. What
     the object carries as a whole is what it was given (``origins``), not its fields."""
 
 

@@ -320,17 +320,15 @@ class Vocabulary:
         instruction)."""
         if keyword not in self.task_keywords:
             return False
-        verb, words = called.lstrip("_").partition("_")[0], _word_list(called)
+        words = _word_list(called)
+        if called[:1].isupper():  # a class made keeps the instruction it configures, but one named for another role
+            return not self.other_roles.isdisjoint(words)
+        verb = words[0] if words else ""  # predict_click, predictClick
         return (
             verb in self.task_verbs
             or (method and verb in self.task_methods)
-            or (
-                bool(words)
-                and words[-1] in self.model_names
-                and words[0] not in self.model_makers
-                and not called[:1].isupper()
-            )
-            or not self.other_roles.isdisjoint(_words(called))
+            or (bool(words) and words[-1] in self.model_names and verb not in self.model_makers)
+            or not self.other_roles.isdisjoint(words)
         )
 
     def asks_for_clock(self, keyword: str) -> bool:
@@ -456,18 +454,23 @@ _TIMING_WORDS = frozenset(
 )
 #: How the keys that only a report holds end (:attr:`Vocabulary.report_keys`): a count, a time something happened.
 _REPORT_ENDINGS = ("_count", "_at")
+#: The builtin set types, called (``set(...)``, a ``defaultdict`` factory) by these names.
+SET_TYPES = frozenset({"set", "frozenset"})
+#: Annotations of a set, by last name: the builtins and the ``typing`` and ``collections.abc`` aliases.
+SET_ANNOTATIONS = SET_TYPES | {"Set", "FrozenSet", "AbstractSet", "MutableSet"}
 #: Calls that keep nothing of an argument's order (builtins that sort, count or test it; a set's methods, a
 #: ``Counter``): a list given to one does not leave a function as it is (:func:`~.syntax.escaping`).
 ORDER_CONSUMERS = (
     ORDER_FREE
     | OPAQUE
-    | {"set", "frozenset", "Counter", "update", "union", "intersection", "difference", "symmetric_difference"}
+    | SET_TYPES
+    | {"Counter", "update", "union", "intersection", "difference", "symmetric_difference"}
     | {"issubset", "issuperset", "isdisjoint", "difference_update", "intersection_update"}
 )
 #: Builtins that return a part of what they are given (``getattr(tools, name)``): the object itself does not leave.
 PART_READERS = frozenset({"getattr"})
 #: Builtin classes subscripted to a generic alias and called as themselves (``set[str]()``).
-GENERIC_BUILTINS = frozenset({"set", "frozenset", "list", "tuple", "dict"})
+GENERIC_BUILTINS = SET_TYPES | {"list", "tuple", "dict"}
 #: Builtins that turn an iterable into a sequence in its iteration order.
 SEQUENCERS = frozenset(
     {"list", "tuple", "enumerate", "iter", "reversed", "next", "map", "filter", "zip", "str", "repr"}
