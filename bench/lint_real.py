@@ -81,7 +81,7 @@ FLOORS = {
     "sixth": (1.0, 1.0),
     "seventh": (1.0, 1.0),
     "eighth": (0.85, 1.0),
-    "ninth": (0.58, 1.0),
+    "ninth": (0.53, 1.0),
     "tenth": (1.0, 0.33),
     "eleventh": (1.0, 0.57),
     "twelfth": (0.9, 0.71),
@@ -92,7 +92,7 @@ FLOORS = {
     "seventeenth": (0.4, 0.4),
     "eighteenth": (1.0, 1.0),
     "nineteenth": (0.5, 0.2),
-    "twentieth": (0.33, 0.2),
+    "twentieth": (0.75, 0.6),
 }
 #: Worker processes of the wall-clock run: the issue's target is for a 2-core machine.
 JOBS = 2

@@ -23,6 +23,17 @@ REGISTERED = """
 """
 
 POSITIVE = {
+    "a_tuples_volatile_item_read_by_its_index": """
+        import time
+
+        def decide(tools, start):
+            return None, [*tools, {"name": f"wait_{time.time()}"}]
+
+        def route(tools, start):
+            result = decide(tools, start)
+            r_tools = result[1]  # expect: AC102
+            return r_tools
+    """,
     "tools_registered_in_a_sets_order": REGISTERED.format(order="set(names)", expect="  # expect: AC103"),
     "role_first_message_built_by_a_prompt_function": """
         from datetime import date
@@ -607,6 +618,23 @@ POSITIVE = {
 }
 
 NEGATIVE = {
+    "a_tuples_item_read_by_its_index": """
+        import time
+
+        async def decide(tools, start):
+            latency = (time.perf_counter() - start) * 1000
+            return None, latency, tools, {"usage": 1}
+
+        async def route(tools, start):
+            result = await decide(tools, start)
+            latency_ms, r_tools = result[1], result[2]
+            return latency_ms, r_tools
+
+        async def last(tools, start):
+            result = await decide(tools, start)
+            spent_tools = result[-2]
+            return spent_tools
+    """,
     "a_dict_of_sets_sorted_back_and_a_set_default_of_a_config": """
         import json
         from collections import defaultdict

@@ -936,6 +936,77 @@ def test_a_helper_in_another_module_is_followed(tmp_path: Path) -> None:
     assert "`get_today_str()`" in finding.message
 
 
+def test_what_a_helper_of_another_module_returns_on_its_own_is_followed(tmp_path: Path) -> None:
+    """bolna's shape: a helper given arguments returns the clock whatever it is given (a date for a time zone, a
+    prompt with the date appended, a pair of them, a method's stamp): the callers' system prompts are reported. A
+    helper whose clock depends on what it is given is not followed: the date only behind a flag, a placeholder of
+    the caller's text it fills (by a method of the text or a template engine's function), one part of a pair (the
+    user's), an object or a JSON record that holds a time among other values, a system prompt it reports itself,
+    and a set's order it may keep of its arguments."""
+    write_package(
+        tmp_path / "pkg",
+        utils="import json\nimport random\nimport time\nfrom datetime import datetime\n\nimport chevron\n\n"
+        "DATE_PROMPT = 'Today is {}, {} ({}).'\n\n"
+        "def date_and_time(tz):\n"
+        "    now = datetime.now(tz)\n"
+        "    return now.strftime('%A, %B %d, %Y'), now.strftime('%I:%M:%S %p')\n\n"
+        "def structure_prompt(prompt, tz):\n"
+        "    current_date, current_time = date_and_time(tz)\n"
+        "    return f'{prompt}\\n{DATE_PROMPT.format(current_date, current_time, tz)}'\n\n"
+        "class Stamper:\n"
+        "    def stamp(self, text) -> str:\n"
+        "        return f'{text} at {time.time()}'\n\n"
+        "def maybe_dated(prompt, add_date=False):\n"
+        "    if add_date:\n"
+        "        prompt += f' Today is {datetime.now():%Y-%m-%d}.'\n"
+        "    return prompt\n\n"
+        "def fill(prompt):\n"
+        "    today = datetime.now().strftime('%Y-%m-%d')\n"
+        "    return prompt.replace('__DATE__', today)\n\n"
+        "def prompts(system, question):\n"
+        "    return system, f'{question} (asked {datetime.now()})'\n\n"
+        "class Target:\n"
+        "    def __init__(self, name, seen):\n"
+        "        self.name, self.seen = name, seen\n\n"
+        "def resolve(name):\n"
+        "    return Target(name, time.monotonic())\n\n"
+        "def package(message):\n"
+        "    return json.dumps({'message': message, 'time': time.time()})\n\n"
+        "def build_system_prompt(base):\n"
+        "    return f'{base} Today is {datetime.now():%Y-%m-%d}.'\n\n"
+        "def names(tools):\n"
+        "    return ', '.join({tool.name for tool in tools})\n\n"
+        "def render_text(template, data):\n"
+        "    return chevron.render(template=template, data=data, partials_ext=''.join(random.choices('AB', k=8)))\n",
+        app="from openai import OpenAI\n\n"
+        "from .utils import (\n"
+        "    Stamper, build_system_prompt, date_and_time, fill, maybe_dated, names, package, prompts, render_text,\n"
+        "    resolve, structure_prompt,\n)\n\n"
+        "def found(client: OpenAI, prompt, tz, stamper: Stamper):\n"
+        "    day, _ = date_and_time(tz)\n"
+        "    client.responses.create(model='m', instructions=structure_prompt(prompt, tz))\n"
+        "    client.responses.create(model='m', instructions=f'{prompt} Today is {day}.')\n"
+        "    client.responses.create(model='m', instructions=stamper.stamp(prompt))\n\n"
+        "def quiet(client: OpenAI, prompt, question, tools):\n"
+        "    client.responses.create(model='m', instructions=maybe_dated(prompt))\n"
+        "    client.responses.create(model='m', instructions=fill(prompt))\n"
+        "    system, _ = prompts(prompt, question)\n"
+        "    client.responses.create(model='m', instructions=system)\n"
+        "    client.responses.create(model='m', instructions=f'{prompt} on {resolve(prompt).name}')\n"
+        "    client.responses.create(model='m', instructions=package(prompt))\n"
+        "    client.responses.create(model='m', instructions=build_system_prompt(prompt))\n"
+        "    client.responses.create(model='m', instructions=f'{prompt} Tools: {names(tools)}')\n"
+        "    client.responses.create(model='m', instructions=render_text(prompt, {'tools': tools}))\n",
+    )
+    found = sorted((Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path]).findings)
+    assert found == [
+        ("app.py", 10, "AC101"),
+        ("app.py", 11, "AC101"),
+        ("app.py", 12, "AC101"),
+        ("utils.py", 45, "AC101"),
+    ]
+
+
 SENDING_MODULES = {
     "a_assistant": "import datetime\nimport secrets\n\n"
     "from .b_explain import llm_chat\nfrom .client import AgentState, Client\nfrom .llm import chat_as\n\n"

@@ -19,12 +19,14 @@ from agentcache.lint.python.syntax import (
     Function,
     bound_names,
     callable_without_arguments,
+    conditional,
     constant,
     definitions,
     dotted,
     imports,
     last_name,
     returns_own_class,
+    returns_text,
     role_default,
     takes_arguments,
 )
@@ -71,6 +73,7 @@ from agentcache.lint.python.vocabulary import (
     MUTATORS,
     OPAQUE,
     ORDER_FREE,
+    PLACEHOLDER_FILLERS,
     PROPERTIES,
     RENDERERS,
     SEQUENCE_MUTATORS,
@@ -140,6 +143,10 @@ class Interpreter(Statements):
         """The module's classes by dotted name (:attr:`Value.cls`) -> their name here."""
         self.package_top = module.partition(".")[0] + "."
         """The module's top-level package, as the prefix of its names: summaries are looked up there."""
+        self.placeholders_held = False
+        """Whether a text a parameter gives is taken to hold no placeholder its fillers fill (:meth:`own`)."""
+        self.conditions: dict[int, frozenset[tuple[int, int]]] = {}
+        """Function (by id) -> the positions of its expressions a call may not evaluate (:meth:`unconditional`)."""
         self.worth: dict[str, bool] = {}
         """The module's classes -> whether an object of one is known by its class (:meth:`class_made`)."""
         self.factories: dict[int, bool] = {}
@@ -161,26 +168,69 @@ class Interpreter(Statements):
     def exports(self) -> dict[str, Value]:
         """After :meth:`run`: what each top-level function that takes no arguments returns (``name()``), each
         module-level name, each field a top-level class sets (``Class().field``, a property too) and what each of
-        its methods that take no arguments returns (``Class().method()``), for the modules that import them."""
+        its methods that take no arguments returns (``Class().method()``), for the modules that import them. Of a
+        function or method that takes arguments, what it returns on its own (``name(~)``, ``Class().method(~)``:
+        its run with none given, which :meth:`run` made already), that a call adds to what it gives."""
         found = {name: value for name, value in self.globals.vars.items() if "." not in name}
         for node in self.tree.body:
-            if (
-                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-                and self.functions.get(node.name) is node
-                and callable_without_arguments(node)
-            ):  # as get_today_str()
-                found[f"{node.name}()"] = self.invoke(node, {})
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and self.functions.get(node.name) is node:
+                if callable_without_arguments(node):  # as get_today_str()
+                    found[f"{node.name}()"] = self.invoke(node, {})
+                else:  # as date_of(tz)
+                    found[f"{node.name}(~)"] = self.own(node)
             elif isinstance(node, ast.ClassDef):
                 for item in node.body:
                     if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         continue
                     decorators = {last_name(decorator) for decorator in item.decorator_list}
-                    if callable_without_arguments(item, 1) and decorators.isdisjoint(("staticmethod", "classmethod")):
+                    if not decorators.isdisjoint(("staticmethod", "classmethod")):
+                        continue
+                    if callable_without_arguments(item, 1):
                         call = "()" if decorators.isdisjoint(PROPERTIES) else ""
                         found[f"{node.name}().{item.name}{call}"] = self.invoke(item, {})
+                    else:
+                        found[f"{node.name}().{item.name}(~)"] = self.own(item)
         for name, fields in self.instance_fields.items():  # Agent().name: a field of every Agent made
             found.update((f"{name}().{key[5:]}", value) for key, value in fields.items())
         return found
+
+    def own(self, function: Function) -> Value:
+        """What a function that takes arguments returns whatever it is given: of its run with none given (which
+        :meth:`run` made already), the clocks, draws and ids that every call reaches, in the body of the function
+        they are in (not in a branch, a loop or a conditional expression: ``if add_date: parts.append(today())``
+        depends on what the caller gives), and not by filling a text it does not know (``prompt.replace("__DATE__",
+        today())``: the caller's text may hold no placeholder), nor in one part of a tuple only. Not a set's order:
+        which items, and whether they come from a set, are most often the caller's (``next(spec for spec in
+        get_tools() if spec.name == name)``)."""
+        result = self.invoke(function, {})
+        if not volatile(result.origins) or self.makes_system_prompt(function) or not returns_text(function):
+            return CLEAN  # nothing of its own; a system prompt, whose volatile parts its returns report; an object
+        _, bindings = _own_parameters(function, 0 if function in self.tree.body else _bound(function))
+        memo, self.memo, self.placeholders_held = self.memo, {}, True
+        try:  # once more, each parameter a value of its own: a text it gives fills none of its placeholders (call)
+            result = self.invoke(function, bindings)
+        finally:
+            self.memo, self.placeholders_held = memo, False
+        if result.items is not None and not all(volatile(item.origins) for item in result.items):
+            return CLEAN  # a tuple of which one part may be stable: (system_prompt, user_content_with_the_date)
+        return Value(frozenset(o for o in volatile(result.origins) if self.unconditional(o.line, o.column)))
+
+    def unconditional(self, line: int, column: int) -> bool:
+        """Whether the expression at (``line``, ``column``) runs whenever the innermost function around it does
+        (:func:`~agentcache.lint.python.syntax.conditional`); at module level, always."""
+        around = [
+            node
+            for node in self.nodes
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.lineno <= line <= (node.end_lineno or node.lineno)
+        ]
+        if not around:
+            return True
+        innermost = max(around, key=lambda node: node.lineno)
+        positions = self.conditions.get(id(innermost))
+        if positions is None:
+            positions = self.conditions[id(innermost)] = conditional(innermost)
+        return (line, column) not in positions
 
     def roles_given(self) -> dict[str, str]:
         """After :meth:`run`: the role each top-level class gives its objects when not given one
@@ -580,10 +630,15 @@ class Interpreter(Statements):
 
     def subscript(self, node: ast.Subscript, scope: Scope) -> Value:
         """An item: of a dict whose entries are known, the one under a constant key (``variables["date"]``); of a
-        dict of sets, a set."""
+        tuple whose elements are known, the one at a constant index (``result[4]`` of ``return name, ..., tools``);
+        of a dict of sets, a set."""
         container, key = self.expr(node.value, scope), self.expr(node.slice, scope)
         if container.cls == SETS:
             return made_set(node, container, key)
+        items = container.items
+        index = _index(node.slice) if items is not None else None
+        if items is not None and index is not None and -len(items) <= index < len(items):
+            return items[index]
         if isinstance(key.text, str):
             container = self.part_of_parameter(container)
             if container.entries:
@@ -619,6 +674,10 @@ class Interpreter(Statements):
         name = self.qualname(func, scope)
         callee = last_name(func) or ""
         called = self.words.callee(callee)
+        if self.placeholders_held and callee in PLACEHOLDER_FILLERS and isinstance(func, ast.Attribute):
+            held = self.held_placeholders(receiver, node, args, kwargs)
+            if held is not None:
+                return held
         default = self.called_role(func, name) if _capitalized(callee) else None
         if self.sinks.call_sinks(node, callee, called, args, kwargs, spread, default):
             return CLEAN  # a user's or an assistant's message
@@ -713,6 +772,9 @@ class Interpreter(Statements):
                 summed = self.summed(func, name, node, args, kwargs, scope)
                 self.given_to_sent(f"{name}(sent)", node, args, kwargs)
             result = everything if summed is None else summed
+            own = self.own_kind(func, name, receiver, scope) if summed is None and (node.args or keywords) else None
+            if own:
+                result = combine(result, read_export(own, node))
             if system:  # a helper not followed but by its summary: what it returns is the system prompt, wherever put
                 self.sinks.system_sink(node, result)
         return Value(result.origins, result.unordered, cls=cls) if cls else result
@@ -786,6 +848,34 @@ class Interpreter(Statements):
                 returned = self.summed_up(Summary.decode(summary), node, args, kwargs) if summary else None
                 if returned is not None:
                     return combine(receiver, returned)
+        return None
+
+    def held_placeholders(
+        self, receiver: Value, node: ast.Call, args: list[Value], kwargs: dict[str, Value]
+    ) -> Value | None:
+        """In :meth:`own`'s run, a fill of a text a parameter gives (``prompt.replace("__DATE__", today)``,
+        ``chevron.render(template=template, partials_ext=...)``): only what the caller gives, since the text may
+        hold no placeholder. None for a text the function knows or makes (``DATE_PROMPT.format(today)``)."""
+        if receiver.text is not None:
+            return None
+        text = kwargs.get("template", args[0] if args and not given_by_caller(receiver.origins) else receiver)
+        if not given_by_caller(text.origins):
+            return None
+        given = (receiver, *args, *kwargs.values())
+        return Value(frozenset(origin for value in given for origin in value.origins if origin.kind == PARAM))
+
+    def own_kind(self, func: ast.expr, name: str | None, receiver: Value, scope: Scope) -> str | None:
+        """What a function or method of another module that a call gives arguments returns on its own, whatever
+        it is given (``date_of(tz)`` returns the clock: :meth:`exports`), as an export's kind (None: nothing)."""
+        if name and name.startswith(self.package_top):
+            kind = self.learned.get(f"{name}(~)")
+            if kind:
+                return kind
+        if isinstance(func, ast.Attribute) and (receiver.cls or type(func.value) is ast.Name):
+            for owner in self.owners_of(func.value, receiver, scope):
+                kind = self.learned.get(f"{owner}().{func.attr}(~)")
+                if kind:
+                    return kind
         return None
 
     def summed(
@@ -1105,6 +1195,15 @@ def _makes_a_set(factory: ast.expr) -> bool:
     if isinstance(factory, ast.Lambda):
         factory = factory.body.func if isinstance(factory.body, ast.Call) and not factory.body.args else factory.body
     return isinstance(factory, ast.Name) and factory.id in SET_TYPES
+
+
+def _index(node: ast.expr) -> int | None:
+    """The constant index a subscript reads (``result[4]``, ``result[-2]``), None for any other key."""
+    negative = isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub)
+    value = constant(node.operand if isinstance(node, ast.UnaryOp) and negative else node)
+    if type(value) is not int:
+        return None
+    return -value if negative else value
 
 
 def _builtin_called(func: ast.expr) -> str | None:

@@ -156,6 +156,94 @@ def statements(tree: ast.Module | Function) -> list[ast.stmt]:
     return found
 
 
+#: Calls that make a container, or the JSON text of one, whose other values a time or an id is kept beside, by the
+#: last word of their name (``json.dumps``, ``json_dumps``, ``model_dump``, ``to_dict``): :func:`returns_text`.
+_CONTAINER_CALLS = frozenset({"dict", "list", "set", "frozenset", "tuple", "dumps", "dump", "json", "asdict"})
+#: ``try`` statements: ``TryStar`` (``except*``) is Python 3.11's.
+_TRIES = tuple(getattr(ast, name) for name in ("Try", "TryStar") if hasattr(ast, name))
+
+
+def conditional(function: Function) -> frozenset[tuple[int, int]]:
+    """The positions (line, column) of the expressions of ``function`` that a call of it may not evaluate: in a
+    branch of an ``if`` or ``match``, a loop's body, an exception handler, one side of a conditional expression, an
+    operand of ``and``/``or`` but the first, a comprehension's element or condition."""
+    found: set[tuple[int, int]] = set()
+
+    def mark(nodes: Iterable[ast.AST]) -> None:
+        for node in nodes:
+            found.update((inner.lineno, inner.col_offset) for inner in ast.walk(node) if isinstance(inner, ast.expr))
+
+    for node in ast.walk(function):
+        if isinstance(node, (ast.If, ast.For, ast.AsyncFor, ast.While)):
+            mark((*node.body, *node.orelse))
+        elif isinstance(node, _TRIES):
+            mark((*node.handlers, *node.orelse))
+        elif isinstance(node, ast.Match):
+            mark(node.cases)
+        elif isinstance(node, ast.IfExp):
+            mark((node.body, node.orelse))
+        elif isinstance(node, ast.BoolOp):
+            mark(node.values[1:])
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            mark((node.elt, *(condition for generator in node.generators for condition in generator.ifs)))
+        elif isinstance(node, ast.DictComp):
+            mark((node.key, node.value, *(condition for generator in node.generators for condition in generator.ifs)))
+    return frozenset(found)
+
+
+def returns_text(function: Function) -> bool:
+    """Whether ``function`` returns text (or a tuple of texts), not an object or a container that holds a value
+    among others (a record's timestamp, a cache entry's time): by its annotation (``-> str``, ``str | None``,
+    ``tuple[str, str]``) where it has one, else by what its ``return`` statements give: no constructor, display of
+    a container (or its JSON text) or read of an object's attribute or item, and the names they give bound to
+    nothing of the kind."""
+    if function.returns is not None:
+        return _text_annotation(function.returns)
+    bound: dict[str, list[ast.expr]] = {}
+    returned: list[ast.expr] = []
+    pending: list[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue  # a nested definition's returns are its own
+        if isinstance(node, ast.Return) and node.value is not None:
+            returned.append(node.value)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    bound.setdefault(target.id, []).append(node.value)
+        pending.extend(ast.iter_child_nodes(node))
+
+    def text(node: ast.expr, seen: frozenset[str]) -> bool:
+        if isinstance(node, ast.Tuple):
+            return all(text(element, seen) for element in node.elts)
+        if isinstance(node, ast.IfExp):
+            return text(node.body, seen) and text(node.orelse, seen)
+        if isinstance(node, ast.BinOp):
+            return text(node.left, seen) and text(node.right, seen)
+        if isinstance(node, ast.Name):  # a parameter, a global: what it is comes from elsewhere
+            return node.id in seen or all(text(value, seen | {node.id}) for value in bound.get(node.id, ()))
+        if isinstance(node, ast.Call):  # a helper's text (update_prompt(prompt, context)); not an object made
+            callee = last_name(node.func) or ""
+            return not callee.lstrip("_")[:1].isupper() and callee.rpartition("_")[2] not in _CONTAINER_CALLS
+        return isinstance(node, (ast.JoinedStr, ast.Constant))
+
+    return bool(returned) and all(text(value, frozenset()) for value in returned)
+
+
+def _text_annotation(annotation: ast.expr) -> bool:
+    """Whether a return annotation says text: ``str``, ``Optional[str]``, ``str | None``, ``tuple[str, ...]``."""
+    if isinstance(annotation, ast.Constant):
+        return annotation.value in ("str", None) or annotation.value is Ellipsis
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        return _text_annotation(annotation.left) and _text_annotation(annotation.right)
+    if isinstance(annotation, ast.Subscript) and last_name(annotation.value) in ("Optional", "Union", "tuple", "Tuple"):
+        parts = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
+        return all(_text_annotation(part) for part in parts)
+    return last_name(annotation) == "str"
+
+
 def imports(nodes: list[ast.stmt], package: str = "") -> dict[str, str]:
     """Local name -> imported dotted name, for every import in the module; relative imports are resolved against
     ``package`` (the importing module's package), and left out when it is not known."""

@@ -492,6 +492,8 @@ def is_property(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return any(last_name(decorator) in PROPERTIES for decorator in node.decorator_list)
 
 
+#: Methods that fill a text with their arguments where it asks for them: a placeholder, a template's variable.
+PLACEHOLDER_FILLERS = frozenset({"replace", "format", "format_map", "substitute", "safe_substitute", "render"})
 #: Methods that fill a template's placeholders by name: a keyword argument is printed only where the text names it.
 FILLERS = frozenset(
     {"format", "substitute", "safe_substitute", "format_messages", "format_prompt", "partial", "render", "render_async"}
