@@ -563,13 +563,14 @@ POSITIVE = {
     "an_instruction_given_to_a_function_that_makes_a_model": """
         import time
         from datetime import date
-        from mylib import StepAgent, create_model, init_chat_model
+        from mylib import StepAgent, _StepAgent, create_model, init_chat_model
 
         def build():
             model = create_model("gemini", instruction=f"You are a helper. Today is {date.today()}.")  # expect: AC101
             chat = init_chat_model("gpt", instruction=f"Session started {time.time()}")  # expect: AC101
             step = StepAgent(instruction=f"You act for the session of {time.time()}")  # expect: AC101
-            return model, chat, step
+            private = _StepAgent(instruction=f"You act for the session of {time.time()}")  # expect: AC101
+            return model, chat, step, private
     """,
     "a_request_state_holds_the_tools_and_schema_sent": """
         from pydantic import BaseModel

@@ -1007,6 +1007,117 @@ def test_what_a_helper_of_another_module_returns_on_its_own_is_followed(tmp_path
     ]
 
 
+def test_what_a_helper_returns_on_some_paths_only_is_not_its_own(tmp_path: Path) -> None:
+    """What a helper of another module returns on its own is what every call reaches, through the helpers it calls
+    too: not a clock after an early return (``if not add_date: return prompt``), nor one a helper called in a branch
+    reads, nor an id made by a helper named for one (a record's key: ``generate_group_id(tool)``). A text the
+    helper adds to before filling it (``f"{prompt} Today is {today}".replace(...)``), a method that renders through
+    another of its class, and a JSON dump appended to a text keep the clock; a name bound through a long chain of
+    conditional expressions is judged text at once."""
+    write_package(
+        tmp_path / "pkg",
+        utils="import json\nimport time\nimport uuid\nfrom datetime import datetime\n\n"
+        "def today():\n"
+        "    return datetime.now().strftime('%Y-%m-%d')\n\n"
+        "def early(prompt, add_date=False):\n"
+        "    if not add_date:\n"
+        "        return prompt\n"
+        "    return f'{prompt} Today is {today()}.'\n\n"
+        "def branch(prompt, add_date=False):\n"
+        "    if add_date:\n"
+        "        prompt += f' Today is {today()}.'\n"
+        "    return prompt\n\n"
+        "def generate_group_id(tool, extra=''):\n"
+        "    return f'{tool}_{extra}_{int(time.time() * 1e6)}_{uuid.uuid4().hex[:8]}'\n\n"
+        "def with_date(prompt):\n"
+        "    return f'{prompt}\\n\\nToday is {datetime.now():%Y-%m-%d}.'.replace('\\n\\n', '\\n')\n\n"
+        "def with_record(prompt):\n"
+        "    return f'{prompt}\\n' + json.dumps({'at': time.time()})\n\n"
+        "def deep(x, flag):\n"
+        "    a0 = f'{x} {time.time()}'\n"
+        "    a1 = a0 if flag else a0\n"
+        "    a2 = a1 if flag else a1\n"
+        "    a3 = a2 if flag else a2\n"
+        "    a4 = a3 if flag else a3\n"
+        "    a5 = a4 if flag else a4\n"
+        "    a6 = a5 if flag else a5\n"
+        "    a7 = a6 if flag else a6\n"
+        "    a8 = a7 if flag else a7\n"
+        "    a9 = a8 if flag else a8\n"
+        "    a10 = a9 if flag else a9\n"
+        "    a11 = a10 if flag else a10\n"
+        "    a12 = a11 if flag else a11\n"
+        "    a13 = a12 if flag else a12\n"
+        "    a14 = a13 if flag else a13\n"
+        "    a15 = a14 if flag else a14\n"
+        "    a16 = a15 if flag else a15\n"
+        "    a17 = a16 if flag else a16\n"
+        "    a18 = a17 if flag else a17\n"
+        "    a19 = a18 if flag else a18\n"
+        "    a20 = a19 if flag else a19\n"
+        "    a21 = a20 if flag else a20\n"
+        "    a22 = a21 if flag else a21\n"
+        "    a23 = a22 if flag else a22\n"
+        "    a24 = a23 if flag else a23\n"
+        "    return a24\n\n"
+        "class Builder:\n"
+        "    def render(self, prompt):\n"
+        "        return f'{prompt} Today is {today()}.'\n\n"
+        "    def build(self, prompt):\n"
+        "        return self.render(prompt)\n",
+        app="from openai import OpenAI\n\n"
+        "from .utils import Builder, branch, deep, early, generate_group_id, with_date, with_record\n\n"
+        "def quiet(client: OpenAI, prompt, flag):\n"
+        "    client.responses.create(model='m', instructions=early(prompt))\n"
+        "    client.responses.create(model='m', instructions=branch(prompt))\n"
+        "    group = generate_group_id('agent', prompt)\n"
+        "    client.responses.create(model='m', instructions=f'{prompt} ({group})')\n\n"
+        "def found(client: OpenAI, prompt, builder: Builder, flag):\n"
+        "    client.responses.create(model='m', instructions=with_date(prompt))\n"
+        "    client.responses.create(model='m', instructions=with_record(prompt))\n"
+        "    client.responses.create(model='m', instructions=builder.build(prompt))\n"
+        "    client.responses.create(model='m', instructions=deep(prompt, flag))\n",
+    )
+    found = sorted((Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path]).findings)
+    assert found == [("app.py", line, "AC101") for line in (12, 13, 14, 15)]
+
+
+def test_a_prompt_builder_of_another_module_that_reads_the_clock_in_init_is_followed(tmp_path: Path) -> None:
+    """mcpomni-connect's shape: a prompt builder of another module reads the clock once in ``__init__`` and returns
+    it from ``build(tools)``, which takes arguments: every caller's prompt holds it, through the field that holds
+    the builder (its class is known by the method's export). As before, ``generate_system_prompt(current_date_time=
+    ...)`` of another module prints the time it is given, and an id given to a prompt maker is not followed."""
+    write_package(
+        tmp_path / "pkg",
+        prompts="def generate_system_prompt(current_date_time, tools=''):\n"
+        "    return f'You help. Tools: {tools}. The current date and time is: {current_date_time}'\n\n"
+        "def generate_agent_prompt(agent_id, role):\n"
+        "    return f'You are the {role}.'\n",
+        builder="from datetime import datetime, timezone\n\n"
+        "class PromptBuilder:\n"
+        "    def __init__(self, template):\n"
+        "        self.template = template\n"
+        "        self.now = datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M:%S')\n\n"
+        "    def build(self, tools):\n"
+        "        return f'{self.template}\\nTools: {tools}\\n<current_date_time>{self.now}</current_date_time>'\n",
+        cli="import uuid\nfrom datetime import datetime\n\nfrom openai import OpenAI\n\n"
+        "from .builder import PromptBuilder\nfrom .prompts import generate_agent_prompt, generate_system_prompt\n\n"
+        "class Agent:\n"
+        "    def __init__(self, template):\n"
+        "        self.prompt_builder = PromptBuilder(template)\n\n"
+        "    def run(self, client: OpenAI, tools):\n"
+        "        system = self.prompt_builder.build(tools)\n"
+        "        return client.responses.create(model='m', instructions=system)\n\n"
+        "def chat(client: OpenAI):\n"
+        "    system = generate_system_prompt(current_date_time=datetime.now().strftime('%Y-%m-%d %H:%M:%S'))\n"
+        "    client.responses.create(model='m', instructions=system)\n"
+        "    agent = generate_agent_prompt(agent_id=uuid.uuid4().hex, role='researcher')\n"
+        "    return client.responses.create(model='m', instructions=agent)\n",
+    )
+    found = sorted((Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path]).findings)
+    assert found == [("cli.py", 15, "AC101"), ("cli.py", 18, "AC101")]
+
+
 SENDING_MODULES = {
     "a_assistant": "import datetime\nimport secrets\n\n"
     "from .b_explain import llm_chat\nfrom .client import AgentState, Client\nfrom .llm import chat_as\n\n"

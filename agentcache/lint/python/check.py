@@ -125,6 +125,7 @@ class PythonSession:
                 exports.update(analysis.roles_given())
                 gives.update(analysis.gives)
                 # last: a summary's runs, with parameters of their own and calls cut short, report and give nothing
+                exports.update(analysis.own_returns())
                 exports.update(analysis.summaries())
                 exports.update(analysis.sending())
                 scope = analysis.globals

@@ -19,7 +19,6 @@ from agentcache.lint.python.syntax import (
     Function,
     bound_names,
     callable_without_arguments,
-    conditional,
     constant,
     definitions,
     dotted,
@@ -143,10 +142,6 @@ class Interpreter(Statements):
         """The module's classes by dotted name (:attr:`Value.cls`) -> their name here."""
         self.package_top = module.partition(".")[0] + "."
         """The module's top-level package, as the prefix of its names: summaries are looked up there."""
-        self.placeholders_held = False
-        """Whether a text a parameter gives is taken to hold no placeholder its fillers fill (:meth:`own`)."""
-        self.conditions: dict[int, frozenset[tuple[int, int]]] = {}
-        """Function (by id) -> the positions of its expressions a call may not evaluate (:meth:`unconditional`)."""
         self.worth: dict[str, bool] = {}
         """The module's classes -> whether an object of one is known by its class (:meth:`class_made`)."""
         self.factories: dict[int, bool] = {}
@@ -168,69 +163,73 @@ class Interpreter(Statements):
     def exports(self) -> dict[str, Value]:
         """After :meth:`run`: what each top-level function that takes no arguments returns (``name()``), each
         module-level name, each field a top-level class sets (``Class().field``, a property too) and what each of
-        its methods that take no arguments returns (``Class().method()``), for the modules that import them. Of a
-        function or method that takes arguments, what it returns on its own (``name(~)``, ``Class().method(~)``:
-        its run with none given, which :meth:`run` made already), that a call adds to what it gives."""
+        its methods that take no arguments returns (``Class().method()``), for the modules that import them."""
         found = {name: value for name, value in self.globals.vars.items() if "." not in name}
         for node in self.tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and self.functions.get(node.name) is node:
-                if callable_without_arguments(node):  # as get_today_str()
-                    found[f"{node.name}()"] = self.invoke(node, {})
-                else:  # as date_of(tz)
-                    found[f"{node.name}(~)"] = self.own(node)
+            if (
+                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and self.functions.get(node.name) is node
+                and callable_without_arguments(node)
+            ):  # as get_today_str()
+                found[f"{node.name}()"] = self.invoke(node, {})
             elif isinstance(node, ast.ClassDef):
                 for item in node.body:
                     if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         continue
                     decorators = {last_name(decorator) for decorator in item.decorator_list}
-                    if not decorators.isdisjoint(("staticmethod", "classmethod")):
-                        continue
-                    if callable_without_arguments(item, 1):
+                    if callable_without_arguments(item, 1) and decorators.isdisjoint(("staticmethod", "classmethod")):
                         call = "()" if decorators.isdisjoint(PROPERTIES) else ""
                         found[f"{node.name}().{item.name}{call}"] = self.invoke(item, {})
-                    else:
-                        found[f"{node.name}().{item.name}(~)"] = self.own(item)
         for name, fields in self.instance_fields.items():  # Agent().name: a field of every Agent made
             found.update((f"{name}().{key[5:]}", value) for key, value in fields.items())
         return found
 
-    def own(self, function: Function) -> Value:
-        """What a function that takes arguments returns whatever it is given: of its run with none given (which
-        :meth:`run` made already), the clocks, draws and ids that every call reaches, in the body of the function
-        they are in (not in a branch, a loop or a conditional expression: ``if add_date: parts.append(today())``
-        depends on what the caller gives), and not by filling a text it does not know (``prompt.replace("__DATE__",
-        today())``: the caller's text may hold no placeholder), nor in one part of a tuple only. Not a set's order:
-        which items, and whether they come from a set, are most often the caller's (``next(spec for spec in
-        get_tools() if spec.name == name)``)."""
+    def own_returns(self) -> dict[str, Value]:
+        """After :meth:`run`, with the summaries (its runs give parameters values of their own): what each
+        top-level function and method defined once that takes arguments returns on its own, whatever it is given
+        (``date_of(tz)``, ``Builder().build(tools)``: :meth:`own`), for the modules that call them; a call adds it
+        to what it gives (:meth:`own_kind`)."""
+        found: dict[str, Value] = {}
+        for name, function, top in self.defined_once():
+            bound = 0 if function is top else _bound(function)
+            if _decorated(function, "staticmethod", "classmethod") or function.name.startswith("__"):
+                continue  # Class().method(~) is read of an object; __init__ and the like are not called by name
+            if takes_arguments(function, bound) and not callable_without_arguments(function, bound):
+                value = self.own(function, bound)
+                if value.origins:
+                    found[f"{name}(~)"] = value
+        return found
+
+    def own(self, function: Function, bound: int) -> Value:
+        """What a function that takes arguments returns whatever it is given: the clocks, draws and ids of its run
+        with none given (which :meth:`run` made already) that a run keeping only what every call reaches still
+        returns, each parameter a value of its own: no branch, loop, handler, conditional expression or later
+        operand of ``and``/``or`` runs (``if add_date: parts.append(today())`` depends on the caller, and so does
+        what follows ``if not add_date: return prompt``), and a text a parameter gives whole fills none of its
+        placeholders (``prompt.replace("__DATE__", today())``: the caller's text may hold none). Of a function
+        that returns text only (:func:`~agentcache.lint.python.syntax.returns_text`: an object or a record keeps a
+        time among other values), not named for an id (``generate_group_id(tool)``: a record's key), not one that
+        makes the system prompt (that is reported in it, once), and of a tuple only when every part differs
+        (``return system_prompt, user_prompt_with_the_date``). Not a set's order: which items, and whether they
+        come from a set, are most often the caller's (``next(spec for spec in get_tools() if spec.name ==
+        name)``)."""
         result = self.invoke(function, {})
-        if not volatile(result.origins) or self.makes_system_prompt(function) or not returns_text(function):
-            return CLEAN  # nothing of its own; a system prompt, whose volatile parts its returns report; an object
-        _, bindings = _own_parameters(function, 0 if function in self.tree.body else _bound(function))
-        memo, self.memo, self.placeholders_held = self.memo, {}, True
-        try:  # once more, each parameter a value of its own: a text it gives fills none of its placeholders (call)
+        if (
+            not volatile(result.origins)
+            or self.makes_system_prompt(function)
+            or self.words.is_identifier(function.name)
+            or not returns_text(function)
+        ):
+            return CLEAN
+        _, bindings = _own_parameters(function, bound)
+        memo, self.memo, self.must = self.memo, {}, True
+        try:
             result = self.invoke(function, bindings)
         finally:
-            self.memo, self.placeholders_held = memo, False
+            self.memo, self.must = memo, False
         if result.items is not None and not all(volatile(item.origins) for item in result.items):
-            return CLEAN  # a tuple of which one part may be stable: (system_prompt, user_content_with_the_date)
-        return Value(frozenset(o for o in volatile(result.origins) if self.unconditional(o.line, o.column)))
-
-    def unconditional(self, line: int, column: int) -> bool:
-        """Whether the expression at (``line``, ``column``) runs whenever the innermost function around it does
-        (:func:`~agentcache.lint.python.syntax.conditional`); at module level, always."""
-        around = [
-            node
-            for node in self.nodes
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and node.lineno <= line <= (node.end_lineno or node.lineno)
-        ]
-        if not around:
-            return True
-        innermost = max(around, key=lambda node: node.lineno)
-        positions = self.conditions.get(id(innermost))
-        if positions is None:
-            positions = self.conditions[id(innermost)] = conditional(innermost)
-        return (line, column) not in positions
+            return CLEAN
+        return Value(volatile(result.origins))
 
     def roles_given(self) -> dict[str, str]:
         """After :meth:`run`: the role each top-level class gives its objects when not given one
@@ -548,11 +547,15 @@ class Interpreter(Statements):
         return combine(left, right)
 
     def boolop(self, node: ast.BoolOp, scope: Scope) -> Value:
-        return reduce(join, (self.expr(value, scope) for value in node.values))
+        values = [self.expr(value, scope) for value in node.values]
+        return _common(values) if self.must else reduce(join, values)
 
     def conditional(self, node: ast.IfExp, scope: Scope) -> Value:
         test = self.expr(node.test, scope)
-        chosen = join(self.expr(node.body, scope), self.expr(node.orelse, scope))
+        sides = [self.expr(node.body, scope), self.expr(node.orelse, scope)]
+        if self.must:  # what every call reaches: what both sides hold (``prompt or default_dated()``: none)
+            return _common(sides)
+        chosen = join(*sides)
         return Value(chosen.origins | test.origins) if test.origins else chosen
 
     def compare(self, node: ast.Compare, scope: Scope) -> Value:
@@ -606,6 +609,8 @@ class Interpreter(Statements):
         return Value(held.origins, entries=merged(*parts))
 
     def comprehension(self, node: ast.ListComp | ast.GeneratorExp | ast.SetComp | ast.DictComp, scope: Scope) -> Value:
+        if self.must:  # its elements are made only for the items there are
+            return CLEAN
         inner = Scope(scope)
         found: frozenset[Origin] = frozenset()
         items: frozenset[str] = frozenset()
@@ -674,8 +679,8 @@ class Interpreter(Statements):
         name = self.qualname(func, scope)
         callee = last_name(func) or ""
         called = self.words.callee(callee)
-        if self.placeholders_held and callee in PLACEHOLDER_FILLERS and isinstance(func, ast.Attribute):
-            held = self.held_placeholders(receiver, node, args, kwargs)
+        if self.must and callee in PLACEHOLDER_FILLERS and isinstance(func, ast.Attribute):
+            held = self.held_placeholders(func, receiver, node, args, kwargs)
             if held is not None:
                 return held
         default = self.called_role(func, name) if _capitalized(callee) else None
@@ -851,15 +856,18 @@ class Interpreter(Statements):
         return None
 
     def held_placeholders(
-        self, receiver: Value, node: ast.Call, args: list[Value], kwargs: dict[str, Value]
+        self, func: ast.Attribute, receiver: Value, node: ast.Call, args: list[Value], kwargs: dict[str, Value]
     ) -> Value | None:
-        """In :meth:`own`'s run, a fill of a text a parameter gives (``prompt.replace("__DATE__", today)``,
-        ``chevron.render(template=template, partials_ext=...)``): only what the caller gives, since the text may
-        hold no placeholder. None for a text the function knows or makes (``DATE_PROMPT.format(today)``)."""
-        if receiver.text is not None:
+        """In :meth:`own`'s run, a fill of a text that is a parameter's, whole (``prompt.replace("__DATE__",
+        today)``; ``chevron.render(template=template, partials_ext=...)`` of an imported engine): only what the
+        caller gives, since the text may hold no placeholder. None for a text the function knows, makes or adds to
+        (``DATE_PROMPT.format(today)``, ``f"{prompt} Today is {today}".replace(...)``)."""
+        text = receiver
+        if not given_by_caller(receiver.origins) and isinstance(func.value, ast.Name) and func.value.id in self.imports:
+            text = kwargs.get("template", args[0] if args else CLEAN)  # a template engine's function
+        if text.text is not None or text.shape is not None or not text.origins:
             return None
-        text = kwargs.get("template", args[0] if args and not given_by_caller(receiver.origins) else receiver)
-        if not given_by_caller(text.origins):
+        if any(origin.kind != PARAM for origin in text.origins):
             return None
         given = (receiver, *args, *kwargs.values())
         return Value(frozenset(origin for value in given for origin in value.origins if origin.kind == PARAM))
@@ -1377,9 +1385,19 @@ def _part_of(origin: Origin) -> Origin:
     return replace(origin, label=f"{origin.label}.") if origin.kind == PARAM and not is_part(origin) else origin
 
 
+def _common(values: list[Value]) -> Value:
+    """What every one of ``values`` holds, in a run that keeps what every call reaches (:meth:`Interpreter.own`)."""
+    return Value(reduce(frozenset.intersection, (value.origins for value in values)))
+
+
+def _decorated(function: Function, *names: str) -> bool:
+    """Whether ``function`` has a decorator of one of these last names (``staticmethod``, ``classmethod``)."""
+    return any(last_name(decorator) in names for decorator in function.decorator_list)
+
+
 def _bound(method: Function) -> int:
     """How many first parameters a method's call binds: ``self`` or ``cls``, none for a static method."""
-    return 0 if any(last_name(decorator) == "staticmethod" for decorator in method.decorator_list) else 1
+    return 0 if _decorated(method, "staticmethod") else 1
 
 
 def _name(parameter: ast.arg | None) -> str:

@@ -29,8 +29,9 @@ from agentcache.lint.python.templates import TemplateFiles
 from agentcache.lint.python.values import Value, combine, export_kind, join, kind_rank, read_export, under
 from agentcache.lint.python.vocabulary import VOCABULARY, Vocabulary
 
-#: What a module exports under ``Class(.)`` when it sums up the class's methods (:class:`Summary`) or a method sends
-#: a parameter as the system prompt (:class:`Sent`): an object made of it elsewhere is then known as one of it
+#: What a module exports under ``Class(.)`` when it sums up the class's methods (:class:`Summary`), a method sends
+#: a parameter as the system prompt (:class:`Sent`) or returns a clock on its own (``Class().build(~)``, rare): an
+#: object made of it elsewhere is then known as one of it
 #: (:attr:`Value.cls`), whose methods are followed by their summaries, and whose fields and methods that take no
 #: arguments are read. Not for a class whose fields or methods' results only are exported: following every object
 #: made of one costs an eighth of the analysis, as a volatile field reaches all that is done with the object.
@@ -291,7 +292,7 @@ class Project:
             kind = export_kind(value) if isinstance(value, Value) else value
             if kind is not None:
                 exports[name] = kind
-                if name.endswith(("(*)", "(sent)")) and "()." in name:  # Budget().render(*): one made elsewhere too
+                if name.endswith(("(*)", "(sent)", "(~)")) and "()." in name:  # Budget().render(*): one made elsewhere
                     exports[name.partition("()")[0] + "(.)"] = OBJECT
         for name, value in given.items():
             kind = export_kind(value)

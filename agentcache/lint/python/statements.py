@@ -88,6 +88,12 @@ class Statements(ABC):
         self.owners: dict[int, str] = {}
         """Method (by id) -> the name of its class, a top-level one: what the project's modules give that class's
         constructor is read as its fields."""
+        self.must = False
+        """Whether the run keeps only what every call reaches (:meth:`Interpreter.own`): the branches of an ``if``,
+        a ``match``, a loop (run or not) and a ``try``'s handlers meet (:meth:`Scope.meet`) instead of joining."""
+        self.unsure = False
+        """In such a run, whether the running function may return from a part it skipped (``if not add_date:
+        return prompt``): what it returns after is not reached by every call."""
         self.loops = 0
         self.order: frozenset[Origin] = frozenset()
         """The undefined orders of the loops being run (a set's, a shuffle's): what a loop body adds to a
@@ -272,6 +278,8 @@ class Statements(ABC):
         else:
             self.expr(node.subject, scope)
             bodies = [*(case.body for case in node.cases), []]
+        if self.must:
+            self.unsure_if_returning(bodies)
         forks = []
         outer = self.sinks.script
         if script is not None and self.sinks.globals_read is None:
@@ -283,7 +291,13 @@ class Statements(ABC):
             self.block(body, fork, returns)
             forks.append(fork)
         self.sinks.script = outer
-        scope.merge(*forks)
+        (scope.meet if self.must else scope.merge)(*forks)
+
+    def unsure_if_returning(self, bodies: Sequence[Sequence[ast.stmt]]) -> None:
+        """In a run that keeps what every call reaches, blocks that may not run: a ``return`` in one makes the
+        function's result unsure (:attr:`unsure`)."""
+        if any(isinstance(node, ast.Return) for body in bodies for node in _statements_of(body)):
+            self.unsure = True
 
     def decided(self, test: ast.expr, scope: Scope) -> bool | None:
         """Whether an ``if`` that compares a parameter the running function was called with a literal for, and never
@@ -334,6 +348,8 @@ class Statements(ABC):
             order = sequence_order(iterable, node.iter)
             if order:
                 self.order, self.items = outer | order, items | bound_names(target)
+        if self.must:
+            self.unsure_if_returning([node.body, node.orelse])
         before = scope.fork()
         self.loops += 1
         for _ in range(2 if self.loops <= MAX_REPEATED_LOOPS else 1):
@@ -343,7 +359,7 @@ class Statements(ABC):
         self.loops -= 1
         self.order, self.items = outer, items
         self.block(node.orelse, scope, returns)
-        scope.merge(before, scope)
+        (scope.meet if self.must else scope.merge)(before, scope)
 
     def element_of(self, iterable: Value, site: ast.expr, scope: Scope) -> Value:
         """An item of ``iterable`` (:func:`element`); of ``zip(a, b)`` and ``enumerate(a)`` of names or attributes,
@@ -368,6 +384,8 @@ class Statements(ABC):
     def attempt(self, node: ast.stmt, scope: Scope, returns: list[Value]) -> None:
         """``try``: each handler starts from any point of the body (before it or after it), ``else`` follows
         the whole body, and ``finally`` follows all of them."""
+        if self.must:
+            self.unsure_if_returning([handler.body for handler in getattr(node, "handlers", [])])
         before = scope.fork()
         self.block(getattr(node, "body", []), scope, returns)
         forks = [scope.fork()]
@@ -377,7 +395,7 @@ class Statements(ABC):
             self.block(handler.body, fork, returns)
             forks.append(fork)
         self.block(getattr(node, "orelse", []), forks[0], returns)
-        scope.merge(*forks)
+        (scope.meet if self.must else scope.merge)(*forks)
         self.block(getattr(node, "finalbody", []), scope, returns)
 
     STATEMENTS: ClassVar[dict[type[ast.stmt], StatementHandler]] = {
@@ -512,6 +530,7 @@ class Statements(ABC):
         outer, self.order = self.order, frozenset()  # a call's own collections are not the caller's loop's
         items, self.items = self.items, frozenset()
         outer_cut, self.cut = self.cut, False
+        outer_unsure, self.unsure = self.unsure, False
         scope = Scope(self.globals)
         scope.vars.update(self.fields.get(id(function), {}))
         spec = function.args
@@ -524,7 +543,8 @@ class Statements(ABC):
             fields.update((key, value) for key, value in scope.vars.items() if key.startswith("self.") and _kept(value))
         self.stack.pop()
         self.order, self.items = outer, items
-        result = reduce(join, returns) if returns else CLEAN
+        result = reduce(join, returns) if returns and not self.unsure else CLEAN
+        self.unsure = outer_unsure
         self.memo[key] = (result, depth if self.cut else MAX_CALL_DEPTH)
         self.cut = self.cut or outer_cut
         return result
@@ -542,6 +562,20 @@ def _called_on_self(init: Function, methods: list[Function]) -> list[Function]:
         and node.func.value.id == "self"
     }
     return [method for method in methods if method.name in called and method is not init]
+
+
+def _statements_of(body: Sequence[ast.stmt]) -> list[ast.stmt]:
+    """The statements of a block, nested ones too, but not those of a function or class defined in it."""
+    found: list[ast.stmt] = []
+    pending = list(body)
+    while pending:
+        node = pending.pop()
+        found.append(node)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            pending.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
+            pending.extend(inner for handler in getattr(node, "handlers", []) for inner in handler.body)
+            pending.extend(inner for case in getattr(node, "cases", []) for inner in case.body)
+    return found
 
 
 def _maps_to_sets(annotation: ast.expr) -> bool:

@@ -156,39 +156,10 @@ def statements(tree: ast.Module | Function) -> list[ast.stmt]:
     return found
 
 
-#: Calls that make a container, or the JSON text of one, whose other values a time or an id is kept beside, by the
-#: last word of their name (``json.dumps``, ``json_dumps``, ``model_dump``, ``to_dict``): :func:`returns_text`.
-_CONTAINER_CALLS = frozenset({"dict", "list", "set", "frozenset", "tuple", "dumps", "dump", "json", "asdict"})
-#: ``try`` statements: ``TryStar`` (``except*``) is Python 3.11's.
-_TRIES = tuple(getattr(ast, name) for name in ("Try", "TryStar") if hasattr(ast, name))
-
-
-def conditional(function: Function) -> frozenset[tuple[int, int]]:
-    """The positions (line, column) of the expressions of ``function`` that a call of it may not evaluate: in a
-    branch of an ``if`` or ``match``, a loop's body, an exception handler, one side of a conditional expression, an
-    operand of ``and``/``or`` but the first, a comprehension's element or condition."""
-    found: set[tuple[int, int]] = set()
-
-    def mark(nodes: Iterable[ast.AST]) -> None:
-        for node in nodes:
-            found.update((inner.lineno, inner.col_offset) for inner in ast.walk(node) if isinstance(inner, ast.expr))
-
-    for node in ast.walk(function):
-        if isinstance(node, (ast.If, ast.For, ast.AsyncFor, ast.While)):
-            mark((*node.body, *node.orelse))
-        elif isinstance(node, _TRIES):
-            mark((*node.handlers, *node.orelse))
-        elif isinstance(node, ast.Match):
-            mark(node.cases)
-        elif isinstance(node, ast.IfExp):
-            mark((node.body, node.orelse))
-        elif isinstance(node, ast.BoolOp):
-            mark(node.values[1:])
-        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
-            mark((node.elt, *(condition for generator in node.generators for condition in generator.ifs)))
-        elif isinstance(node, ast.DictComp):
-            mark((node.key, node.value, *(condition for generator in node.generators for condition in generator.ifs)))
-    return frozenset(found)
+#: Calls that make a container (:func:`returns_text`), and the last words of those that serialize one (``json.dumps``,
+#: ``json_dumps``, ``model_dump``, ``to_json``, ``to_dict``): a time or an id is kept there beside other values.
+_CONTAINERS = frozenset({"dict", "list", "set", "frozenset", "tuple", "asdict"})
+_SERIALIZERS = frozenset({"dumps", "dump", "json", "dict"})
 
 
 def returns_text(function: Function) -> bool:
@@ -215,21 +186,38 @@ def returns_text(function: Function) -> bool:
                     bound.setdefault(target.id, []).append(node.value)
         pending.extend(ast.iter_child_nodes(node))
 
-    def text(node: ast.expr, seen: frozenset[str]) -> bool:
+    verdicts: dict[str, bool] = {}
+
+    def named(name: str) -> bool:  # each name judged once: a name bound many times is text if every value is
+        if name not in verdicts:
+            verdicts[name] = True  # a name bound to itself, through others, adds nothing
+            verdicts[name] = all(text(value) for value in bound.get(name, ()))
+        return verdicts[name]
+
+    def text(node: ast.expr) -> bool:
         if isinstance(node, ast.Tuple):
-            return all(text(element, seen) for element in node.elts)
+            return all(text(element) for element in node.elts)
         if isinstance(node, ast.IfExp):
-            return text(node.body, seen) and text(node.orelse, seen)
-        if isinstance(node, ast.BinOp):
-            return text(node.left, seen) and text(node.right, seen)
+            return text(node.body) and text(node.orelse)
+        if isinstance(node, ast.BinOp):  # a string on either side makes the other one a string too
+            sides = (node.left, node.right)
+            return any(map(_is_string, sides)) or all(map(text, sides))
+        if isinstance(node, ast.Await):
+            return text(node.value)
         if isinstance(node, ast.Name):  # a parameter, a global: what it is comes from elsewhere
-            return node.id in seen or all(text(value, seen | {node.id}) for value in bound.get(node.id, ()))
+            return named(node.id)
         if isinstance(node, ast.Call):  # a helper's text (update_prompt(prompt, context)); not an object made
             callee = last_name(node.func) or ""
-            return not callee.lstrip("_")[:1].isupper() and callee.rpartition("_")[2] not in _CONTAINER_CALLS
+            return not (
+                callee.lstrip("_")[:1].isupper() or callee in _CONTAINERS or callee.rpartition("_")[2] in _SERIALIZERS
+            )
         return isinstance(node, (ast.JoinedStr, ast.Constant))
 
-    return bool(returned) and all(text(value, frozenset()) for value in returned)
+    return bool(returned) and all(map(text, returned))
+
+
+def _is_string(node: ast.expr) -> bool:
+    return isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str))
 
 
 def _text_annotation(annotation: ast.expr) -> bool:

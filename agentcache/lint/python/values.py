@@ -326,6 +326,18 @@ class Scope:
         copy.vars = dict(self.vars)
         return copy
 
+    def meet(self, first: Scope, *others: Scope) -> None:
+        """Bind each name to what it holds in every branch (a run that keeps only what every call reaches): the
+        origins all the branches' values share; a name some branch does not bind is not known."""
+        met: dict[str, Value] = {}
+        for name, value in first.vars.items():
+            values = [branch.vars[name] for branch in others if name in branch.vars]
+            if len(values) < len(others):
+                continue
+            shared = value.origins.intersection(*(other.origins for other in values))
+            met[name] = value if all(other is value for other in values) else Value(shared)
+        self.vars = met
+
     def merge(self, first: Scope, *others: Scope) -> None:
         """Bind each name to the join of its values in the branches that bind it (forks of one scope share most
         values: a name bound to the same value everywhere is kept as it is)."""

@@ -232,7 +232,16 @@ class Vocabulary:
     def is_bookkeeping(self, keyword: str) -> bool:
         """Whether a constructor's keyword argument is a record's id or time (``id=``, ``run_id=``,
         ``timestamp=``, ``created_at=``): the object carries it, but what it renders does not."""
-        return keyword in ("id", "uuid", "timestamp", "time", "date") or keyword.endswith(("_id", "_at", "_time"))
+        return (
+            self.is_identifier(keyword)
+            or keyword in ("timestamp", "time", "date")
+            or keyword.endswith(("_at", "_time"))
+        )
+
+    def is_identifier(self, name: str) -> bool:
+        """Whether a keyword or a function's name says an id (``run_id=``, ``generate_group_id(tool)``): a record's
+        key, not text for a prompt."""
+        return name in ("id", "uuid") or name.endswith(("_id", "_uuid"))
 
     def makes_system_prompt(self, function: str) -> bool:
         """Whether a function's name says it returns a system prompt: a verb of ``system_makers``, then a name that
@@ -321,7 +330,9 @@ class Vocabulary:
         if keyword not in self.task_keywords:
             return False
         words = _word_list(called)
-        if called[:1].isupper():  # a class made keeps the instruction it configures, but one named for another role
+        if called.lstrip("_")[
+            :1
+        ].isupper():  # a class made keeps the instruction it configures, unless named for another role
             return not self.other_roles.isdisjoint(words)
         verb = words[0] if words else ""  # predict_click, predictClick
         return (
