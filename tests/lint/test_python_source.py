@@ -1118,6 +1118,40 @@ def test_a_prompt_builder_of_another_module_that_reads_the_clock_in_init_is_foll
     assert found == [("cli.py", 15, "AC101"), ("cli.py", 18, "AC101")]
 
 
+def test_a_helper_kept_in_a_dispatch_table_is_called(tmp_path: Path) -> None:
+    """mcpomni-connect's shape: a date helper kept as a lambda in a module-level dict, called by its literal key
+    (``date_time_func["format_date"]()``), in the module or one that imports the dict, returns the clock; so does a
+    function of the module kept there. A lambda elsewhere is no call (a tool's function that returns the time is no
+    volatile tool), and an entry of another key, or a table a function rebinds, is not this one's."""
+    write_package(
+        tmp_path / "pkg",
+        constants="from datetime import datetime, timezone\n\n"
+        "def _today():\n"
+        "    return datetime.now().strftime('%Y-%m-%d')\n\n"
+        "date_time_func = {\n"
+        "    'format_date': lambda data=None: datetime.now(timezone.utc).strftime('%Y-%m-%dT%H:%M:%S'),\n"
+        "    'today': _today,\n"
+        "    'name': lambda data=None: 'assistant',\n"
+        "}\n",
+        cli="from datetime import datetime\n\n"
+        "from langchain_core.tools import Tool\n"
+        "from openai import OpenAI\n\n"
+        "from .constants import date_time_func\n\n"
+        "LOCAL = {'now': lambda: datetime.now().isoformat()}\n\n"
+        "def chat(client: OpenAI, prompt):\n"
+        "    client.responses.create(model='m', instructions=f'{prompt} {date_time_func[\"format_date\"]()}')\n"
+        "    client.responses.create(model='m', instructions=f'{prompt} {date_time_func[\"today\"]()}')\n"
+        "    client.responses.create(model='m', instructions=f'{prompt} {LOCAL[\"now\"]()}')\n"
+        "    client.responses.create(model='m', instructions=f'{prompt} {date_time_func[\"name\"]()}')\n"
+        "    clock = Tool(name='clock', func=lambda _: datetime.now().isoformat(), description='The time.')\n"
+        "    return client.responses.create(model='m', instructions=prompt, tools=[clock])\n\n"
+        "def shadowed(client: OpenAI, prompt, LOCAL):\n"
+        "    return client.responses.create(model='m', instructions=f'{prompt} {LOCAL[\"now\"]()}')\n",
+    )
+    found = sorted((Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path]).findings)
+    assert found == [("cli.py", line, "AC101") for line in (11, 12, 13)]
+
+
 SENDING_MODULES = {
     "a_assistant": "import datetime\nimport secrets\n\n"
     "from .b_explain import llm_chat\nfrom .client import AgentState, Client\nfrom .llm import chat_as\n\n"

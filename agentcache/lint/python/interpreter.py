@@ -142,6 +142,8 @@ class Interpreter(Statements):
         """The module's classes by dotted name (:attr:`Value.cls`) -> their name here."""
         self.package_top = module.partition(".")[0] + "."
         """The module's top-level package, as the prefix of its names: summaries are looked up there."""
+        self.dispatch: dict[str, dict[str, ast.Lambda | Function]] | None = None
+        """The module's dispatch tables (:meth:`tables`), once asked."""
         self.worth: dict[str, bool] = {}
         """The module's classes -> whether an object of one is known by its class (:meth:`class_made`)."""
         self.factories: dict[int, bool] = {}
@@ -182,6 +184,10 @@ class Interpreter(Statements):
                         found[f"{node.name}().{item.name}{call}"] = self.invoke(item, {})
         for name, fields in self.instance_fields.items():  # Agent().name: a field of every Agent made
             found.update((f"{name}().{key[5:]}", value) for key, value in fields.items())
+        for name, helpers in self.tables().items():  # date_time_func[format_date](): a dispatch table's helper
+            found.update(
+                (f"{name}[{key}]()", self.table_entry(helper, None, [], {})) for key, helper in helpers.items()
+            )
         return found
 
     def own_returns(self) -> dict[str, Value]:
@@ -769,6 +775,8 @@ class Interpreter(Statements):
                 result = self.inline(function, node, args, kwargs, skip_self=False)
         elif isinstance(func, ast.Attribute):
             result = self.method(func, node, receiver, args, kwargs, spread, scope)
+        elif isinstance(func, ast.Subscript):
+            result = self.dispatched(func, node, args, kwargs, scope)
         if result is None and self.words.replies(dotted(func)):
             return CLEAN  # the model's reply: what it says is not what it was sent
         if result is None:
@@ -871,6 +879,63 @@ class Interpreter(Statements):
             return None
         given = (receiver, *args, *kwargs.values())
         return Value(frozenset(origin for value in given for origin in value.origins if origin.kind == PARAM))
+
+    def dispatched(
+        self, func: ast.Subscript, node: ast.Call, args: list[Value], kwargs: dict[str, Value], scope: Scope
+    ) -> Value | None:
+        """A call of a helper kept under a literal key in a module-level dict of callables, a dispatch table
+        (``date_time_func["format_date"]()`` of ``date_time_func = {"format_date": lambda: datetime.now()...}``,
+        the module's or another's: :meth:`tables`): what it returns. None: not such a call."""
+        key = constant(func.slice)
+        if not isinstance(key, str) or not isinstance(func.value, ast.Name):
+            return None
+        name = func.value.id
+        local: Scope | None = scope
+        while local is not self.globals and local is not None and name not in local.vars:
+            local = local.parent
+        if name in self.tables() and local is self.globals:  # the module's name, not a parameter or a local
+            helper = self.tables()[name].get(key)
+            return self.table_entry(helper, node, args, kwargs) if helper is not None else None
+        imported = self.imports.get(name) if scope.lookup(name) is None else None
+        kind = self.learned.get(f"{imported}[{key}]()") if imported else None
+        return read_export(kind, node) if kind else None
+
+    def tables(self) -> dict[str, dict[str, ast.Lambda | Function]]:
+        """The module's dispatch tables: each module-level name bound to a dict display whose literal keys hold
+        lambdas or the module's functions, by key (asked of every call by subscript: made once)."""
+        if self.dispatch is None:
+            self.dispatch = {}
+            for statement in self.tree.body:
+                if not isinstance(statement, (ast.Assign, ast.AnnAssign)):
+                    continue
+                target = statement.targets[0] if isinstance(statement, ast.Assign) else statement.target
+                value = statement.value
+                if not (isinstance(target, ast.Name) and isinstance(value, ast.Dict)):
+                    continue
+                helpers: dict[str, ast.Lambda | Function] = {}
+                for key, entry in zip(value.keys, value.values, strict=True):
+                    if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                        if isinstance(entry, ast.Lambda):
+                            helpers[key.value] = entry
+                        elif isinstance(entry, ast.Name) and entry.id in self.functions:
+                            helpers[key.value] = self.functions[entry.id]
+                if helpers:
+                    self.dispatch[target.id] = helpers
+        return self.dispatch
+
+    def table_entry(
+        self, helper: ast.Lambda | Function, node: ast.Call | None, args: list[Value], kwargs: dict[str, Value]
+    ) -> Value:
+        """What a dispatch table's helper returns: a lambda's body, its parameters not known; a function run."""
+        if isinstance(helper, ast.Lambda):
+            inner = Scope(self.globals)
+            spec = helper.args
+            for arg in (*spec.posonlyargs, *spec.args, *spec.kwonlyargs, spec.vararg, spec.kwarg):
+                if arg is not None:
+                    inner.vars[arg.arg] = CLEAN
+            return self.expr(helper.body, inner)
+        inlined = self.inline(helper, node, args, kwargs, skip_self=False) if node is not None else None
+        return inlined if inlined is not None else self.invoke(helper, {})
 
     def own_kind(self, func: ast.expr, name: str | None, receiver: Value, scope: Scope) -> str | None:
         """What a function or method of another module that a call gives arguments returns on its own, whatever

@@ -381,7 +381,7 @@ def _by_path(path: Path) -> str:
 
 
 #: Where an export's name ends: ``Agent`` of ``Agent().name``, ``today`` of ``today()``.
-_EXPORTED = re.compile(r"[(.]")
+_EXPORTED = re.compile(r"[(.\[]")
 
 
 def _lazy(nodes: list[ast.AST], package: str) -> Iterable[tuple[str, str]]:
