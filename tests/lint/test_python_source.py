@@ -1082,6 +1082,68 @@ def test_what_a_helper_returns_on_some_paths_only_is_not_its_own(tmp_path: Path)
     assert found == [("app.py", line, "AC101") for line in (12, 13, 14, 15)]
 
 
+def test_what_every_path_of_a_helper_returns_is_its_own(tmp_path: Path) -> None:
+    """The second review's shapes: a clock read on every path, at two sites (``datetime.now(tz) if tz else
+    datetime.now()``, or in both branches of an ``if``), in the test of a conditional expression, in every case of a
+    ``match``, after a branch that raises, or added by a loop's ``else`` is the helper's own; a clock after a
+    ``return`` in a ``try`` body, and a pair whose first part is the caller's in every branch, are not; and the
+    second runs leave the tuples a module stores as they found them (a template summed up after them still reads
+    the data stored beside a time)."""
+    write_package(
+        tmp_path / "pkg",
+        utils="from datetime import datetime\nimport time\n\nfrom jinja2 import Template\n\n"
+        "CACHE = {}\nT = Template('{{ data }} for {{ user }}')\n\n"
+        "def two_sites(prompt, tz=None):\n"
+        "    if tz:\n        now = datetime.now(tz)\n    else:\n        now = datetime.now()\n"
+        "    return f'{prompt} Today: {now:%Y-%m-%d}'\n\n"
+        "def greeting(name):\n"
+        "    part = 'morning' if datetime.now().hour < 12 else 'afternoon'\n"
+        "    return f'Good {part}, {name}.'\n\n"
+        "def by_mode(prompt, mode):\n"
+        "    stamp = datetime.now()\n"
+        "    match mode:\n"
+        "        case 'a':\n            return f'{prompt} A {stamp}'\n"
+        "    return f'{prompt} {stamp}'\n\n"
+        "def checked(prompt, strict=False):\n"
+        "    if not prompt:\n        raise ValueError('no prompt')\n    else:\n        stamp = datetime.now()\n"
+        "    return f'{prompt} {stamp}'\n\n"
+        "def looped(prompt, parts):\n"
+        "    for part in parts:\n        prompt += part\n    else:\n        prompt += f' {datetime.now()}'\n"
+        "    return prompt\n\n"
+        "def formatted(prompt):\n"
+        "    try:\n        return prompt.format()\n    except KeyError:\n        pass\n"
+        "    return f'{prompt} {datetime.now()}'\n\n"
+        "def prompts(system, user, lang=None):\n"
+        "    stamp = datetime.now()\n"
+        "    pair = (system, f'{user} Now: {stamp}')\n"
+        "    if lang:\n        pair = (system, f'{user} ({lang}) Now: {stamp}')\n"
+        "    return pair\n\n"
+        "def remember(prompt, key, fresh):\n"
+        "    entry = (prompt, time.time())\n"
+        "    if fresh:\n        entry = (prompt.strip(), time.time())\n"
+        "    CACHE[key] = entry\n"
+        "    return f'{prompt} {time.time()}'\n\n"
+        "def render_cached(key, user):\n"
+        "    data, stamp = CACHE[key]\n"
+        "    return T.render(data=data, user=user)\n",
+        app="from openai import OpenAI\n\n"
+        "from .utils import by_mode, checked, formatted, greeting, looped, prompts, render_cached, two_sites\n\n"
+        "def found(client: OpenAI, prompt, name, parts):\n"
+        "    client.responses.create(model='m', instructions=two_sites(prompt))\n"
+        "    client.responses.create(model='m', instructions=greeting(name))\n"
+        "    client.responses.create(model='m', instructions=by_mode(prompt, name))\n"
+        "    client.responses.create(model='m', instructions=checked(prompt))\n"
+        "    client.responses.create(model='m', instructions=looped(prompt, parts))\n\n"
+        "def quiet(client: OpenAI, prompt, user, key):\n"
+        "    client.responses.create(model='m', instructions=formatted(prompt))\n"
+        "    system, question = prompts(prompt, user)\n"
+        "    client.responses.create(model='m', instructions=system, input=question)\n"
+        "    client.responses.create(model='m', instructions=render_cached(key, user))\n",
+    )
+    found = sorted((Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path]).findings)
+    assert found == [("app.py", line, "AC101") for line in (6, 7, 8, 9, 10)]
+
+
 def test_a_prompt_builder_of_another_module_that_reads_the_clock_in_init_is_followed(tmp_path: Path) -> None:
     """mcpomni-connect's shape: a prompt builder of another module reads the clock once in ``__init__`` and returns
     it from ``build(tools)``, which takes arguments: every caller's prompt holds it, through the field that holds

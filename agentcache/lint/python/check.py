@@ -125,9 +125,9 @@ class PythonSession:
                 exports.update(analysis.roles_given())
                 gives.update(analysis.gives)
                 # last: a summary's runs, with parameters of their own and calls cut short, report and give nothing
-                exports.update(analysis.own_returns())
                 exports.update(analysis.summaries())
                 exports.update(analysis.sending())
+                exports.update(analysis.own_returns())
                 scope = analysis.globals
         except SyntaxError as exc:  # a later part of a large module: the whole module is unparsable
             line, column = exc.lineno or 1, exc.offset or 1

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from agentcache.lint.python.project import Reading, Sent, Summary
 from agentcache.lint.python.sinks import TOOL_LIST, sorts_keys
-from agentcache.lint.python.statements import MAX_CALL_DEPTH, Statements
+from agentcache.lint.python.statements import MAX_CALL_DEPTH, Memo, Statements
 from agentcache.lint.python.syntax import (
     Function,
     bound_names,
@@ -49,6 +49,7 @@ from agentcache.lint.python.values import (
     join,
     keyed,
     made_set,
+    meet,
     merged,
     order_free,
     ordered,
@@ -191,27 +192,37 @@ class Interpreter(Statements):
         return found
 
     def own_returns(self) -> dict[str, Value]:
-        """After :meth:`run`, with the summaries (its runs give parameters values of their own): what each
-        top-level function and method defined once that takes arguments returns on its own, whatever it is given
-        (``date_of(tz)``, ``Builder().build(tools)``: :meth:`own`), for the modules that call them; a call adds it
-        to what it gives (:meth:`own_kind`)."""
+        """Last of all (its runs give parameters values of their own, and keep only what every call reaches): what
+        each top-level function and method defined once that takes arguments returns on its own, whatever it is
+        given (``date_of(tz)``, ``Builder().build(tools)``: :meth:`own`), for the modules that call them; a call
+        adds it to what it gives (:meth:`own_kind`). The runs share one memo, and leave the module's names and
+        stored tuples as they found them."""
         found: dict[str, Value] = {}
+        names, tuples = dict(self.globals.vars), dict(self.tuples)
+        must_memo: Memo = {}
         for name, function, top in self.defined_once():
             bound = 0 if function is top else _bound(function)
             if _decorated(function, "staticmethod", "classmethod") or function.name.startswith("__"):
                 continue  # Class().method(~) is read of an object; __init__ and the like are not called by name
             if takes_arguments(function, bound) and not callable_without_arguments(function, bound):
-                value = self.own(function, bound)
+                value = self.own(function, bound, must_memo)
                 if value.origins:
                     found[f"{name}(~)"] = value
+        self.globals.vars, self.tuples = names, tuples
         return found
 
-    def own(self, function: Function, bound: int) -> Value:
+    def own(
+        self,
+        function: Function,
+        bound: int,
+        must_memo: Memo,
+    ) -> Value:
         """What a function that takes arguments returns whatever it is given: the clocks, draws and ids of its run
         with none given (which :meth:`run` made already) that a run keeping only what every call reaches still
-        returns, each parameter a value of its own: no branch, loop, handler, conditional expression or later
-        operand of ``and``/``or`` runs (``if add_date: parts.append(today())`` depends on the caller, and so does
-        what follows ``if not add_date: return prompt``), and a text a parameter gives whole fills none of its
+        returns, each parameter a value of its own: the branches of an ``if``, a ``match``, a loop (run or not), a
+        ``try``'s handlers, the sides of a conditional expression and the operands of ``and``/``or`` keep what they
+        all hold, and a function what all its ``return`` statements do (``if add_date: parts.append(today())`` and
+        ``if not add_date: return prompt`` depend on the caller); a text a parameter gives whole fills none of its
         placeholders (``prompt.replace("__DATE__", today())``: the caller's text may hold none). Of a function
         that returns text only (:func:`~agentcache.lint.python.syntax.returns_text`: an object or a record keeps a
         time among other values), not named for an id (``generate_group_id(tool)``: a record's key), not one that
@@ -228,7 +239,7 @@ class Interpreter(Statements):
         ):
             return CLEAN
         _, bindings = _own_parameters(function, bound)
-        memo, self.memo, self.must = self.memo, {}, True
+        memo, self.memo, self.must = self.memo, must_memo, True
         try:
             result = self.invoke(function, bindings)
         finally:
@@ -554,14 +565,12 @@ class Interpreter(Statements):
 
     def boolop(self, node: ast.BoolOp, scope: Scope) -> Value:
         values = [self.expr(value, scope) for value in node.values]
-        return _common(values) if self.must else reduce(join, values)
+        return meet(*values) if self.must else reduce(join, values)
 
     def conditional(self, node: ast.IfExp, scope: Scope) -> Value:
         test = self.expr(node.test, scope)
         sides = [self.expr(node.body, scope), self.expr(node.orelse, scope)]
-        if self.must:  # what every call reaches: what both sides hold (``prompt or default_dated()``: none)
-            return _common(sides)
-        chosen = join(*sides)
+        chosen = meet(*sides) if self.must else join(*sides)  # must: what both sides hold
         return Value(chosen.origins | test.origins) if test.origins else chosen
 
     def compare(self, node: ast.Compare, scope: Scope) -> Value:
@@ -939,7 +948,7 @@ class Interpreter(Statements):
 
     def own_kind(self, func: ast.expr, name: str | None, receiver: Value, scope: Scope) -> str | None:
         """What a function or method of another module that a call gives arguments returns on its own, whatever
-        it is given (``date_of(tz)`` returns the clock: :meth:`exports`), as an export's kind (None: nothing)."""
+        it is given (``date_of(tz)`` returns the clock: :meth:`own_returns`), as an export's kind (None: nothing)."""
         if name and name.startswith(self.package_top):
             kind = self.learned.get(f"{name}(~)")
             if kind:
@@ -1448,11 +1457,6 @@ def _own_parameters(function: Function, bound: int, run: int = 0) -> tuple[tuple
 def _part_of(origin: Origin) -> Origin:
     """A parameter's origin as that of a part read of it (:meth:`Interpreter.part_of_parameter`)."""
     return replace(origin, label=f"{origin.label}.") if origin.kind == PARAM and not is_part(origin) else origin
-
-
-def _common(values: list[Value]) -> Value:
-    """What every one of ``values`` holds, in a run that keeps what every call reaches (:meth:`Interpreter.own`)."""
-    return Value(reduce(frozenset.intersection, (value.origins for value in values)))
 
 
 def _decorated(function: Function, *names: str) -> bool:

@@ -33,6 +33,7 @@ from agentcache.lint.python.values import (
     element,
     join,
     keyed,
+    meet,
     merged,
     ordered,
     sequence_order,
@@ -48,6 +49,8 @@ DESCRIBING = frozenset({"description", "__doc__"})
 MAX_REPEATED_LOOPS = 3
 
 #: ``try`` statements: ``try: ... except* E:`` is its own node type from Python 3.11.
+#: (function, bindings) -> what it returned, and how many calls deep it could follow when it cut one short.
+Memo = dict[tuple[int, tuple[tuple[str, Value], ...]], tuple[Value, int]]
 _TRIES: tuple[type[ast.stmt], ...] = tuple(getattr(ast, name) for name in ("Try", "TryStar") if hasattr(ast, name))
 
 StatementHandler = Callable[["Statements", Any, Scope, list[Value]], None]
@@ -63,7 +66,7 @@ class Statements(ABC):
         self.stack: list[Function] = []
         self.sinks = Sinks(words, self.stack)
         self.globals = Scope()
-        self.memo: dict[tuple[int, tuple[tuple[str, Value], ...]], tuple[Value, int]] = {}
+        self.memo: Memo = {}
         """(function, bindings) -> what it returned, and how many calls deep it could follow when it cut one short
         (else :data:`MAX_CALL_DEPTH`): :meth:`invoke`."""
         self.cut = False
@@ -91,9 +94,6 @@ class Statements(ABC):
         self.must = False
         """Whether the run keeps only what every call reaches (:meth:`Interpreter.own`): the branches of an ``if``,
         a ``match``, a loop (run or not) and a ``try``'s handlers meet (:meth:`Scope.meet`) instead of joining."""
-        self.unsure = False
-        """In such a run, whether the running function may return from a part it skipped (``if not add_date:
-        return prompt``): what it returns after is not reached by every call."""
         self.loops = 0
         self.order: frozenset[Origin] = frozenset()
         """The undefined orders of the loops being run (a set's, a shuffle's): what a loop body adds to a
@@ -278,8 +278,6 @@ class Statements(ABC):
         else:
             self.expr(node.subject, scope)
             bodies = [*(case.body for case in node.cases), []]
-        if self.must:
-            self.unsure_if_returning(bodies)
         forks = []
         outer = self.sinks.script
         if script is not None and self.sinks.globals_read is None:
@@ -291,13 +289,12 @@ class Statements(ABC):
             self.block(body, fork, returns)
             forks.append(fork)
         self.sinks.script = outer
-        (scope.meet if self.must else scope.merge)(*forks)
-
-    def unsure_if_returning(self, bodies: Sequence[Sequence[ast.stmt]]) -> None:
-        """In a run that keeps what every call reaches, blocks that may not run: a ``return`` in one makes the
-        function's result unsure (:attr:`unsure`)."""
-        if any(isinstance(node, ast.Return) for body in bodies for node in _statements_of(body)):
-            self.unsure = True
+        if not self.must:
+            scope.merge(*forks)
+            return
+        going = [fork for fork, body in zip(forks, bodies, strict=True) if not _exits(body)]
+        if going:  # a branch that returns or raises goes on nowhere after the statement
+            scope.meet(*going)
 
     def decided(self, test: ast.expr, scope: Scope) -> bool | None:
         """Whether an ``if`` that compares a parameter the running function was called with a literal for, and never
@@ -348,8 +345,6 @@ class Statements(ABC):
             order = sequence_order(iterable, node.iter)
             if order:
                 self.order, self.items = outer | order, items | bound_names(target)
-        if self.must:
-            self.unsure_if_returning([node.body, node.orelse])
         before = scope.fork()
         self.loops += 1
         for _ in range(2 if self.loops <= MAX_REPEATED_LOOPS else 1):
@@ -358,8 +353,12 @@ class Statements(ABC):
             self.block(node.body, scope, returns)
         self.loops -= 1
         self.order, self.items = outer, items
+        if self.must:  # the body may not run; else runs when it ends
+            scope.meet(before, scope)
+            self.block(node.orelse, scope, returns)
+            return
         self.block(node.orelse, scope, returns)
-        (scope.meet if self.must else scope.merge)(before, scope)
+        scope.merge(before, scope)
 
     def element_of(self, iterable: Value, site: ast.expr, scope: Scope) -> Value:
         """An item of ``iterable`` (:func:`element`); of ``zip(a, b)`` and ``enumerate(a)`` of names or attributes,
@@ -384,8 +383,6 @@ class Statements(ABC):
     def attempt(self, node: ast.stmt, scope: Scope, returns: list[Value]) -> None:
         """``try``: each handler starts from any point of the body (before it or after it), ``else`` follows
         the whole body, and ``finally`` follows all of them."""
-        if self.must:
-            self.unsure_if_returning([handler.body for handler in getattr(node, "handlers", [])])
         before = scope.fork()
         self.block(getattr(node, "body", []), scope, returns)
         forks = [scope.fork()]
@@ -530,7 +527,6 @@ class Statements(ABC):
         outer, self.order = self.order, frozenset()  # a call's own collections are not the caller's loop's
         items, self.items = self.items, frozenset()
         outer_cut, self.cut = self.cut, False
-        outer_unsure, self.unsure = self.unsure, False
         scope = Scope(self.globals)
         scope.vars.update(self.fields.get(id(function), {}))
         spec = function.args
@@ -543,8 +539,10 @@ class Statements(ABC):
             fields.update((key, value) for key, value in scope.vars.items() if key.startswith("self.") and _kept(value))
         self.stack.pop()
         self.order, self.items = outer, items
-        result = reduce(join, returns) if returns and not self.unsure else CLEAN
-        self.unsure = outer_unsure
+        if self.must:  # what every path returns: falling off the end returns None
+            result = meet(*returns, *([] if _exits(function.body) else [CLEAN])) if returns else CLEAN
+        else:
+            result = reduce(join, returns) if returns else CLEAN
         self.memo[key] = (result, depth if self.cut else MAX_CALL_DEPTH)
         self.cut = self.cut or outer_cut
         return result
@@ -564,18 +562,23 @@ def _called_on_self(init: Function, methods: list[Function]) -> list[Function]:
     return [method for method in methods if method.name in called and method is not init]
 
 
-def _statements_of(body: Sequence[ast.stmt]) -> list[ast.stmt]:
-    """The statements of a block, nested ones too, but not those of a function or class defined in it."""
-    found: list[ast.stmt] = []
-    pending = list(body)
-    while pending:
-        node = pending.pop()
-        found.append(node)
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            pending.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
-            pending.extend(inner for handler in getattr(node, "handlers", []) for inner in handler.body)
-            pending.extend(inner for case in getattr(node, "cases", []) for inner in case.body)
-    return found
+def _exits(body: Sequence[ast.stmt]) -> bool:
+    """Whether a block always returns or raises at its end (an ``if`` whose branches all do, a ``try`` whose body
+    and handlers do): what follows it is not reached from it."""
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, (ast.Return, ast.Raise)):
+        return True
+    if isinstance(last, ast.If):
+        return _exits(last.body) and _exits(last.orelse)
+    if isinstance(last, (ast.With, ast.AsyncWith)):
+        return _exits(last.body)
+    if isinstance(last, _TRIES):
+        handlers = getattr(last, "handlers", [])
+        ended = _exits(getattr(last, "body", [])) or _exits(getattr(last, "orelse", []))
+        return _exits(getattr(last, "finalbody", [])) or (ended and all(_exits(handler.body) for handler in handlers))
+    return False
 
 
 def _maps_to_sets(annotation: ast.expr) -> bool:

@@ -87,6 +87,36 @@ def combine(*values: Value) -> Value:
     return Value(origins) if origins else CLEAN
 
 
+def meet(first: Value, *others: Value) -> Value:
+    """What every one of these values holds, in a run that keeps only what every call reaches: the origins they
+    share, and a clock, a draw or an id every one holds, read where it may be (``now = datetime.now(tz) if tz else
+    datetime.now()``); a tuple's parts and a dict's entries under the keys all hold met one by one, and the text
+    and class they all have kept."""
+    if all(other is first for other in others):
+        return first
+    shared = first.origins.intersection(*(other.origins for other in others))
+    kinds = {origin.kind for origin in volatile(first.origins)}.intersection(
+        *({origin.kind for origin in volatile(other.origins)} for other in others)
+    )
+    shared |= {origin for origin in volatile(first.origins) if origin.kind in kinds}
+    items = None
+    if first.items is not None and all(
+        other.items is not None and len(other.items) == len(first.items) for other in others
+    ):
+        items = tuple(meet(*parts) for parts in zip(first.items, *(other.items or () for other in others), strict=True))
+    entries = None
+    if first.entries is not None and all(other.entries is not None for other in others):
+        held = [dict(other.entries or ()) for other in others]
+        entries = tuple(
+            (key, meet(value, *(each[key] for each in held)))
+            for key, value in first.entries
+            if all(key in each for each in held)
+        )
+    text = first.text if all(other.text == first.text for other in others) else None
+    cls = first.cls if all(other.cls == first.cls for other in others) else None
+    return Value(frozenset(shared), text=text, items=items, entries=entries, cls=cls)
+
+
 def join(first: Value, second: Value) -> Value:
     """A value that is one of these two (branches that merge)."""
     if first is second or first == second:
@@ -327,15 +357,13 @@ class Scope:
         return copy
 
     def meet(self, first: Scope, *others: Scope) -> None:
-        """Bind each name to what it holds in every branch (a run that keeps only what every call reaches): the
-        origins all the branches' values share; a name some branch does not bind is not known."""
+        """Bind each name to what it holds in every branch (a run that keeps only what every call reaches:
+        :func:`meet`); a name some branch does not bind is not known."""
         met: dict[str, Value] = {}
         for name, value in first.vars.items():
             values = [branch.vars[name] for branch in others if name in branch.vars]
-            if len(values) < len(others):
-                continue
-            shared = value.origins.intersection(*(other.origins for other in values))
-            met[name] = value if all(other is value for other in values) else Value(shared)
+            if len(values) == len(others):
+                met[name] = meet(value, *values)
         self.vars = met
 
     def merge(self, first: Scope, *others: Scope) -> None:
