@@ -158,6 +158,7 @@ def fetch(cache: Path, corpus: str) -> Path:
                     ":all:",
                     "--python-version",
                     "3.12",
+                    "--ignore-requires-python",  # the sources are read, not run: a package for older Pythons too
                     "-d",
                     str(downloads),
                     f"{package['name']}=={package['version']}",
