@@ -858,19 +858,22 @@ class Interpreter(Statements):
             and not self.words.binds(attr)
         ):  # a binder's body (the framework's own) is how what it is given is sent: reported at the call
             return self.inline(self.methods[attr], node, args, kwargs, skip_self=True)
-        if not (node.args or node.keywords):
-            for owner in self.owners_of(func.value, receiver, scope):  # a method of a class in another module
-                kind = self.learned.get(f"{owner}().{attr}()")
-                if kind:
-                    return read_export(kind, node)
-        elif receiver.cls or (type(func.value) is ast.Name and func.value.id != "self"):  # by its summary
-            for owner in self.owners_of(func.value, receiver, scope):
+        if not (node.args or node.keywords):  # a method of a class in another module
+            kind = self.learned_of(self.owners_of(func.value, receiver, scope), f".{attr}()")
+            return read_export(kind, node) if kind else None
+        if receiver.cls or (type(func.value) is ast.Name and func.value.id != "self"):  # by its summary
+            owners = self.owners_of(func.value, receiver, scope)
+            for owner in owners:
                 self.given_to_sent(f"{owner}().{attr}(sent)", node, args, kwargs)
-                summary = self.learned.get(f"{owner}().{attr}(*)")
-                returned = self.summed_up(Summary.decode(summary), node, args, kwargs) if summary else None
-                if returned is not None:
-                    return combine(receiver, returned)
+            summary = self.learned_of(owners, f".{attr}(*)")
+            returned = self.summed_up(Summary.decode(summary), node, args, kwargs) if summary else None
+            return combine(receiver, returned) if returned is not None else None
         return None
+
+    def learned_of(self, owners: tuple[str, ...], member: str) -> str | None:
+        """What the project learned of ``member`` (``.render()``, ``.build(*)``) of an object of ``owners``: the
+        first class that has it, as :meth:`owners_of` orders them."""
+        return next(filter(None, (self.learned.get(f"{owner}(){member}") for owner in owners)), None)
 
     def held_placeholders(
         self, func: ast.Attribute, receiver: Value, node: ast.Call, args: list[Value], kwargs: dict[str, Value]
@@ -899,10 +902,7 @@ class Interpreter(Statements):
         if not isinstance(key, str) or not isinstance(func.value, ast.Name):
             return None
         name = func.value.id
-        local: Scope | None = scope
-        while local is not self.globals and local is not None and name not in local.vars:
-            local = local.parent
-        if name in self.tables() and local is self.globals:  # the module's name, not a parameter or a local
+        if name in self.tables() and scope.binder(name) in (None, self.globals):  # not a parameter or a local
             helper = self.tables()[name].get(key)
             return self.table_entry(helper, node, args, kwargs) if helper is not None else None
         imported = self.imports.get(name) if scope.lookup(name) is None else None
@@ -954,10 +954,7 @@ class Interpreter(Statements):
             if kind:
                 return kind
         if isinstance(func, ast.Attribute) and (receiver.cls or type(func.value) is ast.Name):
-            for owner in self.owners_of(func.value, receiver, scope):
-                kind = self.learned.get(f"{owner}().{func.attr}(~)")
-                if kind:
-                    return kind
+            return self.learned_of(self.owners_of(func.value, receiver, scope), f".{func.attr}(~)")
         return None
 
     def summed(

@@ -332,23 +332,20 @@ class Scope:
         self.parent = parent
         self.vars: dict[str, Value] = {}
 
-    def lookup(self, name: str) -> Value | None:
+    def binder(self, name: str) -> Scope | None:
+        """The scope that binds ``name``, this one or an enclosing one (None: none does)."""
         scope: Scope | None = self
-        while scope is not None:
-            if name in scope.vars:
-                return scope.vars[name]
+        while scope is not None and name not in scope.vars:
             scope = scope.parent
-        return None
+        return scope
+
+    def lookup(self, name: str) -> Value | None:
+        scope = self.binder(name)
+        return scope.vars[name] if scope is not None else None
 
     def update(self, name: str, value: Value) -> None:
         """Rebind ``name`` where it lives: a mutation (``append``, item assignment) changes that object."""
-        scope: Scope | None = self
-        while scope is not None:
-            if name in scope.vars:
-                scope.vars[name] = value
-                return
-            scope = scope.parent
-        self.vars[name] = value
+        (self.binder(name) or self).vars[name] = value
 
     def fork(self) -> Scope:
         """A copy for one branch; :meth:`merge` joins the branches back."""
