@@ -1214,6 +1214,87 @@ def test_a_helper_kept_in_a_dispatch_table_is_called(tmp_path: Path) -> None:
     assert found == [("cli.py", line, "AC101") for line in (11, 12, 13)]
 
 
+def test_a_dated_system_prompt_handed_to_an_agent_of_another_module_is_followed(tmp_path: Path) -> None:
+    """mcpomni-connect's shape: prompt makers of another module are given the time as ``current_date_time=`` (the
+    time a prompt says, not a record's), an agent class of another module is given it to keep, and the prompts go
+    to an agent's method as ``system_prompt=``. A helper that takes ``system_prompt`` and never reads it sends
+    nothing: the prompt is reported where the agent is given it. An abstract method's unread parameter is still
+    taken, and a record's ``created_at=`` stays a record's."""
+    write_package(
+        tmp_path / "pkg",
+        prompts="def generate_react_prompt(current_date_time: str) -> str:\n"
+        "    return f\"You are an agent.\\n<now>{current_date_time}</now>\"\n\n"
+        "def generate_role_prompt_template(agent_role_prompt: str, current_date_time: str) -> str:\n"
+        "    return f\"{agent_role_prompt}\\n<now>{current_date_time}</now>\"\n\n"
+        "async def get_prompt_with_agent(system_prompt: str, name: str, fetch):\n"
+        "    return await fetch(name)\n",
+        agent="class Agent:\n"
+        "    async def run(self, system_prompt: str, query: str, llm):\n"
+        "        raise NotImplementedError\n\n"
+        "class ReactAgent:\n"
+        "    async def _run(self, system_prompt: str, query: str, llm):\n"
+        "        messages = [{'role': 'system', 'content': system_prompt}, {'role': 'user', 'content': query}]\n"
+        "        return await llm(messages)\n",
+        team="from .prompts import generate_role_prompt_template\n\n"
+        "class Record:\n"
+        "    def __init__(self, created_at):\n"
+        "        self.created_at = created_at\n\n"
+        "class Team:\n"
+        "    def __init__(self, role: str, current_date_time: str, record: Record):\n"
+        "        self.role, self.current_date_time, self.record = role, current_date_time, record\n\n"
+        "    async def ask(self, query: str, llm):\n"
+        "        agent_system_prompt = generate_role_prompt_template(\n"
+        "            agent_role_prompt=self.role, current_date_time=self.current_date_time\n"
+        "        )\n"
+        "        stamped_system_prompt = f'{self.role} {self.record.created_at}'\n"
+        "        return await llm([{'role': 'system', 'content': agent_system_prompt}, query])\n",
+        cli="from datetime import datetime\n\n"
+        "from .agent import Agent, ReactAgent\n"
+        "from .prompts import generate_react_prompt, get_prompt_with_agent\n"
+        "from .team import Record, Team\n\n"
+        "async def chat(query, llm, fetch, agent: Agent):\n"
+        "    react_prompt = generate_react_prompt(current_date_time=datetime.now().isoformat())\n"
+        "    first = await get_prompt_with_agent(system_prompt=react_prompt, name=query, fetch=fetch)\n"
+        "    await ReactAgent()._run(system_prompt=react_prompt, query=first, llm=llm)\n"
+        "    await agent.run(system_prompt=f'Now: {datetime.now()}', query=query, llm=llm)\n"
+        "    team = Team('lead', current_date_time=str(datetime.now()), record=Record(created_at=datetime.now()))\n"
+        "    return await team.ask(query, llm)\n",
+    )
+    found = sorted((Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path]).findings)
+    assert found == [("cli.py", 10, "AC101"), ("cli.py", 11, "AC101"), ("team.py", 12, "AC101")]
+
+
+def test_a_tool_definition_is_checked_where_it_is_made(tmp_path: Path) -> None:
+    """agentmake's shape: a tool file holds its definition in a module-level dict that the framework reads and runs
+    (no call of this code sends it); a definition (a function's name, description and parameters, or
+    ``{"type": "function", "function": ...}``) is only made to be sent, so a clock, a draw or an id in it is
+    reported there; not a set's order, which what the analysis does not see may make moot. A definition the module
+    sends is reported where it is sent, once; a tool call (its id, its arguments) is none."""
+    write_package(
+        tmp_path / "pkg",
+        tool="import datetime\n\n"
+        "CURRENT_DATETIME = str(datetime.datetime.now())\n\n"
+        "TOOL_SCHEMA = {\n"
+        "    'name': 'convert_relative_datetime',\n"
+        "    'description': f'Convert relative dates; the current datetime is {CURRENT_DATETIME}.',\n"
+        "    'parameters': {'type': 'object', 'properties': {'text': {'type': 'string'}}},\n"
+        "}\n",
+        kinds="import random\nimport uuid\n\n"
+        "def kinds_tool(k):\n"
+        "    return {'type': 'function', 'function': {'name': 'pick', 'parameters': {'enum': random.sample(k, 2)}}}\n\n"
+        "def ordered_tool(k):\n"
+        "    return {'type': 'function', 'function': {'name': 'pick', 'parameters': {'enum': list(set(k))}}}\n\n"
+        "def tool_call(name, args):\n"
+        "    return {'id': str(uuid.uuid4()), 'type': 'function', 'function': {'name': name, 'arguments': args}}\n",
+        sent="import time\n\n"
+        "def ask(client, question):\n"
+        "    tool = {'name': 'clock', 'description': f'Now: {time.time()}', 'input_schema': {'type': 'object'}}\n"
+        "    return client.messages.create(model='m', messages=[question], tools=[tool])\n",
+    )
+    found = sorted((Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path]).findings)
+    assert found == [("kinds.py", 5, "AC102"), ("sent.py", 5, "AC102"), ("tool.py", 5, "AC102")]
+
+
 SENDING_MODULES = {
     "a_assistant": "import datetime\nimport secrets\n\n"
     "from .b_explain import llm_chat\nfrom .client import AgentState, Client\nfrom .llm import chat_as\n\n"

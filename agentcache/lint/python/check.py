@@ -123,6 +123,7 @@ class PythonSession:
                 results.extend(analysis.sinks.results())
                 exports.update(analysis.exports())
                 exports.update(analysis.roles_given())
+                exports.update(analysis.unread())
                 gives.update(analysis.gives)
                 # last: a summary's runs, with parameters of their own and calls cut short, report and give nothing
                 exports.update(analysis.summaries())

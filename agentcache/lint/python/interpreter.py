@@ -28,6 +28,7 @@ from agentcache.lint.python.syntax import (
     returns_text,
     role_default,
     takes_arguments,
+    unread_parameters,
 )
 from agentcache.lint.python.templates import TemplateFiles, reads
 from agentcache.lint.python.values import (
@@ -190,6 +191,38 @@ class Interpreter(Statements):
                 (f"{name}[{key}]()", self.table_entry(helper, None, [], {})) for key, helper in helpers.items()
             )
         return found
+
+    def unread(self) -> dict[str, str]:
+        """What no call's keyword sends, for the modules that call them: the parameters named as sinks
+        (``system_prompt``, ``tools``) that each function and method defined once takes and never reads
+        (``get_prompt(unread)``: :func:`~agentcache.lint.python.syntax.unread_parameters`)."""
+        found = {}
+        for name, function, _ in self.defined_once():
+            unread = unread_parameters(function, self.words.sink_keywords)
+            if unread:
+                found[f"{name}(unread)"] = ",".join(sorted(unread))
+        return found
+
+    def dropped(
+        self, func: ast.expr, name: str | None, node: ast.Call, receiver: Value, scope: Scope
+    ) -> frozenset[str]:
+        """The sink keywords a call gives parameters the called function never reads (:meth:`unread`): a function
+        or ``self``'s method of the module, or one of another module of the package, or a method of an object of
+        its classes."""
+        keywords = [keyword.arg for keyword in node.keywords if keyword.arg and self.words.sends(keyword.arg)]
+        if not keywords:
+            return frozenset()
+        local: Function | None = None
+        if isinstance(func, ast.Name) and scope.lookup(func.id) is None:
+            local = self.functions.get(func.id)
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            local = self.methods.get(func.attr)
+        if local is not None:
+            return unread_parameters(local, keywords)
+        learned = self.learned.get(f"{name}(unread)") if name and name.startswith(self.package_top) else None
+        if learned is None and isinstance(func, ast.Attribute) and (receiver.cls or type(func.value) is ast.Name):
+            learned = self.learned_of(self.owners_of(func.value, receiver, scope), f".{func.attr}(unread)")
+        return frozenset(learned.split(",")) if learned else frozenset()
 
     def own_returns(self) -> dict[str, Value]:
         """Last of all (its runs give parameters values of their own, and keep only what every call reaches): what
@@ -699,7 +732,8 @@ class Interpreter(Statements):
             if held is not None:
                 return held
         default = self.called_role(func, name) if _capitalized(callee) else None
-        if self.sinks.call_sinks(node, callee, called, args, kwargs, spread, default):
+        dropped = self.dropped(func, name, node, receiver, scope)
+        if self.sinks.call_sinks(node, callee, called, args, kwargs, spread, default, dropped):
             return CLEAN  # a user's or an assistant's message
         if name is not None:
             kind = source_kind(name, len(node.args) + len(keywords), self.words)

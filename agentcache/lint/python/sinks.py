@@ -59,6 +59,8 @@ class Sinks:
         self.stack = stack
         """The functions being run, innermost last (the interpreter's call stack)."""
         self.reports: dict[tuple[str, int, int], Report] = {}
+        self.definitions: dict[tuple[str, int, int], Report] = {}
+        """Reports at a tool's definition (:meth:`definition_sink`): kept only for what no sink reports."""
         self.bound: dict[tuple[int, int], str] = {}
         """Position of a value bound at module level to a name that says system prompt or tools -> that name."""
         self.escaping: dict[int, frozenset[str]] = {}
@@ -111,6 +113,7 @@ class Sinks:
         kwargs: dict[str, Value],
         spread: list[Value],
         default: str | None = None,
+        dropped: frozenset[str] = frozenset(),
     ) -> bool:
         """The sinks among a call's arguments: ``system=``, ``tools=``, ``SystemMessage(...)``, ``bind_tools``,
         ``set_instruction(...)``, ``Message(role="system", content=...)``, ``Message("system", text)``... Returns
@@ -121,7 +124,8 @@ class Sinks:
         ``name``: the called name, ``called``: what the vocabulary says of it; ``spread``: the dicts given as
         ``**kwargs``, whose entries are keyword arguments too. ``default``: the role the called class gives its
         objects when not given ``role=`` (:data:`SYSTEM`, another of ``other_roles``, ``""`` for one of its own),
-        read from its body: it says what the class makes, whatever its name says."""
+        read from its body: it says what the class makes, whatever its name says. ``dropped``: the keywords the
+        called function never reads (what it is given there goes nowhere)."""
         func = node.func
         method = isinstance(func, ast.Attribute)
         words = self.words
@@ -139,7 +143,7 @@ class Sinks:
                 role = keyword
             elif keyword.arg == "prompt" and called.sink == AGENT:
                 self.system_sink(keyword.value, kwargs[keyword.arg])
-            elif keyword.arg in words.sink_keywords:
+            elif keyword.arg in words.sink_keywords and keyword.arg not in dropped:
                 self.keyword_argument(keyword.arg, keyword.value, kwargs[keyword.arg], name, called, method)
             elif constant(keyword.value) is True and words.asks_for_clock(keyword.arg) and not words.measures(name):
                 stamp = Origin(keyword.value.lineno, keyword.value.col_offset, CLOCK, f"{keyword.arg}=True")
@@ -256,7 +260,9 @@ class Sinks:
         keyword arguments of a call (``**kwargs``) or a request's body, unless a key says it is a report (a run's
         result, a status panel: :meth:`Vocabulary.reports`). A dict written as an argument is the called
         function's (a record logged, a payload dumped), not followed; and the system keywords are too common as a
-        record's fields (``{"instructions": ...}`` of an artifact) to say so of a dict."""
+        record's fields (``{"instructions": ...}`` of an artifact) to say so of a dict. A tool's definition is
+        checked too (:meth:`definition_sink`)."""
+        self.definition_sink(node, value)
         if not value.entries or self.words.reports(node):
             return
         entries = dict(value.entries)
@@ -387,6 +393,18 @@ class Sinks:
             self.report(VOLATILE_TOOLS, node, changing, sink)
         self.order_sink(node, orders(value, taken), sink)
 
+    def definition_sink(self, node: ast.Dict, value: Value) -> None:
+        """A dict display bound or returned that has the shape of a tool's definition (a function's ``name``,
+        ``description`` and ``parameters``, ``input_schema`` or ``inputSchema``; ``{"type": "function",
+        "function": ...}``): only ever made to be sent as a tool, even where the code that sends it is not seen
+        (a tool file a framework reads and runs, a schema given to a wrapper). What differs in it is reported
+        here when no sink reports it: a clock read, a draw or an id. Not a set's order, which the analysis keeps
+        through what makes it moot when the schema is built for a sink it does not see (a set of one type picked
+        by ``next(iter(...))``, the types of a union sorted by name)."""
+        changing = volatile(value.origins)
+        if changing and _defines_tool(node):
+            self.report(VOLATILE_TOOLS, node, changing, TOOL_SCHEMA, defined=True)
+
     def reached(self, value: Value) -> None:
         """Note that the running functions reach a system prompt, and which of their parameters ``value`` holds."""
         self.reach_from(0)
@@ -419,20 +437,25 @@ class Sinks:
         found = last_name(node)
         return self.words.role_named(found) if found is not None else None
 
-    def report(self, rule: Rule, node: ast.expr, origins: frozenset[Origin], sink: str) -> Report:
+    def report(
+        self, rule: Rule, node: ast.expr, origins: frozenset[Origin], sink: str, defined: bool = False
+    ) -> Report:
+        reports = self.definitions if defined else self.reports
         key = (rule.code, node.lineno, node.col_offset)
-        report = self.reports.get(key)
+        report = reports.get(key)
         if report is None:
-            report = self.reports[key] = Report(rule, node, sink)
+            report = reports[key] = Report(rule, node, sink)
         report.origins |= origins
         return report
 
     def results(self) -> Iterator[tuple[Rule, ast.expr, str]]:
         """(rule, node, message) per finding. Each source is reported once per problem, at the first sink it
-        reaches, so a prompt assigned to ``SYSTEM_PROMPT`` and then sent is one finding, not two."""
+        reaches, so a prompt assigned to ``SYSTEM_PROMPT`` and then sent is one finding, not two; at a tool's
+        definition only when it reaches no sink."""
         seen: dict[str, set[Origin]] = {}
-        for key in sorted(self.reports, key=lambda key: (key[1], key[2], key[0])):
-            report = self.reports[key]
+        by_place = sorted(self.reports.items(), key=lambda item: (item[0][1], item[0][2], item[0][0]))
+        by_place += sorted(self.definitions.items(), key=lambda item: (item[0][1], item[0][2], item[0][0]))
+        for key, report in by_place:
             if self.bound.get(key[1:]) in self.sentinels:
                 continue
             rule = VOLATILE_SYSTEM_PROMPT if report.rule is VOLATILE_BEFORE_STABLE else report.rule
@@ -441,6 +464,26 @@ class Sinks:
                 continue
             group |= report.origins
             yield report.rule, report.node, message(report)
+
+
+#: The keys under which a tool's definition holds its parameters' schema: OpenAI's, Anthropic's, MCP's.
+_PARAMETER_KEYS = frozenset({"parameters", "input_schema", "inputSchema"})
+
+
+def _defines_tool(node: ast.Dict) -> bool:
+    """Whether a dict display is a tool's definition (:meth:`Sinks.definition_sink`), not a tool call, which holds
+    the same ``{"type": "function", "function": ...}`` with an id and the arguments."""
+    keys = {constant(key) for key in node.keys if key is not None}
+    if {"name", "description"} <= keys:
+        return not keys.isdisjoint(_PARAMETER_KEYS)
+    kind, function = entry_at(node, "type"), entry_at(node, "function")
+    if kind is None or constant(kind) != "function" or function is None or not keys.isdisjoint(_CALL_KEYS):
+        return False
+    return not (isinstance(function, ast.Dict) and any(constant(key) in _CALL_KEYS for key in function.keys if key))
+
+
+#: Keys only a tool call holds (its id, its arguments), never a tool's definition.
+_CALL_KEYS = frozenset({"id", "call_id", "tool_call_id", "arguments", "index"})
 
 
 def sorts_keys(node: ast.Call, name: str) -> bool:

@@ -4,7 +4,7 @@ its source text) and the facts gathered once per module (imports, functions it c
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -56,6 +56,29 @@ def takes_arguments(function: Function, bound: int = 0) -> bool:
     """Whether ``function`` has parameters besides its ``bound`` first ones (a method's ``self``)."""
     spec = function.args
     return len(spec.posonlyargs) + len(spec.args) > bound or bool(spec.vararg or spec.kwonlyargs or spec.kwarg)
+
+
+def unread_parameters(function: Function, names: Collection[str]) -> frozenset[str]:
+    """The parameters among ``names`` that ``function`` takes and its body never reads: what a call gives them is
+    dropped. None of a body that only declares (a docstring, ``pass``, ``...``, a ``raise``: an abstract method that
+    an override implements) or reads its ``locals()``."""
+    spec = function.args
+    unread = {arg.arg for arg in (*spec.posonlyargs, *spec.args, *spec.kwonlyargs) if arg.arg in names}
+    if not unread or all(_declares(statement) for statement in function.body):
+        return frozenset()
+    for statement in function.body:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name):
+                unread.discard(node.id)
+                if node.id in ("locals", "vars"):
+                    return frozenset()
+    return frozenset(unread)
+
+
+def _declares(statement: ast.stmt) -> bool:
+    return isinstance(statement, (ast.Pass, ast.Raise)) or (
+        isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
+    )
 
 
 def returns_own_class(function: Function) -> bool:

@@ -155,7 +155,7 @@ class Vocabulary:
     """Calls taking ``(model, tools, prompt=...)``."""
     system_names: tuple[str, ...] = ("system_prompt", "system_message", "system_instruction", "custom_instructions")
     """A variable or attribute whose name ends so holds a system prompt."""
-    prompt_names: tuple[str, ...] = ("prompt",)
+    prompt_names: tuple[str, ...] = ("prompt", "prompt_template")
     """A function named by a verb of ``system_makers`` and a name ending so makes a prompt of its keyword arguments
     (``prompts.get_cached_prompt(name, inputs={"date": today})``): those a text of the package prints fill it."""
     system_makers: frozenset[str] = frozenset(
@@ -231,11 +231,11 @@ class Vocabulary:
 
     def is_bookkeeping(self, keyword: str) -> bool:
         """Whether a constructor's keyword argument is a record's id or time (``id=``, ``run_id=``,
-        ``timestamp=``, ``created_at=``): the object carries it, but what it renders does not."""
-        return (
-            self.is_identifier(keyword)
-            or keyword in ("timestamp", "time", "date")
-            or keyword.endswith(("_at", "_time"))
+        ``timestamp=``, ``created_at=``): the object carries it, but what it renders does not. Not the current time
+        (``current_date_time=``), which an object is given to say it."""
+        return self.is_identifier(keyword) or (
+            (keyword in ("timestamp", "time", "date") or keyword.endswith(("_at", "_time")))
+            and not keyword.startswith("current_")  # current_date_time=: the time a prompt is to say
         )
 
     def is_identifier(self, name: str) -> bool:
