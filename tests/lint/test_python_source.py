@@ -1217,9 +1217,11 @@ def test_a_helper_kept_in_a_dispatch_table_is_called(tmp_path: Path) -> None:
 def test_a_dated_system_prompt_handed_to_an_agent_of_another_module_is_followed(tmp_path: Path) -> None:
     """mcpomni-connect's shape: prompt makers of another module are given the time as ``current_date_time=`` (the
     time a prompt says, not a record's), an agent class of another module is given it to keep, and the prompts go
-    to an agent's method as ``system_prompt=``. A helper that takes ``system_prompt`` and never reads it sends
-    nothing: the prompt is reported where the agent is given it. An abstract method's unread parameter is still
-    taken, and a record's ``created_at=`` stays a record's."""
+    to an agent's method as ``system_prompt=``. A top-level helper that takes ``system_prompt`` and never reads it
+    sends nothing: the prompt is reported where the agent is given it. Not so a method's unread parameter (an
+    override may read it: the abstract one here), a decorated function's (its wrapper is given it), nor an imported
+    function's that a nested function of the module shares the name of. A record's ``created_at=`` stays a record's,
+    and ``current_time=`` given to a class not of the project stays in its field."""
     write_package(
         tmp_path / "pkg",
         prompts="def generate_react_prompt(current_date_time: str) -> str:\n"
@@ -1227,6 +1229,9 @@ def test_a_dated_system_prompt_handed_to_an_agent_of_another_module_is_followed(
         "def generate_role_prompt_template(agent_role_prompt: str, current_date_time: str) -> str:\n"
         "    return f\"{agent_role_prompt}\\n<now>{current_date_time}</now>\"\n\n"
         "async def get_prompt_with_agent(system_prompt: str, name: str, fetch):\n"
+        "    return await fetch(name)\n\n"
+        "@traced\n"
+        "async def traced_prompt(system_prompt: str, name: str, fetch):\n"
         "    return await fetch(name)\n",
         agent="class Agent:\n"
         "    async def run(self, system_prompt: str, query: str, llm):\n"
@@ -1248,20 +1253,31 @@ def test_a_dated_system_prompt_handed_to_an_agent_of_another_module_is_followed(
         "        )\n"
         "        stamped_system_prompt = f'{self.role} {self.record.created_at}'\n"
         "        return await llm([{'role': 'system', 'content': agent_system_prompt}, query])\n",
-        cli="from datetime import datetime\n\n"
+        cli="import time\nfrom datetime import datetime\n\n"
+        "from langgraph_agents import AgentState\n"
+        "from simple_llm import chat as send\n\n"
         "from .agent import Agent, ReactAgent\n"
-        "from .prompts import generate_react_prompt, get_prompt_with_agent\n"
+        "from .prompts import generate_react_prompt, get_prompt_with_agent, traced_prompt\n"
         "from .team import Record, Team\n\n"
         "async def chat(query, llm, fetch, agent: Agent):\n"
         "    react_prompt = generate_react_prompt(current_date_time=datetime.now().isoformat())\n"
         "    first = await get_prompt_with_agent(system_prompt=react_prompt, name=query, fetch=fetch)\n"
         "    await ReactAgent()._run(system_prompt=react_prompt, query=first, llm=llm)\n"
         "    await agent.run(system_prompt=f'Now: {datetime.now()}', query=query, llm=llm)\n"
+        "    await traced_prompt(system_prompt=f'Now: {datetime.now()}', name=query, fetch=fetch)\n"
+        "    send(query, system_prompt=f'Now: {datetime.now()}')\n"
         "    team = Team('lead', current_date_time=str(datetime.now()), record=Record(created_at=datetime.now()))\n"
-        "    return await team.ask(query, llm)\n",
+        "    return await team.ask(query, llm)\n\n"
+        "def step(client, goal):\n"
+        "    state = AgentState(goal=goal, current_time=time.time())\n"
+        "    return client.messages.create(model='m', system=f'Your goal: {state.goal}', messages=[])\n\n"
+        "def build_ui(gr):\n"
+        "    def send(message, history, system_prompt):\n"
+        "        return message\n"
+        "    return gr.ChatInterface(send)\n",
     )
     found = sorted((Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path]).findings)
-    assert found == [("cli.py", 10, "AC101"), ("cli.py", 11, "AC101"), ("team.py", 12, "AC101")]
+    assert found == [("cli.py", line, "AC101") for line in (14, 15, 16, 17)] + [("team.py", 12, "AC101")]
 
 
 def test_a_tool_definition_is_checked_where_it_is_made(tmp_path: Path) -> None:
@@ -1269,7 +1285,8 @@ def test_a_tool_definition_is_checked_where_it_is_made(tmp_path: Path) -> None:
     (no call of this code sends it); a definition (a function's name, description and parameters, or
     ``{"type": "function", "function": ...}``) is only made to be sent, so a clock, a draw or an id in it is
     reported there; not a set's order, which what the analysis does not see may make moot. A definition the module
-    sends is reported where it is sent, once; a tool call (its id, its arguments) is none."""
+    sends is reported where it is sent, once, as a tool or in a system prompt; a tool call (its id, its arguments),
+    a ``tool_choice``, a record with an id and a run's config naming its parameters are none."""
     write_package(
         tmp_path / "pkg",
         tool="import datetime\n\n"
@@ -1279,20 +1296,38 @@ def test_a_tool_definition_is_checked_where_it_is_made(tmp_path: Path) -> None:
         "    'description': f'Convert relative dates; the current datetime is {CURRENT_DATETIME}.',\n"
         "    'parameters': {'type': 'object', 'properties': {'text': {'type': 'string'}}},\n"
         "}\n",
-        kinds="import random\nimport uuid\n\n"
+        kinds="import random\nimport uuid\nfrom datetime import datetime\n\n"
         "def kinds_tool(k):\n"
-        "    return {'type': 'function', 'function': {'name': 'pick', 'parameters': {'enum': random.sample(k, 2)}}}\n\n"
+        "    kind = {'type': 'string', 'enum': random.sample(k, 2)}\n"
+        "    pick = {'name': 'pick', 'description': 'Pick one', 'parameters': {'type': 'object', 'properties': kind}}\n"
+        "    return {'type': 'function', 'function': pick}\n\n"
         "def ordered_tool(k):\n"
-        "    return {'type': 'function', 'function': {'name': 'pick', 'parameters': {'enum': list(set(k))}}}\n\n"
+        "    kind = {'type': 'string', 'enum': list(set(k))}\n"
+        "    return {'name': 'pick', 'description': 'One', 'parameters': {'type': 'object', 'properties': kind}}\n\n"
         "def tool_call(name, args):\n"
-        "    return {'id': str(uuid.uuid4()), 'type': 'function', 'function': {'name': name, 'arguments': args}}\n",
-        sent="import time\n\n"
+        "    return {'id': str(uuid.uuid4()), 'type': 'function', 'function': {'name': name, 'arguments': args}}\n\n"
+        "def choice(name):\n"
+        "    return {'type': 'function', 'function': {'name': f'{name}-{uuid.uuid4()}'}}\n\n"
+        "def record(db, name, schema):\n"
+        "    row = {'id': str(uuid.uuid4()), 'name': name, 'description': 'a tool', 'parameters': {'type': 'object'}}\n"
+        "    db.insert('tools', row)\n"
+        "    return {'name': f'run-{datetime.now()}', 'description': 'a sweep', 'parameters': schema}\n",
+        sent="import json\nimport time\n\n"
         "def ask(client, question):\n"
         "    tool = {'name': 'clock', 'description': f'Now: {time.time()}', 'input_schema': {'type': 'object'}}\n"
-        "    return client.messages.create(model='m', messages=[question], tools=[tool])\n",
+        "    return client.messages.create(model='m', messages=[question], tools=[tool])\n\n"
+        "def react(client, question):\n"
+        "    tool = {'name': 'clock', 'description': f'Now: {time.time()}', 'input_schema': {'type': 'object'}}\n"
+        "    system = f'Answer with JSON calling these tools: {json.dumps([tool])}'\n"
+        "    return client.messages.create(model='m', system=system, messages=[question])\n",
     )
     found = sorted((Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path]).findings)
-    assert found == [("kinds.py", 5, "AC102"), ("sent.py", 5, "AC102"), ("tool.py", 5, "AC102")]
+    assert found == [
+        ("kinds.py", 7, "AC102"),
+        ("sent.py", 6, "AC102"),
+        ("sent.py", 11, "AC101"),
+        ("tool.py", 5, "AC102"),
+    ]
 
 
 SENDING_MODULES = {

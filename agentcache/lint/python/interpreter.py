@@ -146,6 +146,8 @@ class Interpreter(Statements):
         """The module's top-level package, as the prefix of its names: summaries are looked up there."""
         self.dispatch: dict[str, dict[str, ast.Lambda | Function]] | None = None
         """The module's dispatch tables (:meth:`tables`), once asked."""
+        self.unread_sinks: dict[str, frozenset[str]] | None = None
+        """The sink-named parameters the module's top-level functions never read (:meth:`unread_by`), once asked."""
         self.worth: dict[str, bool] = {}
         """The module's classes -> whether an object of one is known by its class (:meth:`class_made`)."""
         self.factories: dict[int, bool] = {}
@@ -194,34 +196,33 @@ class Interpreter(Statements):
 
     def unread(self) -> dict[str, str]:
         """What no call's keyword sends, for the modules that call them: the parameters named as sinks
-        (``system_prompt``, ``tools``) that each function and method defined once takes and never reads
-        (``get_prompt(unread)``: :func:`~agentcache.lint.python.syntax.unread_parameters`)."""
-        found = {}
-        for name, function, _ in self.defined_once():
-            unread = unread_parameters(function, self.words.sink_keywords)
-            if unread:
-                found[f"{name}(unread)"] = ",".join(sorted(unread))
-        return found
+        (``system_prompt``, ``tools``) that each top-level function defined once takes and never reads
+        (``get_prompt(unread)``: :meth:`unread_by`)."""
+        return {f"{name}(unread)": ",".join(sorted(unread)) for name, unread in self.unread_by().items()}
 
-    def dropped(
-        self, func: ast.expr, name: str | None, node: ast.Call, receiver: Value, scope: Scope
-    ) -> frozenset[str]:
-        """The sink keywords a call gives parameters the called function never reads (:meth:`unread`): a function
-        or ``self``'s method of the module, or one of another module of the package, or a method of an object of
-        its classes."""
-        keywords = [keyword.arg for keyword in node.keywords if keyword.arg and self.words.sends(keyword.arg)]
-        if not keywords:
+    def unread_by(self) -> dict[str, frozenset[str]]:
+        """The sink-named parameters each top-level function defined once never reads
+        (:func:`~agentcache.lint.python.syntax.unread_parameters`), by name, made once. Not a method's: an override
+        of another class may read what this one leaves. Not a decorated function's: the decorator's wrapper is
+        what a call gives them to (``@prompt_template("... {system_prompt}")``)."""
+        if self.unread_sinks is None:
+            self.unread_sinks = {}
+            for name, function, top in self.defined_once():
+                if function is top and not function.decorator_list:
+                    unread = unread_parameters(function, self.words.sink_keywords)
+                    if unread:
+                        self.unread_sinks[name] = unread
+        return self.unread_sinks
+
+    def dropped(self, func: ast.expr, name: str | None, node: ast.Call, scope: Scope) -> frozenset[str]:
+        """The sink keywords a call gives parameters the called function never reads (:meth:`unread`): a
+        top-level function of the module that no variable or import hides, or one of another module of the
+        package."""
+        if not any(keyword.arg and self.words.sends(keyword.arg) for keyword in node.keywords):
             return frozenset()
-        local: Function | None = None
-        if isinstance(func, ast.Name) and scope.lookup(func.id) is None:
-            local = self.functions.get(func.id)
-        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
-            local = self.methods.get(func.attr)
-        if local is not None:
-            return unread_parameters(local, keywords)
+        if isinstance(func, ast.Name) and func.id not in self.imports and scope.lookup(func.id) is None:
+            return self.unread_by().get(func.id, frozenset())
         learned = self.learned.get(f"{name}(unread)") if name and name.startswith(self.package_top) else None
-        if learned is None and isinstance(func, ast.Attribute) and (receiver.cls or type(func.value) is ast.Name):
-            learned = self.learned_of(self.owners_of(func.value, receiver, scope), f".{func.attr}(unread)")
         return frozenset(learned.split(",")) if learned else frozenset()
 
     def own_returns(self) -> dict[str, Value]:
@@ -527,13 +528,14 @@ class Interpreter(Statements):
 
     def give(self, func: ast.expr, kwargs: dict[str, Value], scope: Scope) -> None:
         """Record the keyword arguments a constructor call gives a class of the project (imported or the
-        module's), those that differ or are set-ordered, but for a record's ids and times, and for a sink's
-        keyword (``tools=``): what is given there is reported at the call, not again where the class sends it."""
+        module's), those that differ or are set-ordered, but for a record's ids and times (the current time,
+        ``current_date_time=``, is the class's to say) and for a sink's keyword (``tools=``): what is given there
+        is reported at the call, not again where the class sends it."""
         given = [
             (keyword, value)
             for keyword, value in kwargs.items()
             if (value.origins or value.unordered is not None)
-            and not (self.words.is_bookkeeping(keyword) or self.words.sends(keyword))
+            and not (self.words.is_bookkeeping(keyword, prompt=True) or self.words.sends(keyword))
         ]
         if not given:
             return
@@ -732,7 +734,7 @@ class Interpreter(Statements):
             if held is not None:
                 return held
         default = self.called_role(func, name) if _capitalized(callee) else None
-        dropped = self.dropped(func, name, node, receiver, scope)
+        dropped = self.dropped(func, name, node, scope)
         if self.sinks.call_sinks(node, callee, called, args, kwargs, spread, default, dropped):
             return CLEAN  # a user's or an assistant's message
         if name is not None:
@@ -791,7 +793,8 @@ class Interpreter(Statements):
             filled = [
                 value
                 for key, value in kwargs.items()
-                if not self.words.is_bookkeeping(key) and not (reads and self.words.names_a_location(key))
+                if not self.words.is_bookkeeping(key, prompt=not made)
+                and not (reads and self.words.names_a_location(key))
             ]
         elif self.words.makes_prompt(callee):
             filled = self.variables(kwargs)
@@ -1171,7 +1174,7 @@ class Interpreter(Statements):
             if value.entries:  # a dict of variables: each entry by its key, and what no entry holds
                 found += [entry for name, entry in value.entries if self.named_in_texts(name)]
                 found.append(unattributed(value))
-            elif not self.words.is_bookkeeping(key) and self.named_in_texts(key):
+            elif not self.words.is_bookkeeping(key, prompt=True) and self.named_in_texts(key):
                 found.append(value)
         return found
 

@@ -262,8 +262,10 @@ class Sinks:
         function's (a record logged, a payload dumped), not followed; and the system keywords are too common as a
         record's fields (``{"instructions": ...}`` of an artifact) to say so of a dict. A tool's definition is
         checked too (:meth:`definition_sink`)."""
+        if self.words.reports(node):
+            return
         self.definition_sink(node, value)
-        if not value.entries or self.words.reports(node):
+        if not value.entries:
             return
         entries = dict(value.entries)
         for key, item in zip(node.keys, node.values, strict=True):
@@ -453,9 +455,8 @@ class Sinks:
         reaches, so a prompt assigned to ``SYSTEM_PROMPT`` and then sent is one finding, not two; at a tool's
         definition only when it reaches no sink."""
         seen: dict[str, set[Origin]] = {}
-        by_place = sorted(self.reports.items(), key=lambda item: (item[0][1], item[0][2], item[0][0]))
-        by_place += sorted(self.definitions.items(), key=lambda item: (item[0][1], item[0][2], item[0][0]))
-        for key, report in by_place:
+        for key in sorted(self.reports, key=lambda key: (key[1], key[2], key[0])):
+            report = self.reports[key]
             if self.bound.get(key[1:]) in self.sentinels:
                 continue
             rule = VOLATILE_SYSTEM_PROMPT if report.rule is VOLATILE_BEFORE_STABLE else report.rule
@@ -464,6 +465,12 @@ class Sinks:
                 continue
             group |= report.origins
             yield report.rule, report.node, message(report)
+        sent = set().union(*seen.values())  # a definition whose value any sink reports is reported there
+        for key in sorted(self.definitions, key=lambda key: (key[1], key[2], key[0])):
+            report = self.definitions[key]
+            if report.origins.isdisjoint(sent):
+                sent |= report.origins
+                yield report.rule, report.node, message(report)
 
 
 #: The keys under which a tool's definition holds its parameters' schema: OpenAI's, Anthropic's, MCP's.
@@ -471,19 +478,29 @@ _PARAMETER_KEYS = frozenset({"parameters", "input_schema", "inputSchema"})
 
 
 def _defines_tool(node: ast.Dict) -> bool:
-    """Whether a dict display is a tool's definition (:meth:`Sinks.definition_sink`), not a tool call, which holds
-    the same ``{"type": "function", "function": ...}`` with an id and the arguments."""
-    keys = {constant(key) for key in node.keys if key is not None}
-    if {"name", "description"} <= keys:
-        return not keys.isdisjoint(_PARAMETER_KEYS)
-    kind, function = entry_at(node, "type"), entry_at(node, "function")
-    if kind is None or constant(kind) != "function" or function is None or not keys.isdisjoint(_CALL_KEYS):
+    """Whether a dict display is a tool's definition (:meth:`Sinks.definition_sink`): a function's name and
+    description with a parameters' schema written out (``{"type": "object", "properties": ...}``), or that wrapped
+    as ``{"type": "function", "function": ...}``. Not a tool call, nor a ``tool_choice``, which wrap a name with an
+    id or the arguments, or alone; not a record or a run's config that names what it describes (an id, a time, a
+    value given as the parameters)."""
+    keys = _keys(node)
+    if not keys.isdisjoint(_CALL_KEYS):
         return False
-    return not (isinstance(function, ast.Dict) and any(constant(key) in _CALL_KEYS for key in function.keys if key))
+    if {"name", "description"} <= keys:
+        schema = next((entry_at(node, key) for key in _PARAMETER_KEYS if key in keys), None)
+        return isinstance(schema, ast.Dict) and not _keys(schema).isdisjoint(("type", "properties"))
+    kind, function = entry_at(node, "type"), entry_at(node, "function")
+    if kind is None or constant(kind) != "function" or function is None:
+        return False
+    return isinstance(function, ast.Name) or (isinstance(function, ast.Dict) and _defines_tool(function))
 
 
-#: Keys only a tool call holds (its id, its arguments), never a tool's definition.
-_CALL_KEYS = frozenset({"id", "call_id", "tool_call_id", "arguments", "index"})
+def _keys(node: ast.Dict) -> set[object]:
+    return {constant(key) for key in node.keys if key is not None}
+
+
+#: Keys only a tool call or a record holds (an id, the arguments, a time), never a tool's definition.
+_CALL_KEYS = frozenset({"id", "call_id", "tool_call_id", "arguments", "index", "created_at", "timestamp"})
 
 
 def sorts_keys(node: ast.Call, name: str) -> bool:

@@ -70,7 +70,7 @@ def unread_parameters(function: Function, names: Collection[str]) -> frozenset[s
         for node in ast.walk(statement):
             if isinstance(node, ast.Name):
                 unread.discard(node.id)
-                if node.id in ("locals", "vars"):
+                if node.id in ("locals", "vars") or not unread:
                     return frozenset()
     return frozenset(unread)
 

@@ -229,14 +229,15 @@ class Vocabulary:
         object.__setattr__(self, "completion_methods", last)
         object.__setattr__(self, "sink_keywords", self.system_keywords | self.tools_keywords | self.schema_keywords)
 
-    def is_bookkeeping(self, keyword: str) -> bool:
+    def is_bookkeeping(self, keyword: str, prompt: bool = False) -> bool:
         """Whether a constructor's keyword argument is a record's id or time (``id=``, ``run_id=``,
-        ``timestamp=``, ``created_at=``): the object carries it, but what it renders does not. Not the current time
-        (``current_date_time=``), which an object is given to say it."""
-        return self.is_identifier(keyword) or (
-            (keyword in ("timestamp", "time", "date") or keyword.endswith(("_at", "_time")))
-            and not keyword.startswith("current_")  # current_date_time=: the time a prompt is to say
-        )
+        ``timestamp=``, ``created_at=``): the object carries it, but what it renders does not. ``prompt``: the
+        keyword is given to what makes a prompt (a prompt maker, a field of a class of the project), where the
+        current time (``current_date_time=``) is what it is to say."""
+        if self.is_identifier(keyword):
+            return True
+        timed = keyword in ("timestamp", "time", "date") or keyword.endswith(("_at", "_time"))
+        return timed and not (prompt and keyword.startswith("current_"))
 
     def is_identifier(self, name: str) -> bool:
         """Whether a keyword or a function's name says an id (``run_id=``, ``generate_group_id(tool)``): a record's
