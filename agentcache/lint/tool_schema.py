@@ -11,6 +11,11 @@ A bare JSON Schema is not recognized: where it lands in a request (tool paramete
 nowhere near a model) is not in the file. Every finding is a place where :func:`agentcache.canonicalize` would
 change the file, found by walking the file's positioned tree beside its canonical form, so ``--fix`` (which
 writes that canonical form) removes exactly the fixable findings and nothing else changes meaning.
+
+A tool-schema file found by walking a directory is only parsed (AC001 when it does not parse): its bytes are the
+same on every call and in every process, so its form costs no cache hit between the calls of one deployment, which
+is what a walk of a project looks for. Its canonical form is checked when it is named (``agentcache lint
+tools.json``, as the pre-commit hook names each file).
 """
 
 from __future__ import annotations
@@ -109,6 +114,8 @@ def check(source: SourceFile) -> Checked:
         message = f"not JSON: {exc.message}"
         return Checked((Finding(source.display, line, column, UNPARSABLE.code, message, UNPARSABLE.hint),))
     layout = _layout(root.value)
+    if not source.explicit:  # found by walking: its bytes are the same on every call (the module's docstring)
+        return Checked(())
     report = _Report(source.display, lines, root, layout.root)
     try:
         ordered = canonicalize(layout.request)

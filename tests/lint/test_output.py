@@ -29,7 +29,7 @@ def result(tmp_path: Path) -> LintResult:
     (tmp_path / "agent.py").write_text(AGENT)
     (tmp_path / "tools.json").write_text(TOOLS)
     (tmp_path / "bad.py").write_text("def system_prompt(:\n")
-    return lint_paths([tmp_path])
+    return lint_paths([tmp_path, tmp_path / "tools.json"])  # a tool file's form is checked when it is named
 
 
 def test_text_is_one_located_line_and_one_help_line_per_finding(result: LintResult) -> None:

@@ -1285,8 +1285,10 @@ def test_a_tool_definition_is_checked_where_it_is_made(tmp_path: Path) -> None:
     (no call of this code sends it); a definition (a function's name, description and parameters, or
     ``{"type": "function", "function": ...}``) is only made to be sent, so a clock, a draw or an id in it is
     reported there; not a set's order, which what the analysis does not see may make moot. A definition the module
-    sends is reported where it is sent, once, as a tool or in a system prompt; a tool call (its id, its arguments),
-    a ``tool_choice``, a record with an id and a run's config naming its parameters are none."""
+    sends as a tool is reported where it is sent, once; one written into a system prompt there and where it is
+    made (a clock in both is two problems, as agentmake's plugin gives one text as ``system=`` and the definition as
+    ``schema=``); a tool call (its id, its arguments), even kept in a list named for tools (npcpy's
+    ``detected_tools``), a ``tool_choice``, a record with an id and a run's config naming its parameters are none."""
     write_package(
         tmp_path / "pkg",
         tool="import datetime\n\n"
@@ -1311,7 +1313,12 @@ def test_a_tool_definition_is_checked_where_it_is_made(tmp_path: Path) -> None:
         "def record(db, name, schema):\n"
         "    row = {'id': str(uuid.uuid4()), 'name': name, 'description': 'a tool', 'parameters': {'type': 'object'}}\n"
         "    db.insert('tools', row)\n"
-        "    return {'name': f'run-{datetime.now()}', 'description': 'a sweep', 'parameters': schema}\n",
+        "    return {'name': f'run-{datetime.now()}', 'description': 'a sweep', 'parameters': schema}\n\n"
+        "def detect(tools, reply):\n"
+        "    detected_tools = []\n"
+        "    for tool in tools:\n"
+        "        detected_tools.append({'id': str(uuid.uuid4()), 'function': {'name': tool, 'arguments': reply}})\n"
+        "    return detected_tools\n",
         sent="import json\nimport time\n\n"
         "def ask(client, question):\n"
         "    tool = {'name': 'clock', 'description': f'Now: {time.time()}', 'input_schema': {'type': 'object'}}\n"
@@ -1325,6 +1332,7 @@ def test_a_tool_definition_is_checked_where_it_is_made(tmp_path: Path) -> None:
     assert found == [
         ("kinds.py", 7, "AC102"),
         ("sent.py", 6, "AC102"),
+        ("sent.py", 9, "AC102"),
         ("sent.py", 11, "AC101"),
         ("tool.py", 5, "AC102"),
     ]

@@ -13,7 +13,7 @@ from functools import reduce
 from typing import Any, ClassVar
 
 from agentcache.lint.python.project import Reading, Sent, Summary
-from agentcache.lint.python.sinks import TOOL_LIST, sorts_keys
+from agentcache.lint.python.sinks import TOOL_LIST, is_tool_call, sorts_keys
 from agentcache.lint.python.statements import MAX_CALL_DEPTH, Memo, Statements
 from agentcache.lint.python.syntax import (
     Function,
@@ -644,8 +644,8 @@ class Interpreter(Statements):
         """A dict display: what it holds, and its entries under constant keys (``{**base, "date": today}``)."""
         keys = [self.expr(key, scope) for key in node.keys]
         values = [self.expr(value, scope) for value in node.values]
-        if self.sinks.dict_sinks(node, values):
-            return CLEAN  # a user's or an assistant's message
+        if self.sinks.dict_sinks(node, values) or is_tool_call(node):
+            return CLEAN  # a user's or an assistant's message, a tool call
         held = combine(*keys, *values)
         if not held.origins and not any(value.unordered for value in values):
             return held

@@ -400,7 +400,8 @@ class Sinks:
         ``description`` and ``parameters``, ``input_schema`` or ``inputSchema``; ``{"type": "function",
         "function": ...}``): only ever made to be sent as a tool, even where the code that sends it is not seen
         (a tool file a framework reads and runs, a schema given to a wrapper). What differs in it is reported
-        here when no sink reports it: a clock read, a draw or an id. Not a set's order, which the analysis keeps
+        here when no tool sink reports any of it: a clock read, a draw or an id (a definition written into a
+        system prompt is reported there too). Not a set's order, which the analysis keeps
         through what makes it moot when the schema is built for a sink it does not see (a set of one type picked
         by ``next(iter(...))``, the types of a union sorted by name)."""
         changing = volatile(value.origins)
@@ -465,7 +466,7 @@ class Sinks:
                 continue
             group |= report.origins
             yield report.rule, report.node, message(report)
-        sent = set().union(*seen.values())  # a definition whose value any sink reports is reported there
+        sent = seen.setdefault(VOLATILE_TOOLS.code, set())  # a definition a tool sink reports is reported there
         for key in sorted(self.definitions, key=lambda key: (key[1], key[2], key[0])):
             report = self.definitions[key]
             if report.origins.isdisjoint(sent):
@@ -493,6 +494,17 @@ def _defines_tool(node: ast.Dict) -> bool:
     if kind is None or constant(kind) != "function" or function is None:
         return False
     return isinstance(function, ast.Name) or (isinstance(function, ast.Dict) and _defines_tool(function))
+
+
+def is_tool_call(node: ast.Dict) -> bool:
+    """Whether a dict display is a tool call (``{"id": ..., "function": {"name": ..., "arguments": ...}}``, its
+    function part): the model's, or a record of one, whose id is no tool definition's, wherever it is put
+    (npcpy's ``detected_tools.append(...)``)."""
+    keys = _keys(node)
+    if "arguments" in keys:
+        return True
+    function = entry_at(node, "function")
+    return "id" in keys and isinstance(function, ast.Dict) and "arguments" in _keys(function)
 
 
 def _keys(node: ast.Dict) -> set[object]:
