@@ -50,6 +50,17 @@ SLOT_SETTER = """
 """
 
 POSITIVE = {
+    "date_time_libraries_read_the_clock": """
+        import pendulum
+        from azure.ai.inference.models import SystemMessage
+        from django.utils import timezone
+        from zhDateTime import DateTime
+
+        def prompts(base):
+            first = SystemMessage(content=f"{base} Now: {DateTime.now():%Y-%m-%d %H:%M:%S}")  # expect: AC101
+            system_prompt = f"{base} {pendulum.now('UTC').to_iso8601_string()}"  # expect: AC101
+            return first, system_prompt, {"role": "system", "content": f"At {timezone.now()}"}  # expect: AC101
+    """,
     "a_branch_on_a_module_constant_another_function_rebinds": """
         from datetime import datetime
         from openai import OpenAI
@@ -548,6 +559,16 @@ POSITIVE = {
 }
 
 NEGATIVE = {
+    "a_date_library_given_a_date": """
+        import pendulum
+        from sqlalchemy import func
+
+        def prompt(base, year, month, day):
+            return {"role": "system", "content": f"{base} {pendulum.datetime(year, month, day)} {pendulum.today}"}
+
+        def stamped(base):
+            return {"role": "system", "content": f"{base} {func.now()}"}
+    """,
     "a_branch_a_literal_argument_does_not_take": SLOT_SETTER.format(expect="", kind="state"),
     "a_property_that_returns_what_does_not_differ": """
         from datetime import date

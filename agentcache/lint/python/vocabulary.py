@@ -25,6 +25,11 @@ CLOCK_CALLS = frozenset(
         "time.perf_counter",
         "time.perf_counter_ns",
     }
+    # Date-time libraries beside the standard one: a ``now()`` of the project's own is read for what it returns,
+    # and SQLAlchemy's ``func.now()`` is SQL for the database's clock (a column's default), so these are by name.
+    | {"pendulum.now", "pendulum.today", "arrow.now", "arrow.utcnow", "maya.now"}
+    | {"pandas.Timestamp.now", "pandas.Timestamp.today", "pandas.Timestamp.utcnow", "django.utils.timezone.now"}
+    | {"zhDateTime.DateTime.now", "zhDateTime.DateTime.today"}  # a datetime subclass with the Chinese calendar
 )
 #: These read the clock only when called with fewer arguments than this (else they format the time given).
 CLOCK_UNLESS_GIVEN = {"time.strftime": 2, "time.ctime": 1, "time.asctime": 1, "time.localtime": 1, "time.gmtime": 1}
