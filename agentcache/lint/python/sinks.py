@@ -60,7 +60,7 @@ class Sinks:
         """The functions being run, innermost last (the interpreter's call stack)."""
         self.reports: dict[tuple[str, int, int], Report] = {}
         self.definitions: dict[tuple[str, int, int], Report] = {}
-        """Reports at a tool's definition (:meth:`definition_sink`): kept only for what no sink reports."""
+        """Reports at a tool's definition (:meth:`definition_sink`): kept only for what no tool sink reports."""
         self.bound: dict[tuple[int, int], str] = {}
         """Position of a value bound at module level to a name that says system prompt or tools -> that name."""
         self.escaping: dict[int, frozenset[str]] = {}
@@ -400,10 +400,10 @@ class Sinks:
         ``description`` and ``parameters``, ``input_schema`` or ``inputSchema``; ``{"type": "function",
         "function": ...}``): only ever made to be sent as a tool, even where the code that sends it is not seen
         (a tool file a framework reads and runs, a schema given to a wrapper). What differs in it is reported
-        here when no tool sink reports any of it: a clock read, a draw or an id (a definition written into a
-        system prompt is reported there too). Not a set's order, which the analysis keeps
-        through what makes it moot when the schema is built for a sink it does not see (a set of one type picked
-        by ``next(iter(...))``, the types of a union sorted by name)."""
+        here when no tool sink reports any of it (one written into a system prompt is reported there too): a
+        clock read, a draw or an id. Not a set's order, which the analysis keeps through what makes it moot when
+        the schema is built for a sink it does not see (a set of one type picked by ``next(iter(...))``, the types
+        of a union sorted by name)."""
         changing = volatile(value.origins)
         if changing and _defines_tool(node):
             self.report(VOLATILE_TOOLS, node, changing, TOOL_SCHEMA, defined=True)

@@ -60,8 +60,8 @@ def takes_arguments(function: Function, bound: int = 0) -> bool:
 
 def unread_parameters(function: Function, names: Collection[str]) -> frozenset[str]:
     """The parameters among ``names`` that ``function`` takes and its body never reads: what a call gives them is
-    dropped. None of a body that only declares (a docstring, ``pass``, ``...``, a ``raise``: an abstract method that
-    an override implements) or reads its ``locals()``."""
+    dropped. None of a body that only declares (a docstring, ``pass``, ``...``, a ``raise``: a stub that another
+    definition replaces) or reads its ``locals()``."""
     spec = function.args
     unread = {arg.arg for arg in (*spec.posonlyargs, *spec.args, *spec.kwonlyargs) if arg.arg in names}
     if not unread or all(_declares(statement) for statement in function.body):
