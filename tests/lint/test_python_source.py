@@ -1359,6 +1359,34 @@ def test_a_tool_definition_is_checked_where_it_is_made(tmp_path: Path) -> None:
     ]
 
 
+def test_a_set_returned_by_a_method_of_an_imported_object_is_followed(tmp_path: Path) -> None:
+    """nonebot-plugin-moellmchats' shape: a module-level object of another module's class (``tool_manager =
+    ToolManager()``), whose method is annotated to return a set, is known by its class where it is imported: the
+    tools listed in the set's order are reported; sorted, they are not."""
+    write_package(
+        tmp_path / "pkg",
+        tool_manager="class ToolManager:\n"
+        "    def __init__(self):\n"
+        "        self.deps = {'search': ['fetch']}\n\n"
+        "    def expand_dependencies(self, plugins: set) -> set[str]:\n"
+        "        expanded = set(plugins)\n"
+        "        for name in plugins:\n"
+        "            expanded.update(self.deps.get(name, []))\n"
+        "        return expanded\n\n"
+        "tool_manager = ToolManager()\n",
+        payload="from .tool_manager import tool_manager\n\n"
+        "TOOLS = {'search': {'name': 'search'}, 'fetch': {'name': 'fetch'}}\n\n"
+        "def payload(names, model):\n"
+        "    chosen = tool_manager.expand_dependencies(names)\n"
+        "    return {'model': model, 'tools': [TOOLS[name] for name in chosen]}\n\n"
+        "def sorted_payload(names, model):\n"
+        "    chosen = sorted(tool_manager.expand_dependencies(names))\n"
+        "    return {'model': model, 'tools': [TOOLS[name] for name in chosen]}\n",
+    )
+    found = sorted((Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path]).findings)
+    assert found == [("payload.py", 7, "AC103")]
+
+
 SENDING_MODULES = {
     "a_assistant": "import datetime\nimport secrets\n\n"
     "from .b_explain import llm_chat\nfrom .client import AgentState, Client\nfrom .llm import chat_as\n\n"

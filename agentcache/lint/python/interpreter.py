@@ -80,6 +80,7 @@ from agentcache.lint.python.vocabulary import (
     SEQUENCE_MUTATORS,
     SEQUENCERS,
     SET_ALGEBRA,
+    SET_ANNOTATIONS,
     SET_OPERATORS,
     SET_TYPES,
     SETS,
@@ -194,6 +195,23 @@ class Interpreter(Statements):
             )
         return found
 
+    def instances(self) -> dict[str, str]:
+        """The class of each module-level object made of a class of the module (``tool_manager = ToolManager()``:
+        ``tool_manager(of)``), for the modules that import the object and call its methods."""
+        found = {}
+        for statement in self.tree.body:
+            if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+                continue
+            target, made = statement.targets[0], statement.value
+            if (
+                isinstance(target, ast.Name)
+                and isinstance(made, ast.Call)
+                and isinstance(made.func, ast.Name)
+                and made.func.id in self.classes
+            ):
+                found[f"{target.id}(of)"] = f"{self.module}.{made.func.id}"
+        return found
+
     def unread(self) -> dict[str, str]:
         """What no call's keyword sends, for the modules that call them: the parameters named as sinks
         (``system_prompt``, ``tools``) that each top-level function defined once takes and never reads
@@ -242,6 +260,8 @@ class Interpreter(Statements):
                 value = self.own(function, bound, must_memo)
                 if value.origins:
                     found[f"{name}(~)"] = value
+                elif _returns_a_set(function):  # -> set[str]: a new set, iterated in its hash order
+                    found[f"{name}(~)"] = Value(unordered=Origin(function.lineno, 0, ORDER, function.name))
         self.globals.vars, self.tuples = names, tuples
         return found
 
@@ -436,8 +456,12 @@ class Interpreter(Statements):
         known = scope.lookup(node.id)
         if known is not None:
             return known
-        kind = self.learned.get(self.imports.get(node.id, ""))
-        return read_export(kind, node) if kind else CLEAN
+        imported = self.imports.get(node.id)
+        if imported is None:
+            return CLEAN
+        kind, cls = self.learned.get(imported), self.learned.get(f"{imported}(of)")
+        value = read_export(kind, node) if kind else CLEAN
+        return Value(value.origins, value.unordered, cls=cls) if cls else value
 
     def attribute(self, node: ast.Attribute, scope: Scope) -> Value:
         key = dotted(node)
@@ -833,7 +857,8 @@ class Interpreter(Statements):
             result = everything if summed is None else summed
             own = self.own_kind(func, name, receiver, scope) if summed is None and (node.args or keywords) else None
             if own:
-                result = combine(result, read_export(own, node))
+                returned = read_export(own, node)
+                result = Value(combine(result, returned).origins, returned.unordered)
             if system:  # a helper not followed but by its summary: what it returns is the system prompt, wherever put
                 self.sinks.system_sink(node, result)
         return Value(result.origins, result.unordered, cls=cls) if cls else result
@@ -1304,6 +1329,14 @@ def builtin(name: str, node: ast.Call, args: list[Value]) -> Value | None:
             return args[0]
         return combine(*items)
     return None
+
+
+def _returns_a_set(function: Function) -> bool:
+    """Whether ``function`` is annotated to return a set (``-> set[str]``, ``-> Set[str]``, ``-> frozenset``)."""
+    annotation = function.returns
+    if isinstance(annotation, ast.Subscript):
+        annotation = annotation.value
+    return annotation is not None and last_name(annotation) in SET_ANNOTATIONS
 
 
 def _makes_a_set(factory: ast.expr) -> bool:
