@@ -12,9 +12,10 @@ nowhere near a model) is not in the file. Every finding is a place where :func:`
 change the file, found by walking the file's positioned tree beside its canonical form, so ``--fix`` (which
 writes that canonical form) removes exactly the fixable findings and nothing else changes meaning.
 
-A tool-schema file found by walking a directory is only parsed (AC001 when it does not parse): its bytes are the
-same on every call and in every process, so its form costs no cache hit between the calls of one deployment, which
-is what a walk of a project looks for. Its canonical form is checked when it is named (``agentcache lint
+A tool-schema file found by walking a directory is only parsed and canonicalized (AC001 when it does not parse,
+AC205 when ``canonicalize`` refuses it: two tools of one name, which the APIs refuse too): its bytes are the same
+on every call and in every process, so its form costs no cache hit between the calls of one deployment, which is
+what a walk of a project looks for. Its canonical form is checked, and fixed, when it is named (``agentcache lint
 tools.json``, as the pre-commit hook names each file).
 """
 
@@ -114,8 +115,6 @@ def check(source: SourceFile) -> Checked:
         message = f"not JSON: {exc.message}"
         return Checked((Finding(source.display, line, column, UNPARSABLE.code, message, UNPARSABLE.hint),))
     layout = _layout(root.value)
-    if not source.explicit:  # found by walking: its bytes are the same on every call (the module's docstring)
-        return Checked(())
     report = _Report(source.display, lines, root, layout.root)
     try:
         ordered = canonicalize(layout.request)
@@ -123,6 +122,8 @@ def check(source: SourceFile) -> Checked:
     except RequestError as exc:
         report.at_path(NOT_CANONICALIZABLE, exc.path, f"canonicalize refuses it: {exc.problem}", exc.hint)
         return Checked(tuple(report.findings))
+    if not source.explicit:  # found by walking: its bytes are the same on every call (the module's docstring)
+        return Checked(())
     for field_name, node in _tool_lists(root, layout):
         report.tool_order(node, kept[field_name], ordered[field_name])
     report.compare(root, layout.unwrap(kept), "$")

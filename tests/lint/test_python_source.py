@@ -50,6 +50,19 @@ SLOT_SETTER = """
 """
 
 POSITIVE = {
+    "dicts_with_arguments_that_are_no_tool_call": """
+        from datetime import date, datetime
+
+        def ask(client, question, args):
+            context = {"today": datetime.now().strftime("%Y-%m-%d"), "arguments": args}
+            system = "You help. Today is {today}.".format(**context)
+            tools = [{"name": "search", "description": f"Search ({date.today()})", "arguments": {}}]  # expect: AC102
+            return client.chat.completions.create(
+                model="m",
+                messages=[{"role": "system", "content": system}],  # expect: AC101
+                tools=tools,
+            )
+    """,
     "date_time_libraries_read_the_clock": """
         import pendulum
         from azure.ai.inference.models import SystemMessage
@@ -1362,7 +1375,8 @@ def test_a_tool_definition_is_checked_where_it_is_made(tmp_path: Path) -> None:
 def test_a_set_returned_by_a_method_of_an_imported_object_is_followed(tmp_path: Path) -> None:
     """nonebot-plugin-moellmchats' shape: a module-level object of another module's class (``tool_manager =
     ToolManager()``), whose method is annotated to return a set, is known by its class where it is imported: the
-    tools listed in the set's order are reported; sorted, they are not."""
+    tools listed in the set's order are reported; sorted, they are not, nor a dict's keys view (``AbstractSet``)
+    or a set of ints, whose order is the same in every process."""
     write_package(
         tmp_path / "pkg",
         tool_manager="class ToolManager:\n"
@@ -1381,10 +1395,25 @@ def test_a_set_returned_by_a_method_of_an_imported_object_is_followed(tmp_path: 
         "    return {'model': model, 'tools': [TOOLS[name] for name in chosen]}\n\n"
         "def sorted_payload(names, model):\n"
         "    chosen = sorted(tool_manager.expand_dependencies(names))\n"
-        "    return {'model': model, 'tools': [TOOLS[name] for name in chosen]}\n",
+        "    return {'model': model, 'tools': [TOOLS[name] for name in chosen]}\n\n"
+        "def fixed_payload(model):\n"
+        "    return {'model': model, 'tools': [TOOLS[n] for n in registry.names()] + [registry.ids()]}\n",
+        registry="from typing import AbstractSet\n\n"
+        "class Registry:\n"
+        "    def __init__(self):\n"
+        "        self.by_name = {'search': 1}\n\n"
+        "    def names(self, kind: str = '') -> AbstractSet[str]:\n"
+        "        return self.by_name.keys()\n\n"
+        "    def ids(self, kind: str = '') -> set[int]:\n"
+        "        return {1, 2, 3}\n\n"
+        "registry: Registry = Registry()\n",
+    )
+    (tmp_path / "pkg" / "payload.py").write_text(
+        (tmp_path / "pkg" / "payload.py").read_text().replace("import tool_manager\n", "import tool_manager\n"
+        "from .registry import registry\n", 1)
     )
     found = sorted((Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path]).findings)
-    assert found == [("payload.py", 7, "AC103")]
+    assert found == [("payload.py", 8, "AC103")]
 
 
 SENDING_MODULES = {

@@ -202,11 +202,13 @@ def test_walked_json_that_is_not_about_tools_is_skipped(tmp_path: Path) -> None:
 
 def test_a_walked_tool_file_is_parsed_and_a_named_one_checked_for_its_form(tmp_path: Path) -> None:
     """A tool file's bytes are the same on every call: a walk of a project, which looks for what differs between
-    calls, reports none of its form (a package's data, nonebot-plugin-marshoai's tools.json), only that it does not
-    parse; named, as the pre-commit hook names each file, it is checked against the canonical form."""
+    calls, reports none of its form (a package's data, nonebot-plugin-marshoai's tools.json) and fixes none, only
+    that it does not parse or cannot be canonicalized (two tools of one name, which the APIs refuse); named, as the
+    pre-commit hook names each file, it is checked against the canonical form."""
     (tmp_path / "tools.json").write_text('[{"name": "b", "parameters": {}}, {"name": "a", "parameters": {}}]\n')
-    walked = lint_paths([tmp_path])
-    assert (walked.findings, walked.files) == ((), 1)
+    (tmp_path / "twice.json").write_text('[{"name": "a", "parameters": {}}, {"name": "a", "parameters": {}}]\n')
+    walked = lint_paths([tmp_path], fix=True)
+    assert ([finding.code for finding in walked.findings], walked.files) == (["AC205"], 2)
     assert [finding.code for finding in lint_paths([tmp_path / "tools.json"]).findings] == ["AC201"]
 
 

@@ -248,9 +248,13 @@ class _Relevant:
         clock = "|".join(sorted(re.escape(word) for word in words.clock_words))
         self.flags = re.compile(rf"(?:{clock})\w*\s*=\s*True\b".encode())
 
+    #: A function annotated to return a set teaches the modules that call it (``-> set[str]``).
+    SET_RETURNS = (b"-> set", b"-> frozenset", b"-> Set[", b"-> FrozenSet[")
+
     def __call__(self, data: bytes) -> bool:
         return (
             any(name in data for name in self.sinks)
+            or any(mark in data for mark in self.SET_RETURNS)
             or self.calls.search(data) is not None
             or (any(word in data for word in self.flag_words) and self.flags.search(data) is not None)
         )

@@ -198,18 +198,21 @@ class Interpreter(Statements):
     def instances(self) -> dict[str, str]:
         """The class of each module-level object made of a class of the module (``tool_manager = ToolManager()``:
         ``tool_manager(of)``), for the modules that import the object and call its methods."""
-        found = {}
+        found: dict[str, str] = {}
         for statement in self.tree.body:
-            if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+            if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+                target, made = statement.targets[0], statement.value
+            elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+                target, made = statement.target, statement.value
+            else:
                 continue
-            target, made = statement.targets[0], statement.value
-            if (
-                isinstance(target, ast.Name)
-                and isinstance(made, ast.Call)
-                and isinstance(made.func, ast.Name)
-                and made.func.id in self.classes
-            ):
-                found[f"{target.id}(of)"] = f"{self.module}.{made.func.id}"
+            if not isinstance(target, ast.Name):
+                continue
+            found.pop(f"{target.id}(of)", None)  # rebound: what it holds last, if an object of a known class
+            if isinstance(made, ast.Call) and isinstance(made.func, ast.Name):
+                owner = self.constructed(made.func, self.globals)
+                if owner and owner.startswith(self.package_top):
+                    found[f"{target.id}(of)"] = owner
         return found
 
     def unread(self) -> dict[str, str]:
@@ -1332,11 +1335,16 @@ def builtin(name: str, node: ast.Call, args: list[Value]) -> Value | None:
 
 
 def _returns_a_set(function: Function) -> bool:
-    """Whether ``function`` is annotated to return a set (``-> set[str]``, ``-> Set[str]``, ``-> frozenset``)."""
+    """Whether ``function`` is annotated to return a set whose order differs between processes (``-> set[str]``,
+    ``-> Set[str]``, ``-> frozenset``): not an ``AbstractSet`` (a dict's keys view, in insertion order), nor a set
+    of ints or bools, which hash to themselves."""
     annotation = function.returns
     if isinstance(annotation, ast.Subscript):
+        if last_name(annotation.slice) in ("int", "bool"):
+            return False
         annotation = annotation.value
-    return annotation is not None and last_name(annotation) in SET_ANNOTATIONS
+    name = last_name(annotation) if annotation is not None else None
+    return name is not None and name in SET_ANNOTATIONS and name != "AbstractSet"
 
 
 def _makes_a_set(factory: ast.expr) -> bool:

@@ -497,14 +497,19 @@ def _defines_tool(node: ast.Dict) -> bool:
 
 
 def is_tool_call(node: ast.Dict) -> bool:
-    """Whether a dict display is a tool call (``{"id": ..., "function": {"name": ..., "arguments": ...}}``, its
-    function part): the model's, or a record of one, whose id is no tool definition's, wherever it is put
-    (npcpy's ``detected_tools.append(...)``)."""
+    """Whether a dict display is a tool call with its id (``{"id": ..., "function": {"name": ..., "arguments":
+    ...}}``, or the arguments beside the id): the model's, or a record of one, whose id is no tool definition's,
+    wherever it is put (npcpy's ``detected_tools.append(...)``). Only those keys: a dict that holds anything else
+    (a description, a time, a context) is not one."""
     keys = _keys(node)
-    if "arguments" in keys:
-        return True
+    if not keys <= _TOOL_CALL_KEYS or keys.isdisjoint(("id", "call_id")):
+        return False
     function = entry_at(node, "function")
-    return "id" in keys and isinstance(function, ast.Dict) and "arguments" in _keys(function)
+    return "arguments" in keys or (isinstance(function, ast.Dict) and "arguments" in _keys(function))
+
+
+#: The keys of a tool call, as the chat APIs return it.
+_TOOL_CALL_KEYS = frozenset({"id", "call_id", "type", "index", "name", "arguments", "function"})
 
 
 def _keys(node: ast.Dict) -> set[object]:
