@@ -50,6 +50,18 @@ SLOT_SETTER = """
 """
 
 POSITIVE = {
+    "a_record_made_of_a_dict_whose_field_is_the_clock": """
+        import time
+        from langchain_core.messages import SystemMessage
+        from pydantic import BaseModel
+
+        class Completion(BaseModel):
+            created: int
+
+        def finish():
+            response = Completion.model_validate({"created": int(time.time())})
+            return SystemMessage(content=f"Created {response.created}. Answer briefly.")  # expect: AC101
+    """,
     "dicts_with_arguments_that_are_no_tool_call": """
         from datetime import date, datetime
 
@@ -572,6 +584,23 @@ POSITIVE = {
 }
 
 NEGATIVE = {
+    "a_record_made_of_a_dict_read_field_by_field": """
+        import time
+        from langchain_core.messages import SystemMessage
+        from pydantic import BaseModel
+
+        class Completion(BaseModel):
+            created: int
+            choices: list
+
+        def parse(message):
+            return SystemMessage(content=message["content"])
+
+        def finish(message):
+            completion = {"created": int(time.time()), "choices": [{"index": 0, "message": message}]}
+            response = Completion.model_validate(completion)
+            return parse(response.choices[0]["message"]), response.created
+    """,
     "a_date_library_given_a_date": """
         import pendulum
         from sqlalchemy import func
@@ -1810,3 +1839,65 @@ def test_a_template_of_python_code_is_a_note_not_a_finding(tmp_path: Path) -> No
         sorted(note.partition(": ")[2] for note in result.notes)
         == ["skipped: a template of Python code (Jinja tags), not Python until rendered"] * 3
     )
+
+
+def test_a_private_function_nothing_in_the_package_calls_sends_nothing(tmp_path: Path) -> None:
+    """aacode's ``_compact_context`` and omagent's ``_generate_default_sys_prompt``: a private method that no module
+    of the package calls (its tests aside), or that only other classes' namesakes call on themselves, is never run.
+    Still reported: a method called by a class it derives from, one a string names (``getattr``), a method a
+    library's base class may call (``_run``), and a public function."""
+    package = tmp_path / "src" / "pkg"
+    package.parent.mkdir()
+    stamp = "client.chat.completions.create(messages=[{'role': 'system', 'content': f'Now: {datetime.now()}'}])"
+    write_package(
+        package,
+        loop="from datetime import datetime\n\n"
+        "class Loop:\n"
+        "    def run(self, client):\n"
+        "        return self._step(client)\n\n"
+        "    def _step(self, client):\n"
+        f"        return {stamp}\n\n"
+        "    def _compact_context(self, client):\n"
+        "        # self._compact_context is what the old run called\n"
+        f"        return {stamp}\n\n"
+        "    def _dynamic(self, client):\n"
+        f"        return {stamp}\n\n"
+        "    def call(self, name, client):\n"
+        "        return getattr(self, '_' + name)(client) if name != 'x' else getattr(self, '_dynamic')(client)\n\n"
+        "def _unused(client):\n"
+        f"    return {stamp}\n\n"
+        "def public(client):\n"
+        f"    return {stamp}\n",
+        llms="from datetime import datetime\n\nfrom pydantic import BaseModel\n\n"
+        "class Base(BaseModel):\n"
+        "    def ask(self, client):\n"
+        "        return client\n\n"
+        "class Qwen(Base):\n"
+        "    def ask(self, client):\n"
+        "        return self._default_sys(client)\n\n"
+        "    def _default_sys(self, client):\n"
+        f"        return {stamp}\n",
+        vision="from datetime import datetime\n\nfrom .llms import Base, Qwen\n\n"
+        "class QwenVision(Base):\n"
+        "    def _default_sys(self, client):\n"
+        f"        return {stamp}\n\n"
+        "class Tuned(Qwen):\n"
+        "    def _default_sys(self, client):\n"
+        f"        return {stamp}\n",
+        tool="from datetime import datetime\n\nfrom langchain_core.tools import BaseTool\n\n"
+        "class Clock(BaseTool):\n"
+        "    def _run(self, client):\n"
+        f"        return {stamp}\n",
+    )
+    tests = package / "tests"
+    tests.mkdir()
+    (tests / "test_loop.py").write_text("from pkg.loop import Loop\n\ndef test(c):\n    Loop()._compact_context(c)\n")
+    found = sorted((Path(f.path).name, f.line) for f in lint_paths([package]).findings)
+    assert found == [
+        ("llms.py", 14),
+        ("loop.py", 8),
+        ("loop.py", 15),
+        ("loop.py", 24),
+        ("tool.py", 7),
+        ("vision.py", 11),
+    ]

@@ -28,6 +28,7 @@ from agentcache.lint.python.syntax import (
     returns_text,
     role_default,
     takes_arguments,
+    top_level_bindings,
     unread_parameters,
 )
 from agentcache.lint.python.templates import TemplateFiles, reads
@@ -76,6 +77,7 @@ from agentcache.lint.python.vocabulary import (
     ORDER_FREE,
     PLACEHOLDER_FILLERS,
     PROPERTIES,
+    RECORD_LOADERS,
     RENDERERS,
     SEQUENCE_MUTATORS,
     SEQUENCERS,
@@ -199,20 +201,12 @@ class Interpreter(Statements):
         """The class of each module-level object made of a class of the module (``tool_manager = ToolManager()``:
         ``tool_manager(of)``), for the modules that import the object and call its methods."""
         found: dict[str, str] = {}
-        for statement in self.tree.body:
-            if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
-                target, made = statement.targets[0], statement.value
-            elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
-                target, made = statement.target, statement.value
-            else:
-                continue
-            if not isinstance(target, ast.Name):
-                continue
-            found.pop(f"{target.id}(of)", None)  # rebound: what it holds last, if an object of a known class
+        for name, made in top_level_bindings(self.tree):
+            found.pop(f"{name}(of)", None)  # rebound: what it holds last, if an object of a known class
             if isinstance(made, ast.Call) and isinstance(made.func, ast.Name):
                 owner = self.constructed(made.func, self.globals)
                 if owner and owner.startswith(self.package_top):
-                    found[f"{target.id}(of)"] = owner
+                    found[f"{name}(of)"] = owner
         return found
 
     def unread(self) -> dict[str, str]:
@@ -492,6 +486,8 @@ class Interpreter(Statements):
                 field = read_export(kind, node) if kind else None
             if field is not None:
                 return Value(receiver.origins | field.origins, field.unordered) if receiver.origins else field
+        if receiver.entries:  # a field of an object made of a dict (Model.model_validate(payload).choices)
+            return under(receiver, node.attr)
         read = combine(receiver)
         return self.data_text(node, read) if node.attr in self.data_keys else read
 
@@ -894,6 +890,8 @@ class Interpreter(Statements):
         if attr in ("get", "pop", "setdefault") and receiver.cls == SETS and node.args:
             # by_tag.get(tag, set()) of a defaultdict(set): what a dict of sets holds under a key is a set
             return made_set(node, receiver, args[0])
+        if attr in RECORD_LOADERS and len(node.args) == 1 and args[0].entries and not node.keywords:
+            return args[0]  # Model.model_validate(payload): an object whose fields are the dict's entries
         if attr == "get" and 1 <= len(node.args) <= 2:
             if receiver.entries and isinstance(constant(node.args[0]), str):
                 return reduce(join, args[1:], under(receiver, str(constant(node.args[0]))))  # d.get("date", default)
@@ -979,12 +977,8 @@ class Interpreter(Statements):
         lambdas or the module's functions, by key (asked of every call by subscript: made once)."""
         if self.dispatch is None:
             self.dispatch = {}
-            for statement in self.tree.body:
-                if not isinstance(statement, (ast.Assign, ast.AnnAssign)):
-                    continue
-                target = statement.targets[0] if isinstance(statement, ast.Assign) else statement.target
-                value = statement.value
-                if not (isinstance(target, ast.Name) and isinstance(value, ast.Dict)):
+            for name, value in top_level_bindings(self.tree):
+                if not isinstance(value, ast.Dict):
                     continue
                 helpers: dict[str, ast.Lambda | Function] = {}
                 for key, entry in zip(value.keys, value.values, strict=True):
@@ -994,7 +988,7 @@ class Interpreter(Statements):
                         elif isinstance(entry, ast.Name) and entry.id in self.functions:
                             helpers[key.value] = self.functions[entry.id]
                 if helpers:
-                    self.dispatch[target.id] = helpers
+                    self.dispatch[name] = helpers
         return self.dispatch
 
     def table_entry(

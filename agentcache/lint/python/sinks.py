@@ -508,16 +508,14 @@ def is_tool_call(node: ast.Dict) -> bool:
     return "arguments" in keys or (isinstance(function, ast.Dict) and "arguments" in _keys(function))
 
 
-#: The keys of a tool call, as the chat APIs return it.
-_TOOL_CALL_KEYS = frozenset({"id", "call_id", "type", "index", "name", "arguments", "function"})
-
-
 def _keys(node: ast.Dict) -> set[object]:
     return {constant(key) for key in node.keys if key is not None}
 
 
 #: Keys only a tool call or a record holds (an id, the arguments, a time), never a tool's definition.
 _CALL_KEYS = frozenset({"id", "call_id", "tool_call_id", "arguments", "index", "created_at", "timestamp"})
+#: The keys a tool call is made of, as the chat APIs return it: all of a dict's keys must be among them.
+_TOOL_CALL_KEYS = frozenset({"id", "call_id", "type", "index", "name", "arguments", "function"})
 
 
 def sorts_keys(node: ast.Call, name: str) -> bool:

@@ -4,7 +4,7 @@ its source text) and the facts gathered once per module (imports, functions it c
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -142,6 +142,19 @@ def read_as_globals(nodes: Iterable[ast.stmt]) -> frozenset[str]:
 def bound_names(target: ast.expr) -> frozenset[str]:
     """The names a ``for`` target binds (``item``, ``key, (a, b)``, ``*rest``)."""
     return frozenset(node.id for node in ast.walk(target) if isinstance(node, ast.Name))
+
+
+def top_level_bindings(tree: ast.Module) -> Iterator[tuple[str, ast.expr]]:
+    """Each ``name = value`` and ``name: T = value`` at the module's top level, in order (a rebinding again)."""
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target, value = statement.targets[0], statement.value
+        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            target, value = statement.target, statement.value
+        else:
+            continue
+        if isinstance(target, ast.Name):
+            yield target.id, value
 
 
 def unpacked(target: ast.Tuple | ast.List, source: ast.expr | None) -> list[tuple[ast.expr, ast.expr | None]]:
