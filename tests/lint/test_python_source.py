@@ -1901,3 +1901,30 @@ def test_a_private_function_nothing_in_the_package_calls_sends_nothing(tmp_path:
         ("tool.py", 7),
         ("vision.py", 11),
     ]
+
+
+def test_a_record_loaded_from_another_module_keeps_its_own_creation_time(tmp_path: Path) -> None:
+    """abreka's shape: an experiment loaded from disk by a function of another module annotated to return it, its
+    ``created_at`` the stored one (its class stamps only the new ones it makes); the object's other fields whose
+    defaults differ stay sources, and so does its class's stamp read in its own method."""
+    write_package(
+        tmp_path / "pkg",
+        models="from dataclasses import dataclass, field\nfrom datetime import datetime, timezone\nimport uuid\n\n"
+        "@dataclass\n"
+        "class Experiment:\n"
+        "    id: str\n"
+        "    created_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))\n"
+        "    nonce: str = field(default_factory=lambda: uuid.uuid4().hex)\n\n"
+        "    def brief(self):\n"
+        "        return f'Experiment made {self.created_at}'\n\n"
+        "    @classmethod\n"
+        "    def from_dict(cls, d: dict) -> 'Experiment':\n"
+        "        return cls(id=d['id'], created_at=datetime.fromisoformat(d['created_at']))\n",
+        chat="from .models import Experiment\n\n"
+        "def chat(client, exp: Experiment):\n"
+        "    client.chat.completions.create(messages=[{'role': 'system', 'content': f'Made {exp.created_at}.'}])\n"
+        "    client.chat.completions.create(messages=[{'role': 'system', 'content': f'Nonce {exp.nonce}.'}])\n"
+        "    return client.chat.completions.create(messages=[{'role': 'system', 'content': exp.brief()}])\n",
+    )
+    found = sorted((Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path / "pkg"]).findings)
+    assert found == [("chat.py", 5, "AC101"), ("chat.py", 6, "AC101")]

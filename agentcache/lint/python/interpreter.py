@@ -475,14 +475,17 @@ class Interpreter(Statements):
                 return read
         receiver = self.part_of_parameter(self.expr(node.value, scope))
         owners = self.owners_of(node.value, receiver, scope) if receiver.cls or type(node.value) is ast.Name else ()
+        # another object's id or time field (exp.created_at) is the record's, kept with it: the object may have been
+        # loaded with its own, and what its class's default stamps is when it was made, not when it is read
+        record = self.words.is_bookkeeping(node.attr)
         for owner in owners:
             local = self.local_classes.get(owner)  # a field its class sets, in this module or another
             if local is not None:
-                field = self.instance_fields.get(local, {}).get(f"self.{node.attr}")
+                field = None if record else self.instance_fields.get(local, {}).get(f"self.{node.attr}")
                 if field is None:
                     field = self.property_read(local, node.attr)
             else:
-                kind = self.learned.get(f"{owner}().{node.attr}")
+                kind = None if record else self.learned.get(f"{owner}().{node.attr}")
                 field = read_export(kind, node) if kind else None
             if field is not None:
                 return Value(receiver.origins | field.origins, field.unordered) if receiver.origins else field
