@@ -37,6 +37,12 @@ def register(commands: Any) -> None:
     parser.add_argument("--ignore", type=_codes, metavar="CODES", help="leave out these codes or prefixes")
     parser.add_argument("--statistics", action="store_true", help="count findings per rule instead of listing them")
     parser.add_argument(
+        "--skip-unrecognized",
+        action="store_true",
+        help="skip a named file its checker does not recognize (a .json without tools) with a note, as a walk does, "
+        "instead of exiting 2 (the pre-commit hook names every staged file)",
+    )
+    parser.add_argument(
         "--jobs",
         type=_jobs,
         default=os.cpu_count() or 1,
@@ -60,7 +66,14 @@ def _codes(text: str) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     # [tool.agentcache.lint] of the nearest pyproject.toml, as ruff finds its own; the command line adds to it.
     config = load(Path.cwd()).with_rules(args.select, args.ignore)
-    result = lint_paths(args.paths, fix=args.fix, config=config, cache=cache_options(args, args.cache), jobs=args.jobs)
+    result = lint_paths(
+        args.paths,
+        fix=args.fix,
+        config=config,
+        cache=cache_options(args, args.cache),
+        jobs=args.jobs,
+        skip_unrecognized=args.skip_unrecognized,
+    )
     return report(result, args.format, counts=args.statistics)
 
 

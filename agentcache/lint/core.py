@@ -225,16 +225,20 @@ def lint_paths(
     config: Config | None = None,
     cache: CacheOptions | None = None,
     jobs: int = 1,
+    skip_unrecognized: bool = False,
 ) -> LintResult:
     """Lint files and directories (walked, skipping :data:`SKIP_DIRS` and test code); with ``fix``, rewrite what
     can be fixed. ``config`` selects the rules reported per file and holds the kinds' settings (default: every
-    rule, defaults).
+    rule, defaults). ``skip_unrecognized``: a named file its kind's checker does not recognize (a ``.json`` of
+    data, without tools) is skipped with a note, as a walk skips it, instead of being a usage error: pre-commit
+    names every staged file.
     Traces are replayed through ``cache`` (explain's server model), by default SGLang's with o200k_base tokens.
     ``jobs`` > 1 checks the files in that many worker processes when there are at least :data:`PARALLEL_FILES`
     of them; the result is the same as in one process.
 
     Raises :class:`~agentcache.errors.InputError` for a usage error: a path that does not exist or cannot be
-    read, a named file of no registered kind, a named file its kind's checker does not recognize.
+    read, a named file of no registered kind, a named file its kind's checker does not recognize (unless
+    ``skip_unrecognized``).
     """
     catalog = rules()
     config = config or Config()
@@ -249,9 +253,9 @@ def lint_paths(
             targets, _outcomes(targets, run, cache, pool, jobs, early=early), strict=True
         ):
             if outcome.verdict is None:
-                if explicit:
+                if explicit and not skip_unrecognized:
                     raise InputError(f"{display}: {outcome.skipped}")
-                if outcome.note:
+                if outcome.note or explicit:
                     notes.append(f"{display}: skipped: {outcome.skipped}")
                 continue
             verdicts[path] = (display, explicit, outcome.verdict)

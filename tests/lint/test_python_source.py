@@ -61,6 +61,10 @@ POSITIVE = {
         def finish():
             response = Completion.model_validate({"created": int(time.time())})
             return SystemMessage(content=f"Created {response.created}. Answer briefly.")  # expect: AC101
+
+        def aliased(body):
+            response = Completion.model_validate({"createdAt": int(time.time()), "body": body})
+            return SystemMessage(content=f"Created {response.created_at}. Answer briefly.")  # expect: AC101
     """,
     "dicts_with_arguments_that_are_no_tool_call": """
         from datetime import date, datetime
@@ -1841,35 +1845,43 @@ def test_a_template_of_python_code_is_a_note_not_a_finding(tmp_path: Path) -> No
     )
 
 
-def test_a_private_function_nothing_in_the_package_calls_sends_nothing(tmp_path: Path) -> None:
-    """aacode's ``_compact_context`` and omagent's ``_generate_default_sys_prompt``: a private method that no module
-    of the package calls (its tests aside), or that only other classes' namesakes call on themselves, is never run.
-    Still reported: a method called by a class it derives from, one a string names (``getattr``), a method a
-    library's base class may call (``_run``), and a public function."""
+def test_a_private_function_nothing_in_the_project_calls_sends_nothing(tmp_path: Path) -> None:
+    """aacode's ``_compact_context`` and omagent's ``_generate_default_sys_prompt``: a private function or method
+    that nothing in the project calls (its tests aside, a comment or a docstring's prose aside), or that only other
+    classes' namesakes call on themselves, is never run. Still reported: what a class it derives from calls (a
+    mixin's too), what a string names (``getattr``) or a name built from a prefix of it reaches, an entry point
+    ``pyproject.toml`` names, a method a library's base class may call (``_run``, even of a class named as that
+    base), a sunder hook (Enum's ``_missing_``), and a public function."""
+    (tmp_path / "pyproject.toml").write_text('[project.scripts]\npkg = "pkg.cli:_main"\n')
     package = tmp_path / "src" / "pkg"
     package.parent.mkdir()
     stamp = "client.chat.completions.create(messages=[{'role': 'system', 'content': f'Now: {datetime.now()}'}])"
+    head = "import abc\nfrom datetime import datetime\n"
     write_package(
         package,
-        loop="from datetime import datetime\n\n"
-        "class Loop:\n"
+        loop=head + "class Loop:\n"
         "    def run(self, client):\n"
         "        return self._step(client)\n\n"
         "    def _step(self, client):\n"
         f"        return {stamp}\n\n"
         "    def _compact_context(self, client):\n"
-        "        # self._compact_context is what the old run called\n"
+        '        """Unlike _compact_context of old, self._compact_context is not called."""\n'
         f"        return {stamp}\n\n"
-        "    def _dynamic(self, client):\n"
+        "    def _named(self, client):\n"
         f"        return {stamp}\n\n"
-        "    def call(self, name, client):\n"
-        "        return getattr(self, '_' + name)(client) if name != 'x' else getattr(self, '_dynamic')(client)\n\n"
+        "    def call(self, client):\n"
+        "        return getattr(self, '_named')(client)\n\n"
         "def _unused(client):\n"
         f"    return {stamp}\n\n"
         "def public(client):\n"
         f"    return {stamp}\n",
-        llms="from datetime import datetime\n\nfrom pydantic import BaseModel\n\n"
-        "class Base(BaseModel):\n"
+        dispatch=head + "class Handlers:\n"
+        "    def handle(self, kind, client):\n"
+        "        return getattr(self, f'_on_{kind}')(client)\n\n"
+        "    def _on_start(self, client):\n"
+        f"        return {stamp}\n",
+        llms=head + "from pydantic import BaseModel\n\n"
+        "class Base(BaseModel, abc.ABC):\n"
         "    def ask(self, client):\n"
         "        return client\n\n"
         "class Qwen(Base):\n"
@@ -1877,30 +1889,62 @@ def test_a_private_function_nothing_in_the_package_calls_sends_nothing(tmp_path:
         "        return self._default_sys(client)\n\n"
         "    def _default_sys(self, client):\n"
         f"        return {stamp}\n",
-        vision="from datetime import datetime\n\nfrom .llms import Base, Qwen\n\n"
-        "class QwenVision(Base):\n"
+        vision=head + "from .llms import Base, Qwen\n\n"
+        "class QwenVision(Base, abc.ABC):\n"
         "    def _default_sys(self, client):\n"
         f"        return {stamp}\n\n"
         "class Tuned(Qwen):\n"
         "    def _default_sys(self, client):\n"
         f"        return {stamp}\n",
-        tool="from datetime import datetime\n\nfrom langchain_core.tools import BaseTool\n\n"
-        "class Clock(BaseTool):\n"
-        "    def _run(self, client):\n"
+        agent=head + "class Agent:\n"
+        "    def _prompt(self, client):\n"
+        "        return None\n\n"
+        "    def run(self, client):\n"
+        "        return self._prompt(client)\n\n"
+        "class StampMixin:\n"
+        "    def _prompt(self, client):\n"
+        f"        return {stamp}\n\n"
+        "class StampedAgent(StampMixin, Agent):\n"
+        "    pass\n\n"
+        "class Mine(\n"
+        "    Agent,  # (overrides _prompt)\n"
+        "):\n"
+        "    def _prompt(self, client):\n"
         f"        return {stamp}\n",
+        tool=head + "import langchain_core.tools as lc\nfrom enum import Enum\n"
+        "from langchain_core.tools import BaseTool as LibraryTool\n\n"
+        "class Clock(LibraryTool):\n"
+        "    def _run(self, client):\n"
+        f"        return {stamp}\n\n"
+        "class BaseTool(lc.BaseTool):\n"
+        "    def _run(self, client):\n"
+        f"        return {stamp}\n\n"
+        "class Kind(Enum):\n"
+        "    A = 'a'\n\n"
+        "    @classmethod\n"
+        "    def _missing_(cls, client):\n"
+        f"        return {stamp}\n",
+        cli=head + "def _main(client):\n"
+        f"    return {stamp}\n",
     )
     tests = package / "tests"
     tests.mkdir()
     (tests / "test_loop.py").write_text("from pkg.loop import Loop\n\ndef test(c):\n    Loop()._compact_context(c)\n")
     found = sorted((Path(f.path).name, f.line) for f in lint_paths([package]).findings)
     assert found == [
+        ("agent.py", 12),
+        ("agent.py", 21),
+        ("cli.py", 4),
+        ("dispatch.py", 8),
         ("llms.py", 14),
         ("loop.py", 8),
         ("loop.py", 15),
         ("loop.py", 24),
-        ("tool.py", 7),
+        ("tool.py", 9),
+        ("tool.py", 13),
+        ("tool.py", 20),
         ("vision.py", 11),
-    ]
+    ]  # not loop.py's _compact_context (12) and _unused (21), nor vision.py's QwenVision (7)
 
 
 def test_a_record_loaded_from_another_module_keeps_its_own_creation_time(tmp_path: Path) -> None:

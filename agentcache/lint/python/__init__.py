@@ -17,7 +17,8 @@ The modules, from the bottom up: :mod:`~agentcache.lint.python.syntax` (reading 
 :mod:`~agentcache.lint.python.values` (the abstract domain), :mod:`~agentcache.lint.python.vocabulary` (the
 library names it knows), :mod:`~agentcache.lint.python.rules` (rules and messages),
 :mod:`~agentcache.lint.python.sinks`, :mod:`~agentcache.lint.python.statements` and
-:mod:`~agentcache.lint.python.interpreter` (the analysis), :mod:`~agentcache.lint.python.check` (the checker).
+:mod:`~agentcache.lint.python.interpreter` (the analysis), :mod:`~agentcache.lint.python.unreached` (private
+functions nothing calls), :mod:`~agentcache.lint.python.check` (the checker).
 """
 
 from __future__ import annotations

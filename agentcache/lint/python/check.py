@@ -58,7 +58,7 @@ class PythonSession:
         self.project = Project(words)
         self.words = words
         self.relevant = _Relevant(words)
-        self.callers = Callers()
+        self.callers = Callers(lambda path: self.project.module(path), PART_BYTES)
 
         self.last: Lesson | None = None
         self.tree: ast.Module | None = None
@@ -142,20 +142,18 @@ class PythonSession:
         self.project.learn(self.last)
         if len(text) <= PART_BYTES:  # one part: the tree of the whole module
             self.tree = tree
-            results = self.reached(tree, source.path, module, results)
+            results = self.reached(tree, source.path, results)
         return _findings(source, text, results)
 
     def reached(
-        self, tree: ast.Module, path: Path, module: str, results: list[tuple[Rule, ast.expr, str]]
+        self, tree: ast.Module, path: Path, results: list[tuple[Rule, ast.expr, str]]
     ) -> list[tuple[Rule, ast.expr, str]]:
-        """``results`` but those inside private functions nothing in the package calls
+        """``results`` but those inside private functions nothing in the project calls
         (:class:`~agentcache.lint.python.unreached.Callers`). A module of several parts keeps all: its trees are
         not kept."""
-        if not results or ("." not in module and path.stem != "__init__"):
-            return results  # a script or a top-level module: what calls it is not known
-        depth = module.count(".") + (path.stem == "__init__")
-        root = path.parents[depth] / module.partition(".")[0]
-        spans = self.callers.unreached(tree, path, root, {node.lineno for _, node, _ in results})
+        if not results:
+            return results
+        spans = self.callers.unreached(tree, path, {node.lineno for _, node, _ in results})
         return [result for result in results if not any(a <= result[1].lineno <= b for a, b in spans)]
 
 

@@ -77,6 +77,7 @@ from agentcache.lint.python.vocabulary import (
     ORDER_FREE,
     PLACEHOLDER_FILLERS,
     PROPERTIES,
+    RECORD,
     RECORD_LOADERS,
     RENDERERS,
     SEQUENCE_MUTATORS,
@@ -489,8 +490,10 @@ class Interpreter(Statements):
                 field = read_export(kind, node) if kind else None
             if field is not None:
                 return Value(receiver.origins | field.origins, field.unordered) if receiver.origins else field
-        if receiver.entries:  # a field of an object made of a dict (Model.model_validate(payload).choices)
-            return under(receiver, node.attr)
+        if receiver.cls == RECORD:  # a field of an object made of a dict (model_validate(payload).choices)
+            field_key = _field_key(node.attr)
+            alias = next((name for name, _ in receiver.entries or () if _field_key(name) == field_key), node.attr)
+            return under(receiver, alias)
         read = combine(receiver)
         return self.data_text(node, read) if node.attr in self.data_keys else read
 
@@ -894,7 +897,7 @@ class Interpreter(Statements):
             # by_tag.get(tag, set()) of a defaultdict(set): what a dict of sets holds under a key is a set
             return made_set(node, receiver, args[0])
         if attr in RECORD_LOADERS and len(node.args) == 1 and args[0].entries and not node.keywords:
-            return args[0]  # Model.model_validate(payload): an object whose fields are the dict's entries
+            return replace(args[0], cls=RECORD)  # Model.model_validate(payload): its fields are the dict's items
         if attr == "get" and 1 <= len(node.args) <= 2:
             if receiver.entries and isinstance(constant(node.args[0]), str):
                 return reduce(join, args[1:], under(receiver, str(constant(node.args[0]))))  # d.get("date", default)
@@ -1379,6 +1382,11 @@ def _updated(
         named = [Value(entries=with_entry(CLEAN, key, value)) for key, value in kwargs.items()]
         return merged(mapping, *args, *named)
     return mapping.entries
+
+
+def _field_key(name: str) -> str:
+    """A field's name as its dict key may spell it (``created_at`` of ``createdAt``, pydantic's camel-case alias)."""
+    return name.replace("_", "").lower()
 
 
 def _key_path(node: ast.Attribute | ast.Subscript, keys: frozenset[str]) -> tuple[str, ...] | None:

@@ -1,141 +1,274 @@
-"""Private functions and methods nothing in their package calls: what they build is never sent, so a sink inside
+"""Private functions and methods nothing in their project calls: what they build is never sent, so a sink inside
 one is not reported (aacode's ``_compact_context``, left behind when its caller was rewritten).
 
-Only private names (``_name``, not a dunder) qualify: a public one may be the package's API, called by its users.
-A private name is called when any module of the package, tests aside, mentions it in code (a call, a reference, a
-string that is the name, given to ``getattr``; not prose in a docstring), except ``self._name`` in another class
-that defines its own ``_name`` and that the method's class does not derive from: that call reaches the other
-class's method, not this one (omagent's LLM classes each define and call their own
-``_generate_default_sys_prompt``). A method is taken as unreached only when every class it inherits from is the
-package's own or one that calls no private hook (:data:`INERT_BASES`): a library's base class calls its
-subclasses' ``_run`` or ``_generate`` without the package ever naming them.
+Only private names qualify (``_name``; not a dunder, nor a sunder such as Enum's ``_missing_``, which libraries
+call): a public one may be the package's API, called by its users. The project is the folder above the module that
+holds ``pyproject.toml``, ``setup.py``, ``setup.cfg`` or ``.git``; its test code is left out, as a walk leaves it
+out (a module that is itself test code is not judged). A private name is called when:
 
-The package's files are read only when a module has a finding inside a private function the module itself does
-not mention, and once per package.
+- a module of the project mentions it in code: a call, a reference, an import, a string that is the name or ends
+  in ``.name`` or ``:name`` (``getattr``, an entry point, a dotted path given to ``import_module``); not a
+  docstring's prose. ``self._name`` in another class that defines its own ``_name``, that nothing in the project
+  derives from and that the method's class does not derive from, reaches that class's method, not this one
+  (omagent's LLM classes each define and call their own ``_generate_default_sys_prompt``);
+- a name is built from a literal prefix of it anywhere in the project (``getattr(self, f"_on_{kind}")``,
+  ``"_" + name``, ``name.startswith("_handle_")``): dispatch by name;
+- the project's ``pyproject.toml`` or ``setup.cfg`` names it (a script's entry point).
+
+A method counts as unreached only when every class its class derives from, resolved through its module's imports,
+is one of the project's own (derived the same way) or calls no private hook of its subclasses
+(:data:`INERT_BASES`): a library's base class calls ``_run`` or ``_generate`` without the project naming them. A
+base made by a call, or a metaclass, leaves the method reached.
+
+The project's files are read when a module has a finding inside a private function its own module never mentions:
+once per lint process, as a set of the private names each file holds; a file is parsed only when it holds the
+name, and a module larger than the checker's part size that holds it counts as a caller.
 """
 
 from __future__ import annotations
 
 import ast
+import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentcache.lint.python.syntax import Function, last_name
+from agentcache.lint.core import SKIP_DIRS, is_test_code
+from agentcache.lint.python.syntax import Function, imports, last_name, statements
 
-#: Base classes that call no private method of their subclasses: a method of a class built only on these and on
-#: the package's own classes is called by the package or by nothing.
+#: Base classes that call no private method of their subclasses (sunder hooks aside).
 INERT_BASES = frozenset(
-    {"object", "ABC", "Generic", "Protocol", "BaseModel", "BaseSettings", "Enum", "StrEnum", "IntEnum", "Exception"}
+    {
+        "builtins.object",
+        "builtins.Exception",
+        "abc.ABC",
+        "typing.Generic",
+        "typing.Protocol",
+        "enum.Enum",
+        "enum.StrEnum",
+        "enum.IntEnum",
+        "pydantic.BaseModel",
+        "pydantic.main.BaseModel",
+        "pydantic_settings.BaseSettings",
+    }
 )
-#: A class statement with its bases, as text: enough to tell a package's classes and what they derive from.
-_CLASS = re.compile(rb"^[ \t]*class[ \t]+(\w+)[ \t]*(?:\(([^)]*)\))?[ \t]*:", re.MULTILINE)
-_KEYWORD = re.compile(rb"\w+\s*=\s*[\w.]+")
-_NAME = re.compile(rb"[A-Za-z_][\w.]*")
-_TEST_FOLDERS = frozenset({"test", "tests", "testing"})
+#: Stands for a class that may derive from another, in a file that cannot be read as code.
+UNKNOWN = "?"
+#: Names a module uses without importing them.
+_BUILTINS = frozenset({"object", "Exception"})
+#: Files whose presence makes a folder a project's root.
+_ROOT_MARKS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+#: Project files that may name a function as an entry point.
+_CONFIGS = ("pyproject.toml", "setup.cfg")
+_PRIVATE_WORD = re.compile(rb"(?<![\w])_[A-Za-z0-9_]*")
+#: A literal prefix a name is built from, first in what builds it: ``getattr(self, f"_on_{kind}")``,
+#: ``name = "_" + kind``, ``.startswith("_handle_")`` (not ``startswith("_")``, which leaves private names out).
+_PREFIX = re.compile(rb"""[(,=]\s*(?:f["'](_\w*)\{|["'](_\w*)["']\s*\+)|startswith\(\s*["'](_\w+)["']""")
 
 
 def private(name: str) -> bool:
-    return name.startswith("_") and not name.startswith("__")
+    """``_name``, not ``__name__`` nor a sunder ``_name_`` (Enum's ``_missing_``, which its library calls)."""
+    return name.startswith("_") and not name.startswith("__") and not (len(name) > 2 and name.endswith("_"))
 
 
 @dataclass
-class _Package:
-    """The non-test modules of one package, read once: their bytes, and each class name's bases."""
+class _Module:
+    """What one file of the project says about the names it mentions and the classes it defines."""
 
-    files: dict[Path, bytes]
-    bases: dict[str, set[str]] = field(default_factory=dict)
-    trees: dict[Path, ast.Module | None] = field(default_factory=dict)
+    module: str
+    mentions: set[str] = field(default_factory=set)
+    #: class name -> (the names its methods define, the names read as ``self.x`` / ``cls.x`` in its body)
+    classes: dict[str, tuple[set[str], set[str]]] = field(default_factory=dict)
+    #: class name -> its bases' dotted names (None: a base the module cannot name, or a metaclass)
+    bases: dict[str, list[str | None]] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        for data in self.files.values():
-            for match in _CLASS.finditer(data):
-                named = _NAME.findall(_KEYWORD.sub(b"", match.group(2) or b""))
-                self.bases.setdefault(match.group(1).decode(), set()).update(
-                    name.rsplit(b".", 1)[-1].decode() for name in named
-                )
 
-    def derives(self, name: str, ancestor: str) -> bool:
-        """Whether a class of this name derives from a class named ``ancestor``, all the way up."""
-        seen: set[str] = set()
-        pending = [name]
-        while pending:
-            bases = self.bases.get(pending.pop(), set()) - seen
-            if ancestor in bases:
+class _Project:
+    """The non-test Python files under one project root, read once: the private names each holds."""
+
+    def __init__(self, root: Path, module_of: Callable[[Path], str], largest: int) -> None:
+        self.root, self.module_of, self.largest = root, module_of, largest
+        self.words: dict[str, list[Path]] = {}
+        self.prefixes: set[str] = set()
+        self.sizes: dict[Path, int] = {}
+        self.modules: dict[str, Path] = {}
+        self.parsed: dict[Path, _Module | None] = {}
+        self.below: dict[str, set[str]] = {}
+        for path in _python_files(root):
+            try:
+                data = path.read_bytes()
+            except OSError:
+                continue
+            self.sizes[path] = len(data)
+            self.modules.setdefault(module_of(path), path)
+            for word in set(_PRIVATE_WORD.findall(data)):
+                self.words.setdefault(word.decode(), []).append(path)
+            for match in _PREFIX.finditer(data):
+                self.prefixes.add(next(part for part in match.groups() if part is not None).decode())
+        self.configured = " ".join(
+            (root / name).read_text(errors="replace") for name in _CONFIGS if (root / name).is_file()
+        )
+
+    def summary(self, path: Path) -> _Module | None:
+        """The file's :class:`_Module`, made once (None: it does not parse)."""
+        if path not in self.parsed:
+            try:
+                tree = ast.parse(path.read_bytes())
+            except (SyntaxError, ValueError, RecursionError, OSError):
+                self.parsed[path] = None
+            else:
+                self.parsed[path] = _summarize(tree, self.module_of(path))
+        return self.parsed[path]
+
+    def called(self, name: str, path: Path, owner: str | None) -> bool:
+        """Whether anything in the project but the module at ``path`` may call ``name`` (a method of ``owner``)."""
+        if any(name.startswith(prefix) for prefix in self.prefixes) or re.search(rf"\b{name}\b", self.configured):
+            return True
+        for other in self.words.get(name, ()):
+            if other == path:
+                continue
+            if self.sizes[other] > self.largest:
                 return True
-            seen |= bases
-            pending.extend(bases)
+            summary = self.summary(other)
+            if summary is None or name in summary.mentions:
+                return True
+            if any(
+                name in used and not (name in defined and self._private_to(cls, owner))
+                for cls, (defined, used) in summary.classes.items()
+            ):
+                return True
         return False
 
-    def inert(self, bases: set[str], seen: set[str]) -> bool:
-        """Whether every class of these names is inert or the package's own, derived from inert ones all the way
-        up."""
-        for base in bases - seen:
-            seen.add(base)
-            if base not in INERT_BASES and (base not in self.bases or not self.inert(self.bases[base], seen)):
-                return False
+    def _private_to(self, cls: str, owner: str | None) -> bool:
+        """Whether ``self.name`` in class ``cls`` reaches only that class's own method, not the one judged (of
+        ``owner``): the owner does not derive from ``cls``, and no class derives from both (a mixin's method
+        overrides a base's). Classes are matched by name, so a namesake only keeps more findings."""
+        if owner is None:
+            return True
+        below = self.descendants(cls)
+        return UNKNOWN not in below and owner not in below and below.isdisjoint(self.descendants(owner))
+
+    def descendants(self, name: str) -> set[str]:
+        """The names of the project's classes that derive from a class of this name, all the way down
+        (:data:`UNKNOWN` among them when a file that names it cannot be read as code); made once per name."""
+        if name not in self.below:
+            found: set[str] = set()
+            pending = [name]
+            while pending:
+                for sub in self._subclasses(pending.pop()) - found:
+                    found.add(sub)
+                    if sub != UNKNOWN:
+                        pending.append(sub)
+            self.below[name] = found
+        return self.below[name]
+
+    def _subclasses(self, name: str) -> set[str]:
+        """The classes that name a class of this name among their bases, in the files whose bytes hold it."""
+        word = re.compile(rb"(?<![\w])" + re.escape(name.encode()) + rb"(?!\w)")
+        found = set()
+        for path, size in self.sizes.items():
+            try:
+                if word.search(path.read_bytes()) is None:
+                    continue
+            except OSError:
+                continue
+            summary = self.summary(path) if size <= self.largest else None
+            if summary is None:
+                found.add(UNKNOWN)
+                continue
+            found.update(cls for cls, bases in summary.bases.items() if name in map(last_name_of, bases))
+        return found
+
+    def inert(self, qualified: str, bases: list[str | None]) -> bool:
+        """Whether every class a class (of these ``bases``) derives from, all the way up, is the project's own or
+        inert; a class that derives from itself is not (a chain that comes back to it)."""
+        seen = {qualified}
+        pending = [(qualified, bases)]
+        while pending:
+            _, known = pending.pop()
+            for base in known:
+                if base is None:
+                    return False
+                if base in seen:  # a base met twice (ABC of a class and of its base), or the class itself
+                    if base == qualified:
+                        return False
+                    continue
+                seen.add(base)
+                if base not in INERT_BASES:
+                    above = self._bases(base)
+                    if above is None:
+                        return False
+                    pending.append((base, above))
         return True
 
-    def tree(self, path: Path) -> ast.Module | None:
-        if path not in self.trees:
-            try:
-                self.trees[path] = ast.parse(self.files[path])
-            except (SyntaxError, ValueError, RecursionError):
-                self.trees[path] = None
-        return self.trees[path]
+    def _bases(self, qualified: str) -> list[str | None] | None:
+        """A project class's bases' dotted names (None: not a class the project defines)."""
+        module, _, name = qualified.rpartition(".")
+        path = self.modules.get(module)
+        summary = self.summary(path) if path is not None else None
+        return summary.bases.get(name) if summary is not None else None
+
+
+def last_name_of(dotted: str | None) -> str | None:
+    return dotted.rpartition(".")[2] if dotted else None
 
 
 class Callers:
-    """The private functions nothing in their package calls, for one lint run (:func:`unreached`)."""
+    """The private functions nothing in their project calls, for one lint process (:meth:`unreached`)."""
 
-    def __init__(self) -> None:
-        self.packages: dict[Path, _Package] = {}
+    def __init__(self, module_of: Callable[[Path], str], largest: int) -> None:
+        """``module_of``: a file's dotted module name; ``largest``: the size of a module beyond which one that
+        holds the name counts as a caller unparsed (the checker's part size)."""
+        self.module_of, self.largest = module_of, largest
+        self.projects: dict[Path, _Project] = {}
 
-    def unreached(self, tree: ast.Module, path: Path, root: Path | None, lines: set[int]) -> list[tuple[int, int]]:
+    def unreached(self, tree: ast.Module, path: Path, lines: set[int]) -> list[tuple[int, int]]:
         """The lines (first, last) of each private top-level function, and private method of a top-level class,
-        of the module at ``path`` that holds one of ``lines`` and that no module of the package under ``root``
-        calls (None: a module outside any package, whose callers cannot be known)."""
-        if root is None:
-            return []
-        spans, mentioned = [], None
+        of the module at ``path`` that holds one of ``lines`` and that nothing in its project calls."""
+        spans = []
+        mentioned: _Module | None = None
+        project: _Project | None = None
         for function, owner in _privates(tree):
             first, last = function.lineno, function.end_lineno or function.lineno
             if not any(first <= line <= last for line in lines):
                 continue
             if mentioned is None:
-                mentioned = _Mentions(tree)
-            if function.name in mentioned:
+                mentioned = _summarize(tree, self.module_of(path))
+            if function.name in mentioned.mentions or any(
+                function.name in used for _, used in mentioned.classes.values()
+            ):
                 continue
-            package = self._package(root)
-            if owner is not None and not package.inert(set(filter(None, map(_base, owner.bases))), set()):
+            project = project or self._project(path)
+            if project is None:
+                return []  # no project around it, or the module is its test code: what calls it is not known
+            if owner is not None and not project.inert(
+                f"{mentioned.module}.{owner.name}", mentioned.bases.get(owner.name, [None])
+            ):
                 continue
-            if not self._called(package, path, function, owner):
+            if not project.called(function.name, path, owner.name if owner is not None else None):
                 spans.append((first, last))
         return spans
 
-    def _package(self, root: Path) -> _Package:
-        if root not in self.packages:
-            files = {}
-            for path in sorted(root.rglob("*.py")):
-                relative = path.relative_to(root)
-                if _TEST_FOLDERS.isdisjoint(relative.parts[:-1]) and not _test_file(path.name):
-                    try:
-                        files[path] = path.read_bytes()
-                    except OSError:
-                        continue
-            self.packages[root] = _Package(files)
-        return self.packages[root]
+    def _project(self, path: Path) -> _Project | None:
+        root = next((folder for folder in path.parents if any((folder / m).exists() for m in _ROOT_MARKS)), None)
+        if root is None:
+            return None
+        relative = path.relative_to(root).parts
+        if any(is_test_code(part, True) for part in relative[:-1]) or is_test_code(relative[-1], False):
+            return None
+        if root not in self.projects:
+            self.projects[root] = _Project(root, self.module_of, self.largest)
+        return self.projects[root]
 
-    def _called(self, package: _Package, path: Path, function: Function, owner: ast.ClassDef | None) -> bool:
-        word = re.compile(rb"(?<![\w])" + re.escape(function.name.encode()) + rb"(?!\w)")
-        for other, data in package.files.items():
-            if other == path or not word.search(data):
-                continue
-            tree = package.tree(other)
-            if tree is None or _calls(tree, function.name, owner, package):
-                return True
-        return False
+
+def _python_files(root: Path) -> Iterator[Path]:
+    """The project's Python files, as a walk finds them: no tool caches or environments, no test code."""
+    for directory, subdirs, names in os.walk(root):
+        subdirs[:] = sorted(name for name in subdirs if name not in SKIP_DIRS and not is_test_code(name, True))
+        for name in sorted(names):
+            if name.endswith(".py") and not is_test_code(name, False):
+                yield Path(directory) / name
 
 
 def _privates(tree: ast.Module) -> Iterator[tuple[Function, ast.ClassDef | None]]:
@@ -153,68 +286,68 @@ def _privates(tree: ast.Module) -> Iterator[tuple[Function, ast.ClassDef | None]
                         yield item, node
 
 
-class _Mentions:
-    """The names a module mentions in its code (names, attributes, imports) and its string constants."""
+def _summarize(tree: ast.Module, module: str) -> _Module:
+    """The names ``tree`` mentions outside ``self.x`` of its classes, each class's own ``self.x`` and methods,
+    and its classes' bases resolved through its imports."""
+    package = module.rpartition(".")[0]
+    imported = imports(statements(tree), package)
+    summary = _Module(module)
+    own: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            defined = {item.name for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            used = set()
+            for inner in ast.walk(node):
+                if (
+                    isinstance(inner, ast.Attribute)
+                    and isinstance(inner.value, ast.Name)
+                    and inner.value.id in ("self", "cls")
+                ):
+                    used.add(inner.attr)
+                    own.add(id(inner))
+            summary.classes[node.name] = (defined, used)
+            summary.bases[node.name] = _resolved_bases(node, imported, module, tree)
+    for node in ast.walk(tree):
+        if id(node) not in own:
+            summary.mentions.update(_names(node))
+    return summary
 
-    def __init__(self, tree: ast.Module) -> None:
-        self.names: set[str] = set()
-        self.texts: set[str] = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Name):
-                self.names.add(node.id)
-            elif isinstance(node, ast.Attribute):
-                self.names.add(node.attr)
-            elif isinstance(node, ast.alias):
-                self.names.update(filter(None, (node.name, node.asname)))
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                self.texts.add(node.value)
 
-    def __contains__(self, name: object) -> bool:
-        return name in self.names or name in self.texts
-
-
-def _base(node: ast.expr) -> str | None:
-    """A base class's name (``Generic`` of ``Generic[T]``)."""
-    return last_name(node.value if isinstance(node, ast.Subscript) else node)
-
-
-def _mentions(node: ast.AST, name: str) -> bool:
+def _names(node: ast.AST) -> Iterator[str]:
+    """The names a node mentions: a name, an attribute, an import, a string that is a name or a dotted path."""
     if isinstance(node, ast.Name):
-        return node.id == name
-    if isinstance(node, ast.Attribute):
-        return node.attr == name
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value == name
-    if isinstance(node, ast.alias):
-        return name in (node.name, node.asname)
-    return False
+        yield node.id
+    elif isinstance(node, ast.Attribute):
+        yield node.attr
+    elif isinstance(node, ast.alias):
+        yield node.name.rpartition(".")[2]
+        if node.asname:
+            yield node.asname
+    elif isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 200:
+        yield re.split(r"[.:]", node.value)[-1]
 
 
-def _calls(tree: ast.Module, name: str, owner: ast.ClassDef | None, package: _Package) -> bool:
-    """Whether another module mentions ``name`` other than as ``self.name`` of a class of its own that defines
-    ``name`` and that the owner of this one does not derive from."""
-    others = set()
-    if owner is not None:
-        for node in ast.walk(tree):
-            if (
-                isinstance(node, ast.ClassDef)
-                and node.name != owner.name
-                and not package.derives(owner.name, node.name)
-            ):
-                defines = any(
-                    isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == name
-                    for item in node.body
-                )
-                if defines:
-                    others.add(node)
-    own = {
-        id(node)
-        for other in others
-        for node in ast.walk(other)
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
-    }
-    return any(_mentions(node, name) and id(node) not in own for node in ast.walk(tree))
-
-
-def _test_file(name: str) -> bool:
-    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py"
+def _resolved_bases(node: ast.ClassDef, imported: dict[str, str], module: str, tree: ast.Module) -> list[str | None]:
+    """The dotted names of a class's bases (``Generic[T]`` as ``typing.Generic``); None for a base made by a call,
+    or a metaclass given."""
+    local = {item.name for item in tree.body if isinstance(item, ast.ClassDef)}
+    found: list[str | None] = [None] if any(keyword.arg == "metaclass" for keyword in node.keywords) else []
+    for base in node.bases:
+        target = base.value if isinstance(base, ast.Subscript) else base
+        parts: list[str] = []
+        while isinstance(target, ast.Attribute):
+            parts.insert(0, target.attr)
+            target = target.value
+        if not isinstance(target, ast.Name):
+            found.append(None)
+            continue
+        head = target.id
+        if head in imported:
+            found.append(".".join((imported[head], *parts)))
+        elif head in local and not parts:
+            found.append(f"{module}.{head}")
+        elif head in _BUILTINS and not parts:
+            found.append(f"builtins.{head}")
+        else:
+            found.append(None)
+    return found

@@ -531,8 +531,10 @@ SETS = "builtins.dict[set]"
 MAPPING_ANNOTATIONS = frozenset({"dict", "Dict", "defaultdict", "DefaultDict", "Mapping", "MutableMapping"})
 #: Calls that return a copy of their argument: a dict of variables copied keeps its entries.
 COPIES = frozenset({"copy.copy", "copy.deepcopy"})
-#: Methods that make an object of a dict, its fields the dict's items (pydantic's): a field read is that item.
-RECORD_LOADERS = frozenset({"model_validate", "parse_obj", "from_dict"})
+#: Methods that make an object of a dict, its fields the dict's items (pydantic's): a field read is that item, by
+#: its name or its camel-case alias. The class (:attr:`~agentcache.lint.python.values.Value.cls`) of such an object.
+RECORD_LOADERS = frozenset({"model_validate", "parse_obj"})
+RECORD = "pydantic.BaseModel[dict]"
 #: Keyword arguments that give a factory called once per object made (dataclasses, pydantic, attrs).
 FACTORY_KEYWORDS = frozenset({"default_factory", "factory"})
 DUMPS = frozenset({"json.dumps", "json.dump", "orjson.dumps"})
