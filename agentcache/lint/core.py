@@ -68,6 +68,13 @@ class SourceFile:
     cache: CacheOptions | None = None
     """The server model trace files are replayed through (its ``model_dir`` renders the model's own template);
     None for explain's default."""
+    lenient: bool = False
+    """Named, but refused like a walked file when it is not the checker's kind (``--skip-unrecognized``)."""
+
+    @property
+    def must_judge(self) -> bool:
+        """Whether the checker must judge the file as its kind (named, not leniently), not refuse it."""
+        return self.explicit and not self.lenient
 
 
 @dataclass(frozen=True)
@@ -243,18 +250,18 @@ def lint_paths(
     catalog = rules()
     config = config or Config()
     run = _Run(config.settings)
-    targets = list(_targets(paths))
+    targets = list(_targets(paths, lenient=skip_unrecognized))
     parallel = jobs > 1 and len(targets) >= PARALLEL_FILES
     verdicts: dict[Path, tuple[str, bool, Checked]] = {}
     notes: list[str] = []
     with _pool(jobs, config.settings) if parallel else nullcontext() as pool:
         early = _Early(run, cache, pool, targets) if pool is not None else None
-        for (path, display, explicit), outcome in zip(
+        for (path, display, explicit, _), outcome in zip(
             targets, _outcomes(targets, run, cache, pool, jobs, early=early), strict=True
         ):
             if outcome.verdict is None:
                 if explicit and not skip_unrecognized:
-                    raise InputError(f"{display}: {outcome.skipped}")
+                    raise InputError(f"{display}: {outcome.skipped}")  # a named file must be its checker's kind
                 if outcome.note or explicit:
                     notes.append(f"{display}: skipped: {outcome.skipped}")
                 continue
@@ -266,9 +273,9 @@ def lint_paths(
                 named = session.revisit()
                 if not named:
                     break
-                again = [(path, *verdicts[path][:2]) for path in named]
+                again = [(path, verdicts[path][0], verdicts[path][1], skip_unrecognized) for path in named]
                 ready = early.ready(name, named) if early is not None and depth == 0 else {}
-                for (path, display, explicit), outcome in zip(
+                for (path, display, explicit, _), outcome in zip(
                     again, _outcomes(again, run, cache, pool, jobs, {name: session.state()}, ready), strict=True
                 ):
                     if outcome.verdict is not None:
@@ -319,7 +326,9 @@ TASKS_PER_JOB = 16
 #: most of the files after it.
 AHEAD = 2
 
-Target = tuple[Path, str, bool]
+#: A file to check: its path, how to show it, whether it was named, and whether a named one not of its checker's
+#: kind is skipped rather than refused (``skip_unrecognized``).
+Target = tuple[Path, str, bool, bool]
 """A file to check: its path, how to show it, whether it was named on the command line."""
 
 
@@ -349,10 +358,10 @@ class _Run:
         return self.sessions[kind.name]
 
     def judge(self, target: Target, cache: CacheOptions | None) -> _Outcome:
-        path, display, explicit = target
+        path, display, explicit, lenient = target
         kind = _KINDS[path.suffix.lower()]
         session = self.session(kind)
-        source = SourceFile(path, display, _read(path, display), explicit, cache)
+        source = SourceFile(path, display, _read(path, display), explicit, cache, lenient)
         try:
             if session is None:
                 return _Outcome(kind.check(source))
@@ -483,8 +492,9 @@ def _read(path: Path, display: str) -> bytes:
         raise InputError(f"cannot read {display}: {exc.strerror}") from None
 
 
-def _targets(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Target]:
-    """(path, how to show it, named explicitly) for every file to check, each file once, walks sorted."""
+def _targets(paths: Iterable[str | os.PathLike[str]], lenient: bool = False) -> Iterator[Target]:
+    """(path, how to show it, named explicitly, ``lenient``) for every file to check, each file once, walks
+    sorted."""
     paths = list(paths)
     seen: set[Path] = set()
     # A file named on the command line is judged as named, even when a directory walk reaches it first.
@@ -501,13 +511,13 @@ def _targets(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Target]:
         if given.is_dir():
             for found, key in _walk(given):
                 if fresh(key):
-                    yield found, str(found), key in named
+                    yield found, str(found), key in named, lenient
         elif given.exists():
             if given.suffix.lower() not in _KINDS:
                 known = ", ".join(sorted(_KINDS))
                 raise InputError(f"{raw}: no lint rules for this kind of file; lint checks {known} files")
             if fresh(given.resolve()):
-                yield given, str(given), True
+                yield given, str(given), True, lenient
         else:
             raise InputError(f"cannot read {raw}: no such file or directory")
 

@@ -100,16 +100,16 @@ def check(source: SourceFile) -> Checked:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        if not (source.explicit or _TOOLISH.search(data.decode("utf-8", "replace"))):
+        if not (source.must_judge or _TOOLISH.search(data.decode("utf-8", "replace"))):
             raise NotThisKind("not UTF-8") from None
         return Checked((_unparsable_bytes(source.display, data, exc),))
-    if not (source.explicit or _TOOLISH.search(text)):
+    if not (source.must_judge or _TOOLISH.search(text)):
         _refuse_quickly(text)
     lines = LineIndex(text)
     try:
         root = parse(text)
     except JsonSyntaxError as exc:
-        if not (source.explicit or _TOOLISH.search(text)):
+        if not (source.must_judge or _TOOLISH.search(text)):
             raise NotThisKind(f"not JSON ({exc.message})") from None
         line, column = lines.position(exc.offset)
         message = f"not JSON: {exc.message}"

@@ -96,9 +96,9 @@ RULES: tuple[Rule, ...] = (
 def check(source: SourceFile) -> Checked:
     # Read as explain reads it: a line that is not UTF-8 is one finding, and the lines after it are still analysed.
     trace = parse_trace_bytes(source.data)
-    if not trace.records and not source.explicit:
+    if not trace.records and not source.must_judge:
         raise NotThisKind("no chat request on any line")
-    if not source.explicit and not _enveloped(source.data) and not _grows(trace.records):
+    if not source.must_judge and not _enveloped(source.data) and not _grows(trace.records):
         raise NotThisKind("a dataset of separate conversations, not a trace: its lines do not grow one", note=True)
     findings = [
         Finding(source.display, problem.line, 1, UNREADABLE.code, problem.message, UNREADABLE.hint)

@@ -110,15 +110,18 @@ def test_the_pre_commit_hook_skips_staged_json_that_holds_no_tools(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """pre-commit names every staged file its ``files`` pattern takes: the hook's own entry (read from
-    ``.pre-commit-hooks.yaml``) skips a data ``.json`` with a note, and still lints the tool file and the module."""
+    ``.pre-commit-hooks.yaml``) skips a data ``.json`` and a dataset ``.jsonl`` with a note, as a walk does, and
+    still lints the tool file (its canonical form too, as a named file) and the module."""
     hooks = (Path(__file__).resolve().parents[2] / ".pre-commit-hooks.yaml").read_text()
     entry = next(line.split(":", 1)[1].split() for line in hooks.splitlines() if line.strip().startswith("entry:"))
     assert entry[:2] == ["agentcache", "lint"]
     (tmp_path / "package.json").write_text('{"name": "web", "version": "1.0.0"}\n')
     (tmp_path / "tools.json").write_text(TOOLS)
     (tmp_path / "agent.py").write_text('SYSTEM_PROMPT = "You are terse."\n')
-    staged = [str(tmp_path / name) for name in ("package.json", "tools.json", "agent.py")]
+    (tmp_path / "data.jsonl").write_text('{"text": "hello"}\n{"text": "bye"}\n')
+    staged = [str(tmp_path / name) for name in ("package.json", "tools.json", "agent.py", "data.jsonl")]
     assert cli.main([*entry[1:], "--format", "json", *staged]) == 1
     document = json.loads(capsys.readouterr().out)
     assert [finding["code"] for finding in document["findings"]] == ["AC201"]
     assert any("package.json: skipped: holds no tool definitions" in note for note in document["notes"])
+    assert any("data.jsonl: skipped: no chat request" in note for note in document["notes"])

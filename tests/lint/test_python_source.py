@@ -80,6 +80,7 @@ POSITIVE = {
             )
     """,
     "date_time_libraries_read_the_clock": """
+        import arrow
         import pendulum
         from azure.ai.inference.models import SystemMessage
         from django.utils import timezone
@@ -89,6 +90,9 @@ POSITIVE = {
             first = SystemMessage(content=f"{base} Now: {DateTime.now():%Y-%m-%d %H:%M:%S}")  # expect: AC101
             system_prompt = f"{base} {pendulum.now('UTC').to_iso8601_string()}"  # expect: AC101
             return first, system_prompt, {"role": "system", "content": f"At {timezone.now()}"}  # expect: AC101
+
+        def local(base):
+            return {"role": "system", "content": f"{base} {timezone.localdate()} {arrow.get()}"}  # expect: AC101
     """,
     "a_branch_on_a_module_constant_another_function_rebinds": """
         from datetime import datetime
@@ -606,7 +610,9 @@ NEGATIVE = {
             return parse(response.choices[0]["message"]), response.created
     """,
     "a_date_library_given_a_date": """
+        import arrow
         import pendulum
+        from django.utils import timezone
         from sqlalchemy import func
 
         def prompt(base, year, month, day):
@@ -614,6 +620,9 @@ NEGATIVE = {
 
         def stamped(base):
             return {"role": "system", "content": f"{base} {func.now()}"}
+
+        def given(base, when, stamp):
+            return {"role": "system", "content": f"{base} {timezone.localtime(when)} {arrow.get(stamp)}"}
     """,
     "a_branch_a_literal_argument_does_not_take": SLOT_SETTER.format(expect="", kind="state"),
     "a_property_that_returns_what_does_not_differ": """
@@ -1972,3 +1981,54 @@ def test_a_record_loaded_from_another_module_keeps_its_own_creation_time(tmp_pat
     )
     found = sorted((Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path / "pkg"]).findings)
     assert found == [("chat.py", 5, "AC101"), ("chat.py", 6, "AC101")]
+
+
+_STAMP = "client.chat.completions.create(messages=[{'role': 'system', 'content': f'Now: {datetime.now()}'}])"
+_REACHED = {
+    "by_a_nested_class_that_shares_a_name": {
+        "tool": "from datetime import datetime\n\n"
+        f"class Tool:\n    def _build(self, client):\n        return {_STAMP}\n\n"
+        "def make():\n    class Wrapper(Tool):\n        def run(self, c):\n            return self._build(c)\n\n"
+        "def make2():\n    class Wrapper(Tool):\n        def other(self):\n            return 1\n",
+    },
+    "through_a_name_with_a_letter_outside_ascii": {
+        "util": f"from datetime import datetime\n\ndef _prüfe(client):\n    return {_STAMP}\n",
+        "main": "from . import util\n\ndef go(client):\n    return util._prüfe(client)\n",
+    },
+    "by_a_name_built_with_percent_format_or_a_prefix_constant": {
+        "loop": "from datetime import datetime\n\nPREFIX = '_on_'\n\nclass Loop:\n"
+        f"    def _on_tick(self, client):\n        return {_STAMP}\n\n"
+        "    def handle(self, kind, client):\n"
+        "        return getattr(self, '_on_%s' % kind)(client), getattr(self, '_on_{}'.format(kind))(client)\n",
+    },
+    "by_a_base_that_a_name_is_bound_to": {
+        "runner": "class Runner:\n    def _prompt(self, client):\n        return None\n\n"
+        "    def run(self, client):\n        return self._prompt(client)\n",
+        "mixin": "from datetime import datetime\n\n"
+        f"class StampMixin:\n    def _prompt(self, client):\n        return {_STAMP}\n",
+        "agent": "from . import runner\nfrom .mixin import StampMixin\n\nBaseRunner = runner.Runner\n\n"
+        "class Agent(StampMixin, BaseRunner):\n    pass\n",
+    },
+}
+
+
+@pytest.mark.parametrize("case", sorted(_REACHED))
+def test_a_private_function_reached_in_other_ways_keeps_its_findings(tmp_path: Path, case: str) -> None:
+    """What the first reviews found dropped: each of these private functions is reached, so its sink is reported."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'pkg'\n")
+    write_package(tmp_path / "pkg", **_REACHED[case])
+    assert [finding.code for finding in lint_paths([tmp_path / "pkg"]).findings] == ["AC101"]
+
+
+def test_an_unreached_private_function_is_judged_the_same_from_any_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The project around a module is found from its absolute path: linting from inside the package, where the
+    path given has no parent holding ``pyproject.toml``, drops the same findings."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'pkg'\n")
+    unused = f"from datetime import datetime\n\ndef _unused(client):\n    return {_STAMP}\n"
+    write_package(tmp_path / "pkg", util=unused)
+    monkeypatch.chdir(tmp_path / "pkg")
+    assert lint_paths(["util.py"]).findings == ()
+    (tmp_path / "pkg" / "cli.py").write_text("from .util import _unused\n")
+    assert [finding.line for finding in lint_paths(["util.py"]).findings] == [4]

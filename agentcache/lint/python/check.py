@@ -58,7 +58,7 @@ class PythonSession:
         self.project = Project(words)
         self.words = words
         self.relevant = _Relevant(words)
-        self.callers = Callers(lambda path: self.project.module(path), PART_BYTES)
+        self.callers = Callers(lambda path: (self.project.module(path), self.project.package(path)), PART_BYTES)
 
         self.last: Lesson | None = None
         self.tree: ast.Module | None = None

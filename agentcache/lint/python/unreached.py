@@ -2,27 +2,32 @@
 one is not reported (aacode's ``_compact_context``, left behind when its caller was rewritten).
 
 Only private names qualify (``_name``; not a dunder, nor a sunder such as Enum's ``_missing_``, which libraries
-call): a public one may be the package's API, called by its users. The project is the folder above the module that
-holds ``pyproject.toml``, ``setup.py``, ``setup.cfg`` or ``.git``; its test code is left out, as a walk leaves it
-out (a module that is itself test code is not judged). A private name is called when:
+call): a public one may be the package's API, called by its users. The project is the nearest folder above the
+module (from its absolute path) that holds ``pyproject.toml``, ``setup.py``, ``setup.cfg`` or ``.git``; its test
+code is left out, as a walk leaves it out (a module that is itself test code is not judged). A private name is
+called when:
 
 - a module of the project mentions it in code: a call, a reference, an import, a string that is the name or ends
   in ``.name`` or ``:name`` (``getattr``, an entry point, a dotted path given to ``import_module``); not a
-  docstring's prose. ``self._name`` in another class that defines its own ``_name``, that nothing in the project
-  derives from and that the method's class does not derive from, reaches that class's method, not this one
-  (omagent's LLM classes each define and call their own ``_generate_default_sys_prompt``);
-- a name is built from a literal prefix of it anywhere in the project (``getattr(self, f"_on_{kind}")``,
-  ``"_" + name``, ``name.startswith("_handle_")``): dispatch by name;
+  comment or a docstring's prose. ``self._name`` in another class that defines its own ``_name`` reaches that
+  class's method, not this one, unless the method's class derives from it or a class derives from both (a mixin's
+  method overrides a base's), by the class statements' base names and the names bound to a class
+  (``BaseRunner = runner.Runner``): omagent's LLM classes each define and call their own
+  ``_generate_default_sys_prompt``;
+- a name is built from a literal prefix of it anywhere in the project (:data:`_PREFIX`: ``f"_on_{kind}"``,
+  ``"_on_%s" % kind``, ``PREFIX = "_on_"``, ``.startswith("_handle_")``, ``getattr(self, "_" + name)``):
+  dispatch by name;
 - the project's ``pyproject.toml`` or ``setup.cfg`` names it (a script's entry point).
 
 A method counts as unreached only when every class its class derives from, resolved through its module's imports,
 is one of the project's own (derived the same way) or calls no private hook of its subclasses
 (:data:`INERT_BASES`): a library's base class calls ``_run`` or ``_generate`` without the project naming them. A
-base made by a call, or a metaclass, leaves the method reached.
+base made by a call, a metaclass, or a module whose name two files share leaves the method reached.
 
-The project's files are read when a module has a finding inside a private function its own module never mentions:
-once per lint process, as a set of the private names each file holds; a file is parsed only when it holds the
-name, and a module larger than the checker's part size that holds it counts as a caller.
+The project's files are read when a module has a finding inside a private function its own module never mentions,
+once per lint process: the private names each file holds and its class statements' bases, by regular
+expressions; a file is parsed only when it holds the name (or has a class statement they do not read), and a
+module larger than the checker's part size that holds it counts as a caller.
 """
 
 from __future__ import annotations
@@ -61,10 +66,26 @@ _BUILTINS = frozenset({"object", "Exception"})
 _ROOT_MARKS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 #: Project files that may name a function as an entry point.
 _CONFIGS = ("pyproject.toml", "setup.cfg")
-_PRIVATE_WORD = re.compile(rb"(?<![\w])_[A-Za-z0-9_]*")
-#: A literal prefix a name is built from, first in what builds it: ``getattr(self, f"_on_{kind}")``,
-#: ``name = "_" + kind``, ``.startswith("_handle_")`` (not ``startswith("_")``, which leaves private names out).
-_PREFIX = re.compile(rb"""[(,=]\s*(?:f["'](_\w*)\{|["'](_\w*)["']\s*\+)|startswith\(\s*["'](_\w+)["']""")
+_PRIVATE_WORD = re.compile(r"(?<!\w)_\w*")
+#: A literal prefix a name is built from: ``getattr(self, f"_on_{kind}")``, ``name = "_on_" + kind``,
+#: ``"_on_%s" % kind``, ``"_on_{}".format(kind)``, ``.startswith("_handle_")``, ``PREFIX = "_on_"``; and a bare
+#: ``"_"`` only given to ``getattr`` (``setattr(self, f"_{key}", value)`` stores fields, and ``startswith("_")``
+#: leaves private names out).
+_PREFIX = re.compile(
+    r"""[(,=]\s*(?:f["'](_\w+)\{|["'](_\w+)["']\s*\+)"""
+    r"""|["'](_\w+)(?:%s|\{\}["']\s*\.format)"""
+    r"""|startswith\(\s*["'](_\w+)["']"""
+    r"""|^[ \t]*\w+[ \t]*=[ \t]*["'](_\w*_)["'][ \t]*$"""
+    r"""|getattr\([^,()]+,\s*(?:f["']_\{|["']_["']\s*\+)""",
+    re.MULTILINE,
+)
+#: A class statement and its bases' text (one level of parentheses inside: ``with_metaclass(Meta, Base)``), and
+#: any class statement with bases: a file with more of the second than of the first is parsed for its classes.
+_HEADER = re.compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*\(((?:[^()]|\([^()]*\))*)\)[ \t]*(?:->[^:]*)?:", re.MULTILINE)
+_OPEN_HEADER = re.compile(r"^[ \t]*class[ \t]+\w+[ \t]*\(", re.MULTILINE)
+#: A name bound to a class of another name (``BaseRunner = runner.Runner``): what derives from it derives from that.
+_ALIAS = re.compile(r"^[ \t]*([A-Za-z_]\w*)[ \t]*=[ \t]*(?:[A-Za-z_]\w*\.)*([A-Z]\w*)[ \t]*$", re.MULTILINE)
+_BASE_NAME = re.compile(r"(?<![\w.=])\w+(?:\.\w+)*(?![\w.]*[ \t]*=)")
 
 
 def private(name: str) -> bool:
@@ -87,25 +108,40 @@ class _Module:
 class _Project:
     """The non-test Python files under one project root, read once: the private names each holds."""
 
-    def __init__(self, root: Path, module_of: Callable[[Path], str], largest: int) -> None:
-        self.root, self.module_of, self.largest = root, module_of, largest
+    def __init__(self, root: Path, names: Callable[[Path], tuple[str, str]], largest: int) -> None:
+        self.root, self.names, self.largest = root, names, largest
         self.words: dict[str, list[Path]] = {}
         self.prefixes: set[str] = set()
         self.sizes: dict[Path, int] = {}
-        self.modules: dict[str, Path] = {}
+        self.modules: dict[str, Path | None] = {}
+        """Dotted module name -> its file (None: two files share the name, scripts in two folders)."""
+        self.subclasses: dict[str, set[str]] = {}
+        """A name a class statement gives as a base (its last part) -> the classes that give it, and the names
+        bound to it (:data:`_ALIAS`)."""
+        self.unclear: list[Path] = []
+        """Files with a class statement :data:`_HEADER` does not read: parsed when subclasses are asked for."""
         self.parsed: dict[Path, _Module | None] = {}
         self.below: dict[str, set[str]] = {}
         for path in _python_files(root):
             try:
-                data = path.read_bytes()
+                text = path.read_bytes().decode("utf-8", "replace")
             except OSError:
                 continue
-            self.sizes[path] = len(data)
-            self.modules.setdefault(module_of(path), path)
-            for word in set(_PRIVATE_WORD.findall(data)):
-                self.words.setdefault(word.decode(), []).append(path)
-            for match in _PREFIX.finditer(data):
-                self.prefixes.add(next(part for part in match.groups() if part is not None).decode())
+            self.sizes[path] = len(text)
+            module = names(path)[0]
+            self.modules[module] = None if module in self.modules else path
+            for word in set(_PRIVATE_WORD.findall(text)):
+                self.words.setdefault(word, []).append(path)
+            for match in _PREFIX.finditer(text):
+                self.prefixes.add(next((part for part in match.groups() if part is not None), "_"))
+            headers = _HEADER.findall(text)
+            for name, bases in headers:
+                for base in _BASE_NAME.findall(bases):
+                    self.subclasses.setdefault(base.rpartition(".")[2], set()).add(name)
+            for alias, name in _ALIAS.findall(text):
+                self.subclasses.setdefault(name, set()).add(alias)
+            if len(_OPEN_HEADER.findall(text)) > len(headers):
+                self.unclear.append(path)
         self.configured = " ".join(
             (root / name).read_text(errors="replace") for name in _CONFIGS if (root / name).is_file()
         )
@@ -118,7 +154,7 @@ class _Project:
             except (SyntaxError, ValueError, RecursionError, OSError):
                 self.parsed[path] = None
             else:
-                self.parsed[path] = _summarize(tree, self.module_of(path))
+                self.parsed[path] = _summarize(tree, *self.names(path))
         return self.parsed[path]
 
     def called(self, name: str, path: Path, owner: str | None) -> bool:
@@ -164,20 +200,20 @@ class _Project:
         return self.below[name]
 
     def _subclasses(self, name: str) -> set[str]:
-        """The classes that name a class of this name among their bases, in the files whose bytes hold it."""
-        word = re.compile(rb"(?<![\w])" + re.escape(name.encode()) + rb"(?!\w)")
-        found = set()
-        for path, size in self.sizes.items():
+        """The classes whose class statement names a class of this name among its bases (:data:`UNKNOWN` too when a
+        file whose class statements the index could not read, or that does not parse, holds the name)."""
+        found = set(self.subclasses.get(name, ()))
+        word = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
+        for path in self.unclear:
+            summary = self.summary(path) if self.sizes[path] <= self.largest else None
             try:
-                if word.search(path.read_bytes()) is None:
-                    continue
+                holds = word.search(path.read_bytes().decode("utf-8", "replace")) is not None
             except OSError:
-                continue
-            summary = self.summary(path) if size <= self.largest else None
-            if summary is None:
+                holds = False
+            if holds and summary is None:
                 found.add(UNKNOWN)
-                continue
-            found.update(cls for cls, bases in summary.bases.items() if name in map(last_name_of, bases))
+            elif holds and summary is not None:
+                found.update(cls for cls, bases in summary.bases.items() if name in map(last_name_of, bases))
         return found
 
     def inert(self, qualified: str, bases: list[str | None]) -> bool:
@@ -205,7 +241,7 @@ class _Project:
     def _bases(self, qualified: str) -> list[str | None] | None:
         """A project class's bases' dotted names (None: not a class the project defines)."""
         module, _, name = qualified.rpartition(".")
-        path = self.modules.get(module)
+        path = self.modules.get(module)  # None too for a module name two files share: not known
         summary = self.summary(path) if path is not None else None
         return summary.bases.get(name) if summary is not None else None
 
@@ -217,10 +253,11 @@ def last_name_of(dotted: str | None) -> str | None:
 class Callers:
     """The private functions nothing in their project calls, for one lint process (:meth:`unreached`)."""
 
-    def __init__(self, module_of: Callable[[Path], str], largest: int) -> None:
-        """``module_of``: a file's dotted module name; ``largest``: the size of a module beyond which one that
-        holds the name counts as a caller unparsed (the checker's part size)."""
-        self.module_of, self.largest = module_of, largest
+    def __init__(self, names: Callable[[Path], tuple[str, str]], largest: int) -> None:
+        """``names``: a file's dotted module name and the package its relative imports start from; ``largest``:
+        the size of a module beyond which one that holds the name counts as a caller unparsed (the checker's part
+        size)."""
+        self.names, self.largest = names, largest
         self.projects: dict[Path, _Project] = {}
 
     def unreached(self, tree: ast.Module, path: Path, lines: set[int]) -> list[tuple[int, int]]:
@@ -229,12 +266,13 @@ class Callers:
         spans = []
         mentioned: _Module | None = None
         project: _Project | None = None
+        path = path.absolute()  # the project around it, wherever the lint runs from
         for function, owner in _privates(tree):
             first, last = function.lineno, function.end_lineno or function.lineno
             if not any(first <= line <= last for line in lines):
                 continue
             if mentioned is None:
-                mentioned = _summarize(tree, self.module_of(path))
+                mentioned = _summarize(tree, *self.names(path))
             if function.name in mentioned.mentions or any(
                 function.name in used for _, used in mentioned.classes.values()
             ):
@@ -258,7 +296,7 @@ class Callers:
         if any(is_test_code(part, True) for part in relative[:-1]) or is_test_code(relative[-1], False):
             return None
         if root not in self.projects:
-            self.projects[root] = _Project(root, self.module_of, self.largest)
+            self.projects[root] = _Project(root, self.names, self.largest)
         return self.projects[root]
 
 
@@ -286,17 +324,16 @@ def _privates(tree: ast.Module) -> Iterator[tuple[Function, ast.ClassDef | None]
                         yield item, node
 
 
-def _summarize(tree: ast.Module, module: str) -> _Module:
-    """The names ``tree`` mentions outside ``self.x`` of its classes, each class's own ``self.x`` and methods,
-    and its classes' bases resolved through its imports."""
-    package = module.rpartition(".")[0]
+def _summarize(tree: ast.Module, module: str, package: str) -> _Module:
+    """The names ``tree`` mentions outside ``self.x`` of its classes, each class's own ``self.x`` and methods (of
+    every class of that name, nested ones too), and its top-level classes' bases resolved through its imports."""
     imported = imports(statements(tree), package)
     summary = _Module(module)
     own: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):
-            defined = {item.name for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
-            used = set()
+            defined, used = summary.classes.setdefault(node.name, (set(), set()))
+            defined.update(item.name for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)))
             for inner in ast.walk(node):
                 if (
                     isinstance(inner, ast.Attribute)
@@ -305,8 +342,9 @@ def _summarize(tree: ast.Module, module: str) -> _Module:
                 ):
                     used.add(inner.attr)
                     own.add(id(inner))
-            summary.classes[node.name] = (defined, used)
-            summary.bases[node.name] = _resolved_bases(node, imported, module, tree)
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            summary.bases.setdefault(node.name, []).extend(_resolved_bases(node, imported, module, tree))
     for node in ast.walk(tree):
         if id(node) not in own:
             summary.mentions.update(_names(node))

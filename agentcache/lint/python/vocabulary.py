@@ -31,8 +31,18 @@ CLOCK_CALLS = frozenset(
     | {"pandas.Timestamp.now", "pandas.Timestamp.today", "pandas.Timestamp.utcnow", "django.utils.timezone.now"}
     | {"zhDateTime.DateTime.now", "zhDateTime.DateTime.today"}  # a datetime subclass with the Chinese calendar
 )
-#: These read the clock only when called with fewer arguments than this (else they format the time given).
-CLOCK_UNLESS_GIVEN = {"time.strftime": 2, "time.ctime": 1, "time.asctime": 1, "time.localtime": 1, "time.gmtime": 1}
+#: These read the clock only when called with fewer arguments than this (else they format, convert or parse the
+#: time given): the standard library's, arrow's ``get()``, Django's ``localtime()`` and ``localdate()``.
+CLOCK_UNLESS_GIVEN = {
+    "time.strftime": 2,
+    "time.ctime": 1,
+    "time.asctime": 1,
+    "time.localtime": 1,
+    "time.gmtime": 1,
+    "arrow.get": 1,
+    "django.utils.timezone.localtime": 1,
+    "django.utils.timezone.localdate": 1,
+}
 ID_CALLS = frozenset({"uuid.uuid1", "uuid.uuid4"})
 #: Module functions that draw nothing: seeding, state, in-place shuffles (handled as a mutation).
 NOT_DRAWS = frozenset({"random.seed", "random.getstate", "random.setstate", "random.shuffle", "secrets.compare_digest"})
