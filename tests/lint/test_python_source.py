@@ -50,6 +50,20 @@ SLOT_SETTER = """
 """
 
 POSITIVE = {
+    "a_message_list_given_to_a_tool_run_and_sent": """
+        from datetime import date
+
+        def stream(client, tool_call, tools):
+            search_messages = [{"role": "system", "content": f"Today is {date.today()}."}]  # expect: AC101
+            run = tools.get(tool_call.name)
+            run(client, messages=search_messages)
+            return client.chat.completions.create(model="m", messages=search_messages)
+
+        def kept(tool_call, tools):
+            notes = [{"role": "system", "content": f"Today is {date.today()}."}]  # expect: AC101
+            tools[tool_call.name](notes)
+            return notes
+    """,
     "a_record_made_of_a_dict_whose_field_is_the_clock": """
         import time
         from langchain_core.messages import SystemMessage
@@ -592,6 +606,20 @@ POSITIVE = {
 }
 
 NEGATIVE = {
+    "a_message_list_given_only_to_a_tool_run": """
+        import json
+        from datetime import date
+
+        def stream(client, messages, tool_calls, available_functions):
+            search_messages = [{"role": "system", "content": f"Search the web. Today is {date.today()}."}]
+            for tool_call in tool_calls:
+                run = available_functions[tool_call["function"]["name"]]
+                args = json.loads(tool_call["function"]["arguments"])
+                search_messages.append({"role": "user", "content": args["query"]})
+                result = run(client, messages=search_messages)
+                messages.append({"role": "tool", "content": result})
+            return client.chat.completions.create(model="m", messages=messages)
+    """,
     "a_record_made_of_a_dict_read_field_by_field": """
         import time
         from langchain_core.messages import SystemMessage

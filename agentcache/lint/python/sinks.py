@@ -17,7 +17,7 @@ from agentcache.lint.python.rules import (
     Report,
     message,
 )
-from agentcache.lint.python.syntax import Function, constant, entry_at, escaping, last_name
+from agentcache.lint.python.syntax import Function, constant, entry_at, escaping, last_name, tool_run_messages
 from agentcache.lint.python.values import (
     CLOCK,
     KEY_ORDER,
@@ -54,10 +54,14 @@ TOOL_LIST, TOOL_SCHEMA, OUTPUT_SCHEMA = "the tool list", "the tool schema", "the
 class Sinks:
     """The reports of one module, keyed by rule and position so a sink reached twice is one report."""
 
-    def __init__(self, words: Vocabulary, stack: list[Function]) -> None:
+    def __init__(self, words: Vocabulary, stack: list[Function], tree: ast.Module) -> None:
         self.words = words
         self.stack = stack
         """The functions being run, innermost last (the interpreter's call stack)."""
+        self.tree = tree
+        self.given_to_tools: frozenset[int] | None = None
+        """The message dicts (by id) only given to a tool run (:func:`~.syntax.tool_run_messages`), worked out when
+        the module's first system message is met."""
         self.reports: dict[tuple[str, int, int], Report] = {}
         self.definitions: dict[tuple[str, int, int], Report] = {}
         """Reports at a tool's definition (:meth:`definition_sink`): kept only for what no tool sink reports."""
@@ -221,6 +225,10 @@ class Sinks:
         index = fields.get("role")
         role = self.role(node.values[index], values[index]) if index is not None else None
         if role == SYSTEM:
+            if self.given_to_tools is None:
+                self.given_to_tools = tool_run_messages(self.tree, self.words.holds_tools)
+            if id(node) in self.given_to_tools:
+                return False  # a tool's argument, not a request's system prompt
             self.system_messages.add(id(node))
             for field in MESSAGE_FIELDS:
                 if field in fields:

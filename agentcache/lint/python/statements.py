@@ -64,7 +64,7 @@ class Statements(ABC):
         self.words = words
         self.nodes = statements(tree)
         self.stack: list[Function] = []
-        self.sinks = Sinks(words, self.stack)
+        self.sinks = Sinks(words, self.stack, tree)
         self.globals = Scope()
         self.memo: Memo = {}
         """(function, bindings) -> what it returned, and how many calls deep it could follow when it cut one short

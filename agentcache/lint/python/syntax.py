@@ -381,3 +381,57 @@ def _parameter_default(function: ast.FunctionDef, value: ast.expr) -> ast.expr |
     if value.id in defaults:
         return defaults[value.id]
     return None if any(arg.arg == value.id for arg in (*positional, *spec.kwonlyargs)) else value
+
+
+def tool_run_messages(tree: ast.Module, tables: Callable[[str], bool]) -> frozenset[int]:
+    """The message dicts (by id) of the lists a function only gives to a tool it runs: a list display bound to a
+    name (``search_messages = [{"role": "system", ...}]``) that the function only adds to and passes to a callable
+    it took from a table of tools by name (``run = available_functions[name]``, ``tools.get(name)``: ``tables``
+    says which names hold tools), never returns, keeps or sends otherwise. What a tool is given are its arguments:
+    bambooai's search tool keeps only the last (user) message of the list it is handed."""
+    found: set[int] = set()
+    for function in ast.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        lists: dict[str, ast.List] = {}
+        runners: set[str] = set()
+        for node in ast.walk(function):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                name, value = node.targets[0].id, node.value
+                if isinstance(value, ast.List) and any(isinstance(item, ast.Dict) for item in value.elts):
+                    lists[name] = value
+                elif _looked_up(value, tables):
+                    runners.add(name)
+        if not lists or not runners:
+            continue
+        parents = {id(child): parent for parent in ast.walk(function) for child in ast.iter_child_nodes(parent)}
+        for name, made in lists.items():
+            uses = [
+                node
+                for node in ast.walk(function)
+                if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
+            ]
+            if uses and all(_given_to_a_tool(parents, use, runners) for use in uses):
+                found.update(id(item) for item in made.elts if isinstance(item, ast.Dict))
+    return frozenset(found)
+
+
+def _looked_up(value: ast.expr, tables: Callable[[str], bool]) -> bool:
+    """``table[name]`` or ``table.get(name)`` of a table of tools."""
+    if isinstance(value, ast.Subscript):
+        table = last_name(value.value)
+    elif isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "get":
+        table = last_name(value.func.value)
+    else:
+        return False
+    return table is not None and tables(table)
+
+
+def _given_to_a_tool(parents: dict[int, ast.AST], use: ast.Name, runners: set[str]) -> bool:
+    """Whether a list's name is only added to here (``messages.append(...)``) or given to a tool run."""
+    parent = parents.get(id(use))
+    if isinstance(parent, ast.Attribute) and parent.attr in ("append", "extend", "insert"):
+        return isinstance(parents.get(id(parent)), ast.Call)
+    if isinstance(parent, ast.keyword):
+        parent = parents.get(id(parent))
+    return isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id in runners

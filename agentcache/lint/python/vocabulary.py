@@ -254,6 +254,11 @@ class Vocabulary:
         timed = keyword in ("timestamp", "time", "date") or keyword.endswith(("_at", "_time"))
         return timed and not (prompt and keyword.startswith("current_"))
 
+    def holds_tools(self, name: str) -> bool:
+        """Whether a table's name says it holds tools to run by name (``available_functions``, ``self.tools``)."""
+        lowered = name.lower()
+        return "tool" in lowered or "function" in lowered
+
     def is_identifier(self, name: str) -> bool:
         """Whether a keyword or a function's name says an id (``run_id=``, ``generate_group_id(tool)``): a record's
         key, not text for a prompt."""
