@@ -124,10 +124,11 @@ class _Project:
         self.below: dict[str, set[str]] = {}
         for path in _python_files(root):
             try:
-                text = path.read_bytes().decode("utf-8", "replace")
+                data = path.read_bytes()
             except OSError:
                 continue
-            self.sizes[path] = len(text)
+            text = data.decode("utf-8", "replace")
+            self.sizes[path] = len(data)  # in bytes, as the checker cuts its parts
             module = names(path)[0]
             self.modules[module] = None if module in self.modules else path
             for word in set(_PRIVATE_WORD.findall(text)):
@@ -159,7 +160,9 @@ class _Project:
 
     def called(self, name: str, path: Path, owner: str | None) -> bool:
         """Whether anything in the project but the module at ``path`` may call ``name`` (a method of ``owner``)."""
-        if any(name.startswith(prefix) for prefix in self.prefixes) or re.search(rf"\b{name}\b", self.configured):
+        if any(name.startswith(prefix) for prefix in self.prefixes) or re.search(
+            rf"\b{re.escape(name)}\b", self.configured
+        ):
             return True
         for other in self.words.get(name, ()):
             if other == path:
@@ -205,14 +208,15 @@ class _Project:
         found = set(self.subclasses.get(name, ()))
         word = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
         for path in self.unclear:
-            summary = self.summary(path) if self.sizes[path] <= self.largest else None
             try:
-                holds = word.search(path.read_bytes().decode("utf-8", "replace")) is not None
+                if word.search(path.read_bytes().decode("utf-8", "replace")) is None:
+                    continue
             except OSError:
-                holds = False
-            if holds and summary is None:
+                continue
+            summary = self.summary(path) if self.sizes[path] <= self.largest else None
+            if summary is None:
                 found.add(UNKNOWN)
-            elif holds and summary is not None:
+            else:
                 found.update(cls for cls, bases in summary.bases.items() if name in map(last_name_of, bases))
         return found
 
@@ -220,10 +224,9 @@ class _Project:
         """Whether every class a class (of these ``bases``) derives from, all the way up, is the project's own or
         inert; a class that derives from itself is not (a chain that comes back to it)."""
         seen = {qualified}
-        pending = [(qualified, bases)]
+        pending = [bases]
         while pending:
-            _, known = pending.pop()
-            for base in known:
+            for base in pending.pop():
                 if base is None:
                     return False
                 if base in seen:  # a base met twice (ABC of a class and of its base), or the class itself
@@ -235,7 +238,7 @@ class _Project:
                     above = self._bases(base)
                     if above is None:
                         return False
-                    pending.append((base, above))
+                    pending.append(above)
         return True
 
     def _bases(self, qualified: str) -> list[str | None] | None:
