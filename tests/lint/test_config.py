@@ -18,7 +18,7 @@ from myapp.dates import stamp
 
 SYSTEM_PROMPT = f"Now: {time.time()}"
 persona_text = f"Be brief. {stamp()}"
-Agent(persona=persona_text)
+Agent(persona=persona_text, system=SYSTEM_PROMPT)
 """
 
 

@@ -406,6 +406,22 @@ POSITIVE = {
                 name="orchestrator",
             )
     """,
+    "a_clock_flag_in_a_dict_of_an_agents_arguments": """
+        def build_agent_args(agent):
+            args = {"name": agent.name}
+            args.update(
+                {
+                    "instructions": agent.instructions,
+                    "add_datetime_to_context": True,  # expect: AC101
+                }
+            )
+            return args
+
+        def team_args(members):
+            args = {"members": members}
+            args["add_date_to_instructions"] = True  # expect: AC101
+            return args
+    """,
     "tools_chosen_from_a_policy_keep_its_order": """
         from agentkit import Agent
 
@@ -1083,6 +1099,8 @@ NEGATIVE = {
         logger = Logger(log_time=True, show_date=True, log_prompt_time=True)
         bench = Bench(system_time=True, use_system_clock=True, track_prompt_time=True)
         answers = Agent(name="answers", instructions="Answer briefly.", stream=True)
+        settings = {"add_datetime_to_context": False, "log_time": True, "system_time": True}
+        settings["track_prompt_time"] = True
     """,
     "a_policy_spread_as_keyword_arguments": """
         from agentkit import Options

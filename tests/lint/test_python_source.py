@@ -1984,6 +1984,50 @@ def test_a_private_function_nothing_in_the_project_calls_sends_nothing(tmp_path:
     ]  # not loop.py's _compact_context (12) and _unused (21), nor vision.py's QwenVision (7)
 
 
+def test_a_constant_nothing_in_the_project_reads_sends_nothing(tmp_path: Path) -> None:
+    """computer-use-ootb's shape: a planner module binds a dated ``SYSTEM_PROMPT`` that nothing reads (another
+    module's bare ``SYSTEM_PROMPT`` is its own constant). Kept: a constant its module reads, one another module
+    imports or reads as an attribute, one in ``__all__``, and a name that is no constant."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'pkg'\n")
+    dated = "from datetime import datetime\n\n{name} = f'Today is {{datetime.today()}}.'\n"
+    write_package(
+        tmp_path / "pkg",
+        planner=dated.format(name="SYSTEM_PROMPT") + "\nclass Planner:\n    def ask(self, client):\n"
+        "        return client.messages.create(system='Plan.', messages=[])\n",
+        agent=dated.format(name="SYSTEM_PROMPT") + "\ndef ask(client):\n"
+        "    return client.messages.create(system=SYSTEM_PROMPT, messages=[])\n",
+        prompts=dated.format(name="DATED_SYSTEM_PROMPT"),
+        main="from .prompts import DATED_SYSTEM_PROMPT as _dated\n",
+        exported=dated.format(name="EXPORTED_SYSTEM_PROMPT") + "__all__ = ['EXPORTED_SYSTEM_PROMPT']\n",
+        attr=dated.format(name="ATTR_SYSTEM_PROMPT"),
+        reader="from . import attr\n\nATTR_SYSTEM_PROMPT = attr.ATTR_SYSTEM_PROMPT + ' Be brief.'\n",
+        lower=dated.format(name="system_prompt"),
+    )
+    found = sorted((Path(f.path).name, f.line) for f in lint_paths([tmp_path / "pkg"]).findings)
+    assert found == [("agent.py", 3), ("attr.py", 3), ("exported.py", 3), ("lower.py", 3), ("prompts.py", 3)]
+
+
+def test_a_clock_flag_in_a_dict_the_project_reads_itself_is_judged_where_it_reads_the_clock(tmp_path: Path) -> None:
+    """astrbot's default settings hold ``"datetime_system_prompt": True``, which its own agent reads
+    (``cfg.get(...)``) to put the time in the user's turn: the project implements the flag, so the flag is no
+    finding (its clock read is judged where it is made). xpander-sdk's agno arguments hold
+    ``"add_datetime_to_context": True`` that nothing in the project reads: made for a framework, reported."""
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'pkg'\n")
+    write_package(
+        tmp_path / "pkg",
+        defaults="DEFAULTS = {'datetime_system_prompt': True, 'streaming': False}\n",
+        agent="import datetime\nfrom .defaults import DEFAULTS\n\n"
+        "def turn(client, text):\n"
+        "    if DEFAULTS.get('datetime_system_prompt'):\n"
+        "        text = f'{text} (sent {datetime.datetime.now()})'\n"
+        "    return client.chat.completions.create(messages=[{'role': 'user', 'content': text}])\n",
+        agno="def build_agent_args(agent):\n"
+        "    return {'name': agent.name, 'add_datetime_to_context': True}\n",
+    )
+    found = sorted((Path(f.path).name, f.line) for f in lint_paths([tmp_path / "pkg"]).findings)
+    assert found == [("agno.py", 2)]
+
+
 def test_a_record_loaded_from_another_module_keeps_its_own_creation_time(tmp_path: Path) -> None:
     """abreka's shape: an experiment loaded from disk by a function of another module annotated to return it, its
     ``created_at`` the stored one (its class stamps only the new ones it makes); the object's other fields whose

@@ -115,6 +115,7 @@ class PythonSession:
         results: list[tuple[Rule, ast.expr, str]] = []
         exports: dict[str, Value | str] = {}
         gives: dict[str, Value] = {}
+        flags: dict[tuple[int, int], str] = {}
         scope = None
         reading = self.project.reading()
         try:
@@ -123,6 +124,7 @@ class PythonSession:
                 analysis.imports = self.project.located(source.path, analysis.imports)
                 analysis.run()
                 results.extend(analysis.sinks.results())
+                flags.update(analysis.sinks.flag_items)
                 exports.update(analysis.exports())
                 exports.update(analysis.roles_given())
                 exports.update(analysis.unread())
@@ -142,19 +144,35 @@ class PythonSession:
         self.project.learn(self.last)
         if len(text) <= PART_BYTES:  # one part: the tree of the whole module
             self.tree = tree
-            results = self.reached(tree, source.path, results)
+            results = self.reached(tree, source.path, results, flags)
         return _findings(source, text, results)
 
     def reached(
-        self, tree: ast.Module, path: Path, results: list[tuple[Rule, ast.expr, str]]
+        self,
+        tree: ast.Module,
+        path: Path,
+        results: list[tuple[Rule, ast.expr, str]],
+        flags: dict[tuple[int, int], str],
     ) -> list[tuple[Rule, ast.expr, str]]:
-        """``results`` but those inside private functions nothing in the project calls
+        """``results`` but those inside private functions or constants nothing in the project calls or reads, and
+        clock flags given as dict items (``flags``, by position) whose key the project reads itself
         (:class:`~agentcache.lint.python.unreached.Callers`). A module of several parts keeps all: its trees are
         not kept."""
         if not results:
             return results
         spans = self.callers.unreached(tree, path, {node.lineno for _, node, _ in results})
-        return [result for result in results if not any(a <= result[1].lineno <= b for a, b in spans)]
+        handled = {
+            position
+            for position, key in flags.items()
+            if any((node.lineno, node.col_offset) == position for _, node, _ in results)
+            and self.callers.reads_key(path, key)
+        }
+        return [
+            result
+            for result in results
+            if not any(a <= result[1].lineno <= b for a, b in spans)
+            and (result[1].lineno, result[1].col_offset) not in handled
+        ]
 
 
 def _trees(text: str, display: str) -> Iterator[ast.Module]:
@@ -215,8 +233,8 @@ def _vocabulary(settings: Mapping[str, Any]) -> dict[str, list[str]]:
 class _Relevant:
     """Whether a module's bytes can matter: a sink's name anywhere in them (in capitals too: a module of constants,
     ``ALL_TOOLS = {...}``, teaches the modules that import it), or, as a word, a name that calls the clock, draws
-    or makes an id, or a flag that may ask for the clock (``add_datetime_to_context=True``): the prefilter that
-    spares many modules of a framework a parse.
+    or makes an id, or a flag that may ask for the clock (``add_datetime_to_context=True``, or as a dict's item):
+    the prefilter that spares many modules of a framework a parse.
 
     The sink names are looked for one by one with ``in``, which scans bytes several times faster than a regular
     expression's alternation; a name that holds another one (``system_prompt``, ``system``) is left out, since
@@ -260,7 +278,7 @@ class _Relevant:
             word.encode() for word in words.prompt_words if not any(name in word.encode() for name in self.sinks)
         )
         clock = "|".join(sorted(re.escape(word) for word in words.clock_words))
-        self.flags = re.compile(rf"(?:{clock})\w*\s*=\s*True\b".encode())
+        self.flags = re.compile(rf"""(?:{clock})\w*(?:\s*=|["']\s*:)\s*True\b""".encode())  # a keyword, a dict item
 
     #: A function annotated to return a set teaches the modules that call it (``-> set[str]``).
     SET_RETURNS = (b"-> set", b"-> frozenset", b"-> Set[", b"-> FrozenSet[")

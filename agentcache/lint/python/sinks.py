@@ -80,6 +80,8 @@ class Sinks:
         self.sentinels: set[str] = set()
         """Names compared by identity (``if prompt is DEFAULT_PROMPT``): a module-level one is a marker for "not
         given", replaced before anything is sent, so what it is bound to is no sink."""
+        self.flag_items: dict[tuple[int, int], str] = {}
+        """Clock flags given as a dict's items, by position: their keys (:meth:`clock_flag`)."""
         self.system_messages: set[int] = set()
         """The nodes (by id) that made a system message: :meth:`ordered_messages` asks of the messages a collection
         is made of."""
@@ -149,9 +151,8 @@ class Sinks:
                 self.system_sink(keyword.value, kwargs[keyword.arg])
             elif keyword.arg in words.sink_keywords and keyword.arg not in dropped:
                 self.keyword_argument(keyword.arg, keyword.value, kwargs[keyword.arg], name, called, method)
-            elif constant(keyword.value) is True and words.asks_for_clock(keyword.arg) and not words.measures(name):
-                stamp = Origin(keyword.value.lineno, keyword.value.col_offset, CLOCK, f"{keyword.arg}=True")
-                self.system_sink(keyword.value, Value(frozenset({stamp})))
+            elif not words.measures(name):
+                self.clock_flag(keyword.arg, keyword.value)
         sink = called.sink
         if sink == FACTORY and not (
             isinstance(func, ast.Attribute) and words.is_system_message(last_name(func.value), name)
@@ -222,6 +223,9 @@ class Sinks:
         """A message dict (``{"role": "system", "content": ...}``): a system message's content and name are sinks;
         True for another role's message, as :meth:`call_sinks`."""
         fields = {constant(key): index for index, key in enumerate(node.keys) if key is not None}
+        for field, at in fields.items():
+            if isinstance(field, str):
+                self.clock_flag(field, node.values[at], item=True)
         index = fields.get("role")
         role = self.role(node.values[index], values[index]) if index is not None else None
         if role == SYSTEM:
@@ -294,6 +298,21 @@ class Sinks:
             self.keyword_sink(key, node, value)
         else:
             self.named_sink(key, node, value)
+        if node is not None:
+            self.clock_flag(key, node, item=True)
+
+    def clock_flag(self, name: str, node: ast.expr, item: bool = False) -> None:
+        """A flag that asks a framework to stamp the clock into the system prompt (:meth:`Vocabulary.asks_for_clock`)
+        given ``True``: as a call's keyword argument (``Agent(add_datetime_to_context=True)``) or as a dict's
+        ``item``, made to be spread into such a call (``args = {"add_datetime_to_context": True}``, the caller's
+        ``Agent(**args)`` often out of sight). The clock is read by the framework; the choice is made here, so it
+        is reported here. An item is kept in :attr:`flag_items`: a project that reads the key itself
+        implements the flag, and its clock read is judged where it is made."""
+        if constant(node) is True and self.words.asks_for_clock(name):
+            stamp = Origin(node.lineno, node.col_offset, CLOCK, f"{name}=True")
+            self.system_sink(node, Value(frozenset({stamp})))
+            if item:
+                self.flag_items[node.lineno, node.col_offset] = name
 
     def keyword_argument(
         self, keyword: str, node: ast.expr, value: Value, name: str, called: Callee, method: bool

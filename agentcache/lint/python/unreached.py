@@ -66,7 +66,9 @@ _BUILTINS = frozenset({"object", "Exception"})
 _ROOT_MARKS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 #: Project files that may name a function as an entry point.
 _CONFIGS = ("pyproject.toml", "setup.cfg")
-_PRIVATE_WORD = re.compile(r"(?<!\w)_\w*")
+_CONSTANT = re.compile(r"[A-Z][A-Z0-9_]*[A-Z][A-Z0-9_]*")
+#: The words the project index keeps: private names, and constants' (``SYSTEM_PROMPT``).
+_INDEXED_WORD = re.compile(r"(?<!\w)(?:_\w*|[A-Z][A-Z0-9_]*(?!\w))")
 #: A literal prefix a name is built from: ``getattr(self, f"_on_{kind}")``, ``name = "_on_" + kind``,
 #: ``"_on_%s" % kind``, ``"_on_{}".format(kind)``, ``.startswith("_handle_")``, ``PREFIX = "_on_"``; and a bare
 #: ``"_"`` only given to ``getattr`` (``setattr(self, f"_{key}", value)`` stores fields, and ``startswith("_")``
@@ -99,6 +101,10 @@ class _Module:
 
     module: str
     mentions: set[str] = field(default_factory=set)
+    #: the mentions but bare names (an import, an attribute, a string): what may be another module's constant
+    qualified: set[str] = field(default_factory=set)
+    #: the constants it binds at the top level: its bare names of them read its own
+    constants: set[str] = field(default_factory=set)
     #: class name -> (the names its methods define, the names read as ``self.x`` / ``cls.x`` in its body)
     classes: dict[str, tuple[set[str], set[str]]] = field(default_factory=dict)
     #: class name -> its bases' dotted names (None: a base the module cannot name, or a metaclass)
@@ -122,6 +128,7 @@ class _Project:
         """Files with a class statement :data:`_HEADER` does not read: parsed when subclasses are asked for."""
         self.parsed: dict[Path, _Module | None] = {}
         self.below: dict[str, set[str]] = {}
+        self.keys: dict[str, bool] = {}
         for path in _python_files(root):
             try:
                 data = path.read_bytes()
@@ -131,7 +138,7 @@ class _Project:
             self.sizes[path] = len(data)  # in bytes, as the checker cuts its parts
             module = names(path)[0]
             self.modules[module] = None if module in self.modules else path
-            for word in set(_PRIVATE_WORD.findall(text)):
+            for word in set(_INDEXED_WORD.findall(text)):
                 self.words.setdefault(word, []).append(path)
             for match in _PREFIX.finditer(text):
                 self.prefixes.add(next((part for part in match.groups() if part is not None), "_"))
@@ -147,6 +154,21 @@ class _Project:
             (root / name).read_text(errors="replace") for name in _CONFIGS if (root / name).is_file()
         )
 
+    def names_key(self, key: str) -> bool:
+        """Whether the project's files name ``key`` as a quoted string twice at least, counted once per key."""
+        if key not in self.keys:
+            quoted = re.compile(rf"""["']{re.escape(key)}["']""")
+            count = 0
+            for other in self.sizes:
+                try:
+                    count += len(quoted.findall(other.read_bytes().decode("utf-8", "replace")))
+                except OSError:
+                    continue
+                if count > 1:
+                    break
+            self.keys[key] = count > 1
+        return self.keys[key]
+
     def summary(self, path: Path) -> _Module | None:
         """The file's :class:`_Module`, made once (None: it does not parse)."""
         if path not in self.parsed:
@@ -159,7 +181,8 @@ class _Project:
         return self.parsed[path]
 
     def called(self, name: str, path: Path, owner: str | None) -> bool:
-        """Whether anything in the project but the module at ``path`` may call ``name`` (a method of ``owner``)."""
+        """Whether anything in the project but the module at ``path`` may call ``name`` (a method of ``owner``), or
+        read it (a constant)."""
         if any(name.startswith(prefix) for prefix in self.prefixes) or re.search(
             rf"\b{re.escape(name)}\b", self.configured
         ):
@@ -170,7 +193,9 @@ class _Project:
             if self.sizes[other] > self.largest:
                 return True
             summary = self.summary(other)
-            if summary is None or name in summary.mentions:
+            if summary is None or (
+                name in summary.mentions and (name not in summary.constants or name in summary.qualified)
+            ):
                 return True
             if any(
                 name in used and not (name in defined and self._private_to(cls, owner))
@@ -264,20 +289,24 @@ class Callers:
         self.projects: dict[Path, _Project] = {}
 
     def unreached(self, tree: ast.Module, path: Path, lines: set[int]) -> list[tuple[int, int]]:
-        """The lines (first, last) of each private top-level function, and private method of a top-level class,
-        of the module at ``path`` that holds one of ``lines`` and that nothing in its project calls."""
+        """The lines (first, last) of each private top-level function, private method of a top-level class, and
+        constant bound at the top level, of the module at ``path``, that holds one of ``lines`` and that nothing in
+        its project calls or reads."""
         spans = []
         mentioned: _Module | None = None
         project: _Project | None = None
         path = path.absolute()  # the project around it, wherever the lint runs from
-        for function, owner in _privates(tree):
-            first, last = function.lineno, function.end_lineno or function.lineno
+        for node, owner in _privates_and_constants(tree):
+            first, last = node.lineno, node.end_lineno or node.lineno
             if not any(first <= line <= last for line in lines):
                 continue
             if mentioned is None:
                 mentioned = _summarize(tree, *self.names(path))
-            if function.name in mentioned.mentions or any(
-                function.name in used for _, used in mentioned.classes.values()
+            name = node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else _bound(node)
+            if (
+                name is None
+                or name in mentioned.mentions
+                or any(name in used for _, used in mentioned.classes.values())
             ):
                 continue
             project = project or self._project(path)
@@ -287,9 +316,16 @@ class Callers:
                 f"{mentioned.module}.{owner.name}", mentioned.bases.get(owner.name, [None])
             ):
                 continue
-            if not project.called(function.name, path, owner.name if owner is not None else None):
+            if not project.called(name, path, owner.name if owner is not None else None):
                 spans.append((first, last))
         return spans
+
+    def reads_key(self, path: Path, key: str) -> bool:
+        """Whether the project of the module at ``path`` names ``key`` as a string more than once (a dict item
+        is one): its code reads the key itself (astrbot's ``cfg.get("datetime_system_prompt")``). False when the
+        module is in no project or is its test code: the flag is then kept, as a private function is."""
+        project = self._project(path.absolute())
+        return project is not None and project.names_key(key)
 
     def _project(self, path: Path) -> _Project | None:
         root = next((folder for folder in path.parents if any((folder / m).exists() for m in _ROOT_MARKS)), None)
@@ -312,19 +348,35 @@ def _python_files(root: Path) -> Iterator[Path]:
                 yield Path(directory) / name
 
 
-def _privates(tree: ast.Module) -> Iterator[tuple[Function, ast.ClassDef | None]]:
-    """Each undecorated private top-level function, and private method of a top-level class (a static or class
-    method too), with its class."""
+def _privates_and_constants(tree: ast.Module) -> Iterator[tuple[Function | ast.stmt, ast.ClassDef | None]]:
+    """Each undecorated private top-level function, private method of a top-level class (a static or class method
+    too), with its class, and top-level binding of one constant (``SYSTEM_PROMPT = f"... {today}"``)."""
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if private(node.name) and not node.decorator_list:
                 yield node, None
+        elif _bound(node) is not None:
+            yield node, None
         elif isinstance(node, ast.ClassDef):
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and private(item.name):
                     kinds = {last_name(decorator) for decorator in item.decorator_list}
                     if kinds <= {"staticmethod", "classmethod"}:
                         yield item, node
+
+
+def _bound(node: ast.stmt) -> str | None:
+    """The constant a statement binds (``NAME = ...``, ``NAME: str = ...``): a name of capitals, digits and
+    underscores with two letters at least."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        target: ast.expr = node.targets[0]
+    elif isinstance(node, ast.AnnAssign) and node.value is not None:
+        target = node.target
+    else:
+        return None
+    if isinstance(target, ast.Name) and _CONSTANT.fullmatch(target.id):
+        return target.id
+    return None
 
 
 def _summarize(tree: ast.Module, module: str, package: str) -> _Module:
@@ -348,16 +400,20 @@ def _summarize(tree: ast.Module, module: str, package: str) -> _Module:
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
             summary.bases.setdefault(node.name, []).extend(_resolved_bases(node, imported, module, tree))
+    summary.constants.update(name for name in map(_bound, tree.body) if name is not None)
     for node in ast.walk(tree):
         if id(node) not in own:
             summary.mentions.update(_names(node))
+            if not isinstance(node, ast.Name):
+                summary.qualified.update(_names(node))
     return summary
 
 
 def _names(node: ast.AST) -> Iterator[str]:
-    """The names a node mentions: a name, an attribute, an import, a string that is a name or a dotted path."""
+    """The names a node mentions: a name read, an attribute, an import, a string that is a name or a dotted path."""
     if isinstance(node, ast.Name):
-        yield node.id
+        if not isinstance(node.ctx, ast.Store):  # bound, not read: the constant's own statement
+            yield node.id
     elif isinstance(node, ast.Attribute):
         yield node.attr
     elif isinstance(node, ast.alias):
