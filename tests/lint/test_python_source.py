@@ -2028,6 +2028,33 @@ def test_a_clock_flag_in_a_dict_the_project_reads_itself_is_judged_where_it_read
     assert found == [("agno.py", 2)]
 
 
+def test_a_set_given_to_a_field_declared_as_a_set_is_judged_where_the_field_is_read(tmp_path: Path) -> None:
+    """hindsight's MCP server gives ``tools=set(base_tools)`` to a config dataclass whose ``tools: set[str] | None``
+    field its registration only tests for membership: the object keeps a set whatever order it was given in, so
+    the order is the reader's to fix. A field declared as a set is read as one, in this module or another: iterated
+    into a tool list, reported there. A field declared as a list keeps the order it is given."""
+    head = "from dataclasses import dataclass, field\n\nREGISTRY = {'search': {'name': 'search'}}\n\n"
+    write_package(
+        tmp_path / "pkg",
+        config=head + "@dataclass\nclass ToolsConfig:\n"
+        "    tools: set[str] | None = None\n"
+        "    functions: list[str] = field(default_factory=list)\n\n"
+        "def offered_here(client, config: ToolsConfig):\n"
+        "    return client.chat.completions.create(tools=[REGISTRY[n] for n in config.tools])\n",
+        server="from .config import REGISTRY, ToolsConfig\n\n"
+        "def register(server, config: ToolsConfig):\n"
+        "    wanted = config.tools or {'search'}\n"
+        "    if 'search' in wanted:\n"
+        "        server.add(REGISTRY['search'])\n\n"
+        "def start(base):\n"
+        "    return ToolsConfig(tools=set(base)), ToolsConfig(functions=list(set(base)))\n\n"
+        "def offered(client, config: ToolsConfig):\n"
+        "    return client.chat.completions.create(tools=[REGISTRY[n] for n in config.tools])\n",
+    )
+    found = sorted((Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path / "pkg"]).findings)
+    assert found == [("config.py", 11, "AC103"), ("server.py", 9, "AC103"), ("server.py", 12, "AC103")]
+
+
 def test_a_record_loaded_from_another_module_keeps_its_own_creation_time(tmp_path: Path) -> None:
     """abreka's shape: an experiment loaded from disk by a function of another module annotated to return it, its
     ``created_at`` the stored one (its class stamps only the new ones it makes); the object's other fields whose

@@ -128,6 +128,7 @@ class PythonSession:
                 exports.update(analysis.exports())
                 exports.update(analysis.roles_given())
                 exports.update(analysis.unread())
+                exports.update(analysis.set_fields())
                 exports.update(analysis.instances())
                 gives.update(analysis.gives)
                 # last: a summary's runs, with parameters of their own and calls cut short, report and give nothing

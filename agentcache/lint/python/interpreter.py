@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from agentcache.lint.python.project import Reading, Sent, Summary
 from agentcache.lint.python.sinks import TOOL_LIST, is_tool_call, sorts_keys
-from agentcache.lint.python.statements import MAX_CALL_DEPTH, Memo, Statements
+from agentcache.lint.python.statements import MAX_CALL_DEPTH, Memo, Statements, declares_set
 from agentcache.lint.python.syntax import (
     Function,
     bound_names,
@@ -83,7 +83,6 @@ from agentcache.lint.python.vocabulary import (
     SEQUENCE_MUTATORS,
     SEQUENCERS,
     SET_ALGEBRA,
-    SET_ANNOTATIONS,
     SET_OPERATORS,
     SET_TYPES,
     SETS,
@@ -152,6 +151,8 @@ class Interpreter(Statements):
         """The module's dispatch tables (:meth:`tables`), once asked."""
         self.unread_sinks: dict[str, frozenset[str]] | None = None
         """The sink-named parameters the module's top-level functions never read (:meth:`unread_by`), once asked."""
+        self.set_sinks: dict[str, frozenset[str]] | None = None
+        """The fields the module's top-level classes declare as sets (:meth:`sets_by`), once asked."""
         self.worth: dict[str, bool] = {}
         """The module's classes -> whether an object of one is known by its class (:meth:`class_made`)."""
         self.factories: dict[int, bool] = {}
@@ -230,15 +231,54 @@ class Interpreter(Statements):
                         self.unread_sinks[name] = unread
         return self.unread_sinks
 
+    def set_fields(self) -> dict[str, str]:
+        """What a constructor's keywords give a set, for the modules that call them: the fields each top-level
+        class declares as sets (``tools: set[str] | None = None``: ``Config(sets)``)."""
+        return {f"{name}(sets)": ",".join(sorted(fields)) for name, fields in self.sets_by().items()}
+
+    def sets_by(self) -> dict[str, frozenset[str]]:
+        """The fields each top-level class of the module declares as sets (:func:`declares_set`), by name, made
+        once."""
+        if self.set_sinks is None:
+            self.set_sinks = {}
+            for node in self.tree.body:
+                if isinstance(node, ast.ClassDef):
+                    fields = frozenset(
+                        item.target.id
+                        for item in node.body
+                        if isinstance(item, ast.AnnAssign)
+                        and isinstance(item.target, ast.Name)
+                        and declares_set(item.annotation)
+                    )
+                    if fields:
+                        self.set_sinks[node.name] = fields
+        return self.set_sinks
+
     def dropped(self, func: ast.expr, name: str | None, node: ast.Call, scope: Scope) -> frozenset[str]:
-        """The sink keywords a call gives parameters the called function never reads (:meth:`unread`): a
-        top-level function of the module that no variable or import hides, or one of another module of the
-        package."""
+        """The sink keywords a call gives parameters the called function never reads (:meth:`unread`)."""
+        return self.declared(func, name, node, scope, self.unread_by(), "unread")
+
+    def kept_as_sets(self, func: ast.expr, name: str | None, node: ast.Call, scope: Scope) -> frozenset[str]:
+        """The sink keywords a constructor call gives fields its class declares as sets (:meth:`set_fields`): the
+        object keeps a set whatever order it is given in, and is read as one where it is iterated."""
+        return self.declared(func, name, node, scope, self.sets_by(), "sets")
+
+    def declared(
+        self,
+        func: ast.expr,
+        name: str | None,
+        node: ast.Call,
+        scope: Scope,
+        local: dict[str, frozenset[str]],
+        suffix: str,
+    ) -> frozenset[str]:
+        """The sink keywords of a call that ``local`` (of a top-level function or class of the module that no
+        variable or import hides) or what another module of the package exports as ``called(suffix)`` names."""
         if not any(keyword.arg and self.words.sends(keyword.arg) for keyword in node.keywords):
             return frozenset()
         if isinstance(func, ast.Name) and func.id not in self.imports and scope.lookup(func.id) is None:
-            return self.unread_by().get(func.id, frozenset())
-        learned = self.learned.get(f"{name}(unread)") if name and name.startswith(self.package_top) else None
+            return local.get(func.id, frozenset())
+        learned = self.learned.get(f"{name}({suffix})") if name and name.startswith(self.package_top) else None
         return frozenset(learned.split(",")) if learned else frozenset()
 
     def own_returns(self) -> dict[str, Value]:
@@ -764,7 +804,9 @@ class Interpreter(Statements):
                 return held
         default = self.called_role(func, name) if _capitalized(callee) else None
         dropped = self.dropped(func, name, node, scope)
-        if self.sinks.call_sinks(node, callee, called, args, kwargs, spread, default, dropped):
+        sets = self.kept_as_sets(func, name, node, scope)
+        sent = {key: Value(order_free(value.origins)) if key in sets else value for key, value in kwargs.items()}
+        if self.sinks.call_sinks(node, callee, called, args, sent, spread, default, dropped):
             return CLEAN  # a user's or an assistant's message
         if name is not None:
             kind = source_kind(name, len(node.args) + len(keywords), self.words)
@@ -1336,15 +1378,8 @@ def builtin(name: str, node: ast.Call, args: list[Value]) -> Value | None:
 
 def _returns_a_set(function: Function) -> bool:
     """Whether ``function`` is annotated to return a set whose order differs between processes (``-> set[str]``,
-    ``-> Set[str]``, ``-> frozenset``): not an ``AbstractSet`` (a dict's keys view, in insertion order), nor a set
-    of ints or bools, which hash to themselves."""
-    annotation = function.returns
-    if isinstance(annotation, ast.Subscript):
-        if last_name(annotation.slice) in ("int", "bool"):
-            return False
-        annotation = annotation.value
-    name = last_name(annotation) if annotation is not None else None
-    return name is not None and name in SET_ANNOTATIONS and name != "AbstractSet"
+    ``-> Set[str]``, ``-> frozenset``: :func:`~agentcache.lint.python.statements.declares_set`)."""
+    return function.returns is not None and declares_set(function.returns, optional=False)
 
 
 def _makes_a_set(factory: ast.expr) -> bool:

@@ -242,6 +242,15 @@ class Statements(ABC):
         unbound: they are read by their definitions (a template class's file)."""
         body = Scope(scope)
         self.block(node.body, body, [])
+        for item in node.body:  # tools: set[str] | None = None: the set its constructor is given, in hash order
+            if (  # (a field with a default of its own is followed from it)
+                isinstance(item, ast.AnnAssign)
+                and isinstance(item.target, ast.Name)
+                and (item.value is None or (isinstance(item.value, ast.Constant) and item.value.value is None))
+                and declares_set(item.annotation)
+            ):
+                held = body.vars.get(item.target.id, CLEAN)
+                body.vars[item.target.id] = Value(held.origins, held.unordered or Origin.at(item.annotation, ORDER))
         self.class_fields[id(node)] = {f"self.{name}": value for name, value in body.vars.items() if _kept(value)}
         if self.stack:
             annotations = [item.annotation for item in node.body if isinstance(item, ast.AnnAssign)]
@@ -590,6 +599,23 @@ def _maps_to_sets(annotation: ast.expr) -> bool:
     if isinstance(held, ast.Subscript):
         held = held.value
     return held is not None and last_name(held) in SET_ANNOTATIONS
+
+
+def declares_set(annotation: ast.expr, optional: bool = True) -> bool:
+    """Whether an annotation declares a set whose order differs between processes (``set[str]``, ``Set[str]``,
+    ``frozenset``; ``set[str] | None`` and ``Optional[set[str]]`` too when ``optional``): not an ``AbstractSet`` (a
+    dict's keys view, in insertion order), nor a set of ints or bools, which hash to themselves."""
+    if optional and isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        if isinstance(annotation.right, ast.Constant) and annotation.right.value is None:
+            annotation = annotation.left
+    elif optional and isinstance(annotation, ast.Subscript) and last_name(annotation.value) == "Optional":
+        annotation = annotation.slice
+    if isinstance(annotation, ast.Subscript):
+        if last_name(annotation.slice) in ("int", "bool"):
+            return False
+        annotation = annotation.value
+    name = last_name(annotation)
+    return name is not None and name in SET_ANNOTATIONS and name != "AbstractSet"
 
 
 def _kept(value: Value) -> bool:
