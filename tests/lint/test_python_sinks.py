@@ -1102,6 +1102,26 @@ NEGATIVE = {
         settings = {"add_datetime_to_context": False, "log_time": True, "system_time": True}
         settings["track_prompt_time"] = True
     """,
+    "a_method_of_an_object_made_of_a_set_given_as_a_tool": """
+        from agno import Agent
+
+        class Tracker:
+            def __init__(self, markers: dict[str, str]) -> None:
+                self._markers = dict(markers)
+
+            def fact(self, turn: str) -> str:
+                "One fact of the probe."
+                return self._markers[turn]
+
+        def build(tracker: Tracker | None):
+            return Agent(tools=[tracker.fact] if tracker is not None else None)
+
+        def run(names):
+            turns = set(names)
+            tracker = Tracker({turn: f"marker-{turn}" for turn in turns}) if turns else None
+            wanted = [name for name in ("search", "fetch") if name in turns]
+            return build(tracker), Agent(tools=wanted)
+    """,
     "a_policy_spread_as_keyword_arguments": """
         from agentkit import Options
 

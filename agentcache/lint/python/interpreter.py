@@ -525,6 +525,8 @@ class Interpreter(Statements):
                 field = None if record else self.instance_fields.get(local, {}).get(f"self.{node.attr}")
                 if field is None:
                     field = self.property_read(local, node.attr)
+                if field is None and self.defines_method(local, node.attr):
+                    return CLEAN  # tools=[tracker.fact]: a function its class's code defines, whatever the object holds
             else:
                 kind = None if record else self.learned.get(f"{owner}().{node.attr}")
                 field = read_export(kind, node) if kind else None
@@ -547,6 +549,18 @@ class Interpreter(Statements):
         if origins == value.origins:
             return value
         return Value(origins, value.unordered, entries=value.entries, cls=value.cls)
+
+    def defines_method(self, owner: str, attribute: str) -> bool:
+        """Whether a class of the module defines ``attribute`` as a method in its body (not a property): read
+        without a call, it is a bound method, whose name, docstring and signature (all a tool made of it is sent
+        as) are the class's code."""
+        node = self.class_nodes.get(owner)
+        return node is not None and any(
+            isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and item.name == attribute
+            and {last_name(decorator) for decorator in item.decorator_list}.isdisjoint(PROPERTIES)
+            for item in node.body
+        )
 
     def property_read(self, owner: str | None, attribute: str) -> Value | None:
         """What reading a property of a class of the module returns (``self.system_prompt``, ``agent.prompt``:
@@ -681,7 +695,10 @@ class Interpreter(Statements):
         for op, right in zip(node.ops, node.comparators, strict=True):
             if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(right, ast.Name):
                 self.sinks.sentinels.add(right.id)
-        return combine(self.expr(node.left, scope), *(self.expr(c, scope) for c in node.comparators))
+        compared = combine(self.expr(node.left, scope), *(self.expr(c, scope) for c in node.comparators))
+        if all(isinstance(op, _ORDERLESS_TESTS) for op in node.ops):  # tracker is not None, "x" in names
+            return Value(order_free(compared.origins))
+        return compared
 
     def unary(self, node: ast.UnaryOp, scope: Scope) -> Value:
         return combine(self.expr(node.operand, scope))
@@ -1374,6 +1391,10 @@ def builtin(name: str, node: ast.Call, args: list[Value]) -> Value | None:
             return args[0]
         return combine(*items)
     return None
+
+
+#: Comparisons whose answer no iteration order changes: identity and membership.
+_ORDERLESS_TESTS = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
 
 
 def _returns_a_set(function: Function) -> bool:
