@@ -1102,6 +1102,13 @@ NEGATIVE = {
         settings = {"add_datetime_to_context": False, "log_time": True, "system_time": True}
         settings["track_prompt_time"] = True
     """,
+    "a_set_of_a_range_of_numbers": """
+        from agno import Agent
+
+        def build(n):
+            turns = frozenset(range(1, n))
+            return Agent(instructions="Check in on turns " + ", ".join(str(turn) for turn in turns))
+    """,
     "a_method_of_an_object_made_of_a_set_given_as_a_tool": """
         from agno import Agent
 

@@ -1384,6 +1384,8 @@ def builtin(name: str, node: ast.Call, args: list[Value]) -> Value | None:
     if name in ORDER_FREE:
         return Value(order_free(combine(*args).origins))
     if name in SET_TYPES:  # a set holds the same items whatever order they came in (as a set display)
+        if len(node.args) == 1 and isinstance(node.args[0], ast.Call) and _builtin_called(node.args[0].func) == "range":
+            return combine(*args)  # set(range(n)): ints hash to themselves, their order is fixed
         return made_set(node, *args)
     if name in SEQUENCERS:
         items = [ordered(arg, node) for arg in args]
