@@ -406,6 +406,12 @@ POSITIVE = {
                 name="orchestrator",
             )
     """,
+    "a_choice_by_membership_of_an_item_picked_in_a_sets_order": """
+        def answer(client, names):
+            first = list(set(names))[0]
+            system = "Be formal." if first in ("legal", "finance") else "Be casual."
+            return client.messages.create(model="m", system=system, messages=[])  # expect: AC103
+    """,
     "a_clock_flag_in_a_dict_of_an_agents_arguments": """
         def build_agent_args(agent):
             args = {"name": agent.name}

@@ -1987,7 +1987,9 @@ def test_a_private_function_nothing_in_the_project_calls_sends_nothing(tmp_path:
 def test_a_constant_nothing_in_the_project_reads_sends_nothing(tmp_path: Path) -> None:
     """computer-use-ootb's shape: a planner module binds a dated ``SYSTEM_PROMPT`` that nothing reads (another
     module's bare ``SYSTEM_PROMPT`` is its own constant). Kept: a constant its module reads, one another module
-    imports or reads as an attribute, one in ``__all__``, and a name that is no constant."""
+    imports or reads as an attribute, one in ``__all__``, one read by a name built with a suffix of it or through
+    a star import under a name bound again, a request made while a constant is computed, and a name that is no
+    constant."""
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'pkg'\n")
     dated = "from datetime import datetime\n\n{name} = f'Today is {{datetime.today()}}.'\n"
     write_package(
@@ -2002,16 +2004,36 @@ def test_a_constant_nothing_in_the_project_reads_sends_nothing(tmp_path: Path) -
         attr=dated.format(name="ATTR_SYSTEM_PROMPT"),
         reader="from . import attr\n\nATTR_SYSTEM_PROMPT = attr.ATTR_SYSTEM_PROMPT + ' Be brief.'\n",
         lower=dated.format(name="system_prompt"),
+        roles=dated.format(name="PLANNER_SYSTEM_PROMPT"),
+        router="from . import roles\n\ndef system_for(role):\n"
+        "    return getattr(roles, f'{role.upper()}_SYSTEM_PROMPT')\n",
+        base=dated.format(name="BASE_SYSTEM_PROMPT"),
+        brief="from .base import *\n\nBASE_SYSTEM_PROMPT = BASE_SYSTEM_PROMPT + ' Be brief.'\n\n"
+        "def ask(client):\n    return client.messages.create(system=BASE_SYSTEM_PROMPT, messages=[])\n",
+        script="from datetime import datetime\nfrom openai import OpenAI\n\nclient = OpenAI()\n"
+        "RESPONSE = client.chat.completions.create(\n"
+        "    model='m', messages=[{'role': 'system', 'content': f'Today is {datetime.now()}'}]\n)\n",
     )
     found = sorted((Path(f.path).name, f.line) for f in lint_paths([tmp_path / "pkg"]).findings)
-    assert found == [("agent.py", 3), ("attr.py", 3), ("exported.py", 3), ("lower.py", 3), ("prompts.py", 3)]
+    assert found == [
+        ("agent.py", 3),
+        ("attr.py", 3),
+        ("base.py", 3),
+        ("exported.py", 3),
+        ("lower.py", 3),
+        ("prompts.py", 3),
+        ("roles.py", 3),
+        ("script.py", 6),
+    ]
 
 
 def test_a_clock_flag_in_a_dict_the_project_reads_itself_is_judged_where_it_reads_the_clock(tmp_path: Path) -> None:
     """astrbot's default settings hold ``"datetime_system_prompt": True``, which its own agent reads
     (``cfg.get(...)``) to put the time in the user's turn: the project implements the flag, so the flag is no
     finding (its clock read is judged where it is made). xpander-sdk's agno arguments hold
-    ``"add_datetime_to_context": True`` that nothing in the project reads: made for a framework, reported."""
+    ``"add_datetime_to_context": True`` that nothing in the project reads: made for a framework, reported; so are
+    two dicts that set the same flag (neither reads it), and a flag stored as an item in a module that names no
+    sink."""
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'pkg'\n")
     write_package(
         tmp_path / "pkg",
@@ -2023,16 +2045,22 @@ def test_a_clock_flag_in_a_dict_the_project_reads_itself_is_judged_where_it_read
         "    return client.chat.completions.create(messages=[{'role': 'user', 'content': text}])\n",
         agno="def build_agent_args(agent):\n"
         "    return {'name': agent.name, 'add_datetime_to_context': True}\n",
+        agents="RESEARCH = {'name': 'research', 'add_datetime_to_instructions': True}\n"
+        "WRITER = {'name': 'writer', 'add_datetime_to_instructions': True}\n",
+        team="def team_args(members):\n    args = {'members': members}\n"
+        "    args['add_date_to_context'] = True\n    return args\n",
     )
     found = sorted((Path(f.path).name, f.line) for f in lint_paths([tmp_path / "pkg"]).findings)
-    assert found == [("agno.py", 2)]
+    assert found == [("agents.py", 1), ("agents.py", 2), ("agno.py", 2), ("team.py", 3)]
 
 
 def test_a_set_given_to_a_field_declared_as_a_set_is_judged_where_the_field_is_read(tmp_path: Path) -> None:
     """hindsight's MCP server gives ``tools=set(base_tools)`` to a config dataclass whose ``tools: set[str] | None``
     field its registration only tests for membership: the object keeps a set whatever order it was given in, so
     the order is the reader's to fix. A field declared as a set is read as one, in this module or another: iterated
-    into a tool list, reported there. A field declared as a list keeps the order it is given."""
+    into a tool list, reported there. A field declared as a list keeps the order it is given. Still reported at the
+    call: a field with a default of its own, a ``TypedDict``'s, a class with its own ``__init__`` given a list in a
+    set's order. Not a set field declared again as a list by a subclass, or sorted by ``__init__``."""
     head = "from dataclasses import dataclass, field\n\nREGISTRY = {'search': {'name': 'search'}}\n\n"
     write_package(
         tmp_path / "pkg",
@@ -2050,9 +2078,33 @@ def test_a_set_given_to_a_field_declared_as_a_set_is_judged_where_the_field_is_r
         "    return ToolsConfig(tools=set(base)), ToolsConfig(functions=list(set(base)))\n\n"
         "def offered(client, config: ToolsConfig):\n"
         "    return client.chat.completions.create(tools=[REGISTRY[n] for n in config.tools])\n",
+        others="from dataclasses import dataclass, field\nfrom typing import TypedDict\n"
+        "from .config import REGISTRY\n\n"
+        "@dataclass\nclass Defaulted:\n    tools: set[str] = field(default_factory=set)\n\n"
+        "class Options(TypedDict, total=False):\n    tools: set[str]\n\n"
+        "class Agent:\n    tools: set[str] | None = None\n\n"
+        "    def __init__(self, tools=None):\n        self.schemas = [REGISTRY[n] for n in tools or ()]\n\n"
+        "@dataclass\nclass Base:\n    tools: set[str] | None = None\n\n"
+        "@dataclass\nclass Ordered(Base):\n    tools: list[str] | None = None\n\n"
+        "class Sorted:\n    names: set[str] | None = None\n\n"
+        "    def __init__(self, names=None):\n        self.names = sorted(names or ())\n\n"
+        "    def offered(self, client):\n"
+        "        return client.chat.completions.create(tools=[REGISTRY[n] for n in self.names])\n\n"
+        "def made(names):\n"
+        "    return Defaulted(tools=set(names)), Options(tools=set(names)), Agent(tools=list(set(names)))\n\n"
+        "def ordered(client):\n"
+        "    config = Ordered(tools=['search'])\n"
+        "    return client.chat.completions.create(tools=[REGISTRY[n] for n in config.tools])\n",
     )
     found = sorted((Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path / "pkg"]).findings)
-    assert found == [("config.py", 11, "AC103"), ("server.py", 9, "AC103"), ("server.py", 12, "AC103")]
+    assert found == [
+        ("config.py", 11, "AC103"),
+        ("others.py", 36, "AC103"),
+        ("others.py", 36, "AC103"),
+        ("others.py", 36, "AC103"),
+        ("server.py", 9, "AC103"),
+        ("server.py", 12, "AC103"),
+    ]
 
 
 def test_a_record_loaded_from_another_module_keeps_its_own_creation_time(tmp_path: Path) -> None:

@@ -161,18 +161,16 @@ class PythonSession:
         not kept."""
         if not results:
             return results
-        spans = self.callers.unreached(tree, path, {node.lineno for _, node, _ in results})
-        handled = {
-            position
-            for position, key in flags.items()
-            if any((node.lineno, node.col_offset) == position for _, node, _ in results)
-            and self.callers.reads_key(path, key)
-        }
+        positions = {(node.lineno, node.col_offset) for _, node, _ in results}
+        spans, dropped = self.callers.unreached(tree, path, positions)
+        dropped.update(
+            position for position, key in flags.items() if position in positions and self.callers.reads_key(path, key)
+        )
         return [
             result
             for result in results
             if not any(a <= result[1].lineno <= b for a, b in spans)
-            and (result[1].lineno, result[1].col_offset) not in handled
+            and (result[1].lineno, result[1].col_offset) not in dropped
         ]
 
 
@@ -279,7 +277,8 @@ class _Relevant:
             word.encode() for word in words.prompt_words if not any(name in word.encode() for name in self.sinks)
         )
         clock = "|".join(sorted(re.escape(word) for word in words.clock_words))
-        self.flags = re.compile(rf"""(?:{clock})\w*(?:\s*=|["']\s*:)\s*True\b""".encode())  # a keyword, a dict item
+        # a keyword, a dict display's item, an item stored: flag=True, "flag": True, d["flag"] = True
+        self.flags = re.compile(rf"""(?:{clock})\w*(?:\s*=|["']\s*:|["']\s*\]\s*=)\s*True\b""".encode())
 
     #: A function annotated to return a set teaches the modules that call it (``-> set[str]``).
     SET_RETURNS = (b"-> set", b"-> frozenset", b"-> Set[", b"-> FrozenSet[")

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from agentcache.lint.python.project import Reading, Sent, Summary
 from agentcache.lint.python.sinks import TOOL_LIST, is_tool_call, sorts_keys
-from agentcache.lint.python.statements import MAX_CALL_DEPTH, Memo, Statements, declares_set
+from agentcache.lint.python.statements import MAX_CALL_DEPTH, Memo, Statements, declares_set, set_field
 from agentcache.lint.python.syntax import (
     Function,
     bound_names,
@@ -237,18 +237,21 @@ class Interpreter(Statements):
         return {f"{name}(sets)": ",".join(sorted(fields)) for name, fields in self.sets_by().items()}
 
     def sets_by(self) -> dict[str, frozenset[str]]:
-        """The fields each top-level class of the module declares as sets (:func:`declares_set`), by name, made
-        once."""
+        """The fields each top-level class of the module declares as sets (:func:`set_field`), by name, made once:
+        of a class whose constructor keeps what it is given as it is (no ``__init__`` of its own: a dataclass, a
+        pydantic or attrs model; not a ``TypedDict`` nor a ``NamedTuple``, read by key or position)."""
         if self.set_sinks is None:
             self.set_sinks = {}
             for node in self.tree.body:
-                if isinstance(node, ast.ClassDef):
+                if (
+                    isinstance(node, ast.ClassDef)
+                    and not any(isinstance(item, ast.FunctionDef) and item.name == "__init__" for item in node.body)
+                    and not any(last_name(base) in ("TypedDict", "NamedTuple") for base in node.bases)
+                ):
                     fields = frozenset(
                         item.target.id
                         for item in node.body
-                        if isinstance(item, ast.AnnAssign)
-                        and isinstance(item.target, ast.Name)
-                        and declares_set(item.annotation)
+                        if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and set_field(item)
                     )
                     if fields:
                         self.set_sinks[node.name] = fields
@@ -692,13 +695,19 @@ class Interpreter(Statements):
         return Value(chosen.origins | test.origins) if test.origins else chosen
 
     def compare(self, node: ast.Compare, scope: Scope) -> Value:
-        for op, right in zip(node.ops, node.comparators, strict=True):
-            if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(right, ast.Name):
-                self.sinks.sentinels.add(right.id)
-        compared = combine(self.expr(node.left, scope), *(self.expr(c, scope) for c in node.comparators))
-        if all(isinstance(op, _ORDERLESS_TESTS) for op in node.ops):  # tracker is not None, "x" in names
-            return Value(order_free(compared.origins))
-        return compared
+        for test, compared in zip(node.ops, node.comparators, strict=True):
+            if isinstance(test, (ast.Is, ast.IsNot)) and isinstance(compared, ast.Name):
+                self.sinks.sentinels.add(compared.id)
+        left = self.expr(node.left, scope)
+        if len(node.ops) != 1:
+            return combine(left, *(self.expr(c, scope) for c in node.comparators))
+        op, right_node = node.ops[0], node.comparators[0]
+        right = self.expr(right_node, scope)
+        if isinstance(op, (ast.In, ast.NotIn)):  # "x" in names: the same answer in any order of the container
+            return combine(left, Value(order_free(right.origins)))
+        if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(right_node, ast.Constant) and right_node.value is None:
+            return Value(order_free(left.origins))  # tracker is not None: whatever order built what it holds
+        return combine(left, right)
 
     def unary(self, node: ast.UnaryOp, scope: Scope) -> Value:
         return combine(self.expr(node.operand, scope))
@@ -822,7 +831,10 @@ class Interpreter(Statements):
         default = self.called_role(func, name) if _capitalized(callee) else None
         dropped = self.dropped(func, name, node, scope)
         sets = self.kept_as_sets(func, name, node, scope)
-        sent = {key: Value(order_free(value.origins)) if key in sets else value for key, value in kwargs.items()}
+        sent = {  # a set given to a field declared a set: the object's, read as a set where the field is read
+            key: Value(value.origins) if key in sets and value.unordered is not None else value
+            for key, value in kwargs.items()
+        }
         if self.sinks.call_sinks(node, callee, called, args, sent, spread, default, dropped):
             return CLEAN  # a user's or an assistant's message
         if name is not None:
@@ -1393,10 +1405,6 @@ def builtin(name: str, node: ast.Call, args: list[Value]) -> Value | None:
             return args[0]
         return combine(*items)
     return None
-
-
-#: Comparisons whose answer no iteration order changes: identity and membership.
-_ORDERLESS_TESTS = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
 
 
 def _returns_a_set(function: Function) -> bool:

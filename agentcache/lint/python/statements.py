@@ -77,6 +77,8 @@ class Statements(ABC):
         """Method (by id) -> the ``self.x`` values its class's body or ``__init__`` set that may differ between
         calls (class attributes, dataclass and pydantic fields made by a ``default_factory``, ``__init__``'s)."""
         self.class_fields: dict[int, dict[str, Value]] = {}
+        self.redeclared: dict[int, set[str]] = {}
+        """Class (by id) -> the fields its body declares with a plain value (``self.tools``): not what a base holds."""
         """Class (by id) -> the attributes its body binds that may differ, as ``self.x``."""
         self.instance_fields: dict[str, dict[str, Value]] = {}
         """Top-level class (by name) -> the ``self.x`` its body and ``__init__`` set that may differ: exported."""
@@ -126,6 +128,8 @@ class Statements(ABC):
                     local = classes.get(base.id) if isinstance(base, ast.Name) else None
                     if local is not None and local is not node:
                         fields.update(made.get(id(local), self.class_fields.get(id(local), {})))
+                for key in self.redeclared.get(id(node), ()):  # a base's set field declared a list here
+                    fields.pop(key, None)
                 fields.update(self.class_fields.get(id(node), {}))
                 bases = tuple(name for name in map(self.imported, node.bases) if name)
                 methods = [item for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))]
@@ -242,16 +246,15 @@ class Statements(ABC):
         unbound: they are read by their definitions (a template class's file)."""
         body = Scope(scope)
         self.block(node.body, body, [])
-        for item in node.body:  # tools: set[str] | None = None: the set its constructor is given, in hash order
-            if (  # (a field with a default of its own is followed from it)
-                isinstance(item, ast.AnnAssign)
-                and isinstance(item.target, ast.Name)
-                and (item.value is None or (isinstance(item.value, ast.Constant) and item.value.value is None))
-                and declares_set(item.annotation)
-            ):
-                held = body.vars.get(item.target.id, CLEAN)
-                body.vars[item.target.id] = Value(held.origins, held.unordered or Origin.at(item.annotation, ORDER))
+        declared = set()
+        for item in node.body:
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                declared.add(item.target.id)  # a subclass's tools: list[str] replaces its base's set
+                if set_field(item):  # tools: set[str] | None = None: the set its constructor is given
+                    held = body.vars.get(item.target.id, CLEAN)
+                    body.vars[item.target.id] = Value(held.origins, held.unordered or Origin.at(item.annotation, ORDER))
         self.class_fields[id(node)] = {f"self.{name}": value for name, value in body.vars.items() if _kept(value)}
+        self.redeclared[id(node)] = {f"self.{name}" for name in declared} - self.class_fields[id(node)].keys()
         if self.stack:
             annotations = [item.annotation for item in node.body if isinstance(item, ast.AnnAssign)]
             scope.vars[node.name] = combine(*(self.expr(part, body) for part in (*node.bases, *annotations)))
@@ -544,8 +547,13 @@ class Statements(ABC):
                 scope.vars[arg.arg] = bindings.get(arg.arg, CLEAN)
         returns: list[Value] = []
         self.block(function.body, scope, returns)
-        if fields is not None:
-            fields.update((key, value) for key, value in scope.vars.items() if key.startswith("self.") and _kept(value))
+        if fields is not None:  # what it sets; what it sets again to a plain value is no longer known
+            for name, value in scope.vars.items():  # (self.names = sorted(names) of a set field)
+                if name.startswith("self."):
+                    if _kept(value):
+                        fields[name] = value
+                    else:
+                        fields.pop(name, None)
         self.stack.pop()
         self.order, self.items = outer, items
         if self.must:  # what every path returns: falling off the end returns None
@@ -616,6 +624,17 @@ def declares_set(annotation: ast.expr, optional: bool = True) -> bool:
         annotation = annotation.value
     name = last_name(annotation)
     return name is not None and name in SET_ANNOTATIONS and name != "AbstractSet"
+
+
+def set_field(item: ast.AnnAssign) -> bool:
+    """Whether a class body's statement declares a field that holds a set an object is given, kept as it is:
+    annotated as a set (:func:`declares_set`), with no default of its own (``tools: set[str]``, or ``= None``; a
+    field with a default is followed from it)."""
+    return (
+        isinstance(item.target, ast.Name)
+        and (item.value is None or (isinstance(item.value, ast.Constant) and item.value.value is None))
+        and declares_set(item.annotation)
+    )
 
 
 def _kept(value: Value) -> bool:

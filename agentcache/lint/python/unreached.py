@@ -1,11 +1,12 @@
-"""Private functions and methods nothing in their project calls: what they build is never sent, so a sink inside
-one is not reported (aacode's ``_compact_context``, left behind when its caller was rewritten).
+"""Private functions and methods nothing in their project calls, and constants nothing in it reads: what they
+build is never sent, so a sink inside one is not reported (aacode's ``_compact_context``, left behind when its
+caller was rewritten; computer-use-ootb's dated ``SYSTEM_PROMPT`` of a planner that builds its own).
 
 Only private names qualify (``_name``; not a dunder, nor a sunder such as Enum's ``_missing_``, which libraries
-call): a public one may be the package's API, called by its users. The project is the nearest folder above the
-module (from its absolute path) that holds ``pyproject.toml``, ``setup.py``, ``setup.cfg`` or ``.git``; its test
-code is left out, as a walk leaves it out (a module that is itself test code is not judged). A private name is
-called when:
+call): a public one may be the package's API, called by its users. Constants are the exception, read by the
+project's code or named in ``__all__`` when they are its API. The project is the nearest folder above the module
+(from its absolute path) that holds ``pyproject.toml``, ``setup.py``, ``setup.cfg`` or ``.git``; its test code is
+left out, as a walk leaves it out (a module that is itself test code is not judged). A private name is called when:
 
 - a module of the project mentions it in code: a call, a reference, an import, a string that is the name or ends
   in ``.name`` or ``:name`` (``getattr``, an entry point, a dotted path given to ``import_module``); not a
@@ -19,15 +20,21 @@ called when:
   dispatch by name;
 - the project's ``pyproject.toml`` or ``setup.cfg`` names it (a script's entry point).
 
+A constant (a name in capitals bound at a module's top level) is read the same ways, but for a bare name in a
+module that binds a constant of that name itself and imports none with ``*`` (its own), and also when a name is
+built from a literal suffix of it (:data:`_SUFFIX`: ``f"{role}_SYSTEM_PROMPT"``), or its module is scanned by
+name (``getattr(prompts, name)``, ``vars(prompts)``, ``prompts.__dict__``; ``globals()`` in its own module). Only
+the value it is bound to is dropped: a request made while it is computed is sent all the same.
+
 A method counts as unreached only when every class its class derives from, resolved through its module's imports,
 is one of the project's own (derived the same way) or calls no private hook of its subclasses
 (:data:`INERT_BASES`): a library's base class calls ``_run`` or ``_generate`` without the project naming them. A
 base made by a call, a metaclass, or a module whose name two files share leaves the method reached.
 
-The project's files are read when a module has a finding inside a private function its own module never mentions,
-once per lint process: the private names each file holds and its class statements' bases, by regular
-expressions; a file is parsed only when it holds the name (or has a class statement they do not read), and a
-module larger than the checker's part size that holds it counts as a caller.
+The project's files are read when a module has a finding inside a private function or at a constant its own module
+never mentions, once per lint process: the private and capitalized names each file holds and its class statements'
+bases, by regular expressions; a file is parsed only when it holds the name (or has a class statement they do not
+read), and a module larger than the checker's part size that holds it counts as a caller.
 """
 
 from __future__ import annotations
@@ -67,6 +74,11 @@ _ROOT_MARKS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 #: Project files that may name a function as an entry point.
 _CONFIGS = ("pyproject.toml", "setup.cfg")
 _CONSTANT = re.compile(r"[A-Z][A-Z0-9_]*[A-Z][A-Z0-9_]*")
+#: A literal suffix a constant's name is built with: ``f"{role}_SYSTEM_PROMPT"``, ``role + "_SYSTEM_PROMPT"``.
+_SUFFIX = re.compile(r"""\}(_[A-Z][A-Z0-9_]*)["']|\+\s*["'](_[A-Z][A-Z0-9_]*)["']""")
+#: A module whose names are looked up by a name built at run time: ``getattr(prompts, name)``, ``vars(prompts)``,
+#: ``prompts.__dict__``.
+_SCANNED = re.compile(r"""getattr\(\s*(\w+)\s*,\s*(?![\s"'])|vars\(\s*(\w+)\s*\)|(\w+)\.__dict__""")
 #: The words the project index keeps: private names, and constants' (``SYSTEM_PROMPT``).
 _INDEXED_WORD = re.compile(r"(?<!\w)(?:_\w*|[A-Z][A-Z0-9_]*(?!\w))")
 #: A literal prefix a name is built from: ``getattr(self, f"_on_{kind}")``, ``name = "_on_" + kind``,
@@ -105,6 +117,8 @@ class _Module:
     qualified: set[str] = field(default_factory=set)
     #: the constants it binds at the top level: its bare names of them read its own
     constants: set[str] = field(default_factory=set)
+    #: whether it imports names with ``*``: a bare name may be another module's, though it binds its own after
+    star: bool = False
     #: class name -> (the names its methods define, the names read as ``self.x`` / ``cls.x`` in its body)
     classes: dict[str, tuple[set[str], set[str]]] = field(default_factory=dict)
     #: class name -> its bases' dotted names (None: a base the module cannot name, or a metaclass)
@@ -118,6 +132,9 @@ class _Project:
         self.root, self.names, self.largest = root, names, largest
         self.words: dict[str, list[Path]] = {}
         self.prefixes: set[str] = set()
+        self.suffixes: set[str] = set()
+        self.scanned: set[str] = set()
+        """The names of the modules some file looks names up in by a name built at run time (:data:`_SCANNED`)."""
         self.sizes: dict[Path, int] = {}
         self.modules: dict[str, Path | None] = {}
         """Dotted module name -> its file (None: two files share the name, scripts in two folders)."""
@@ -142,6 +159,10 @@ class _Project:
                 self.words.setdefault(word, []).append(path)
             for match in _PREFIX.finditer(text):
                 self.prefixes.add(next((part for part in match.groups() if part is not None), "_"))
+            for match in _SUFFIX.finditer(text):
+                self.suffixes.add(match.group(1) or match.group(2))
+            for match in _SCANNED.finditer(text):
+                self.scanned.add(next(part for part in match.groups() if part is not None))
             headers = _HEADER.findall(text)
             for name, bases in headers:
                 for base in _BASE_NAME.findall(bases):
@@ -154,20 +175,28 @@ class _Project:
             (root / name).read_text(errors="replace") for name in _CONFIGS if (root / name).is_file()
         )
 
-    def names_key(self, key: str) -> bool:
-        """Whether the project's files name ``key`` as a quoted string twice at least, counted once per key."""
+    def reads_key(self, key: str) -> bool:
+        """Whether a file of the project reads ``key`` of a dict or an object (``cfg.get("key")``, ``cfg["key"]``
+        not assigned, ``"key" in cfg``, ``getattr(cfg, "key")``, ``settings.key``), found once per key."""
         if key not in self.keys:
-            quoted = re.compile(rf"""["']{re.escape(key)}["']""")
-            count = 0
-            for other in self.sizes:
-                try:
-                    count += len(quoted.findall(other.read_bytes().decode("utf-8", "replace")))
-                except OSError:
-                    continue
-                if count > 1:
-                    break
-            self.keys[key] = count > 1
+            name = re.escape(key)
+            reads = re.compile(
+                rf"""\.(?:get|pop)\(\s*["']{name}["']|\[\s*["']{name}["']\s*\](?!\s*=[^=])"""
+                rf"""|["']{name}["']\s+(?:not\s+)?in\b|getattr\([^,()]+,\s*["']{name}["']|\.{name}\b(?!\s*=[^=])"""
+            )
+            self.keys[key] = any(reads.search(text) for text in self._texts(key))
         return self.keys[key]
+
+    def _texts(self, word: str) -> Iterator[str]:
+        """The text of each file of the project that holds ``word``."""
+        needle = word.encode()
+        for path in self.sizes:
+            try:
+                data = path.read_bytes()
+            except OSError:
+                continue
+            if needle in data:
+                yield data.decode("utf-8", "replace")
 
     def summary(self, path: Path) -> _Module | None:
         """The file's :class:`_Module`, made once (None: it does not parse)."""
@@ -187,6 +216,11 @@ class _Project:
             rf"\b{re.escape(name)}\b", self.configured
         ):
             return True
+        if _CONSTANT.fullmatch(name) and (
+            any(name.endswith(suffix) for suffix in self.suffixes)
+            or self.names(path)[0].rpartition(".")[2] in self.scanned
+        ):
+            return True
         for other in self.words.get(name, ()):
             if other == path:
                 continue
@@ -194,7 +228,8 @@ class _Project:
                 return True
             summary = self.summary(other)
             if summary is None or (
-                name in summary.mentions and (name not in summary.constants or name in summary.qualified)
+                name in summary.mentions
+                and (name not in summary.constants or name in summary.qualified or summary.star)
             ):
                 return True
             if any(
@@ -288,44 +323,59 @@ class Callers:
         self.names, self.largest = names, largest
         self.projects: dict[Path, _Project] = {}
 
-    def unreached(self, tree: ast.Module, path: Path, lines: set[int]) -> list[tuple[int, int]]:
-        """The lines (first, last) of each private top-level function, private method of a top-level class, and
-        constant bound at the top level, of the module at ``path``, that holds one of ``lines`` and that nothing in
-        its project calls or reads."""
-        spans = []
+    def unreached(
+        self, tree: ast.Module, path: Path, positions: set[tuple[int, int]]
+    ) -> tuple[list[tuple[int, int]], set[tuple[int, int]]]:
+        """Of the module at ``path``, given the ``positions`` (line, column) of its findings: the lines (first,
+        last) of each private top-level function and private method of a top-level class that holds one and that
+        nothing in its project calls; and the position of each value bound to a constant at the top level that is
+        one of them and that nothing in the project reads."""
+        spans: list[tuple[int, int]] = []
+        values: set[tuple[int, int]] = set()
+        lines = {line for line, _ in positions}
         mentioned: _Module | None = None
         project: _Project | None = None
         path = path.absolute()  # the project around it, wherever the lint runs from
         for node, owner in _privates_and_constants(tree):
             first, last = node.lineno, node.end_lineno or node.lineno
-            if not any(first <= line <= last for line in lines):
-                continue
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                name: str | None = node.name
+                if not any(first <= line <= last for line in lines):
+                    continue
+            else:
+                name = _bound(node)
+                value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+                if value is None or (value.lineno, value.col_offset) not in positions:
+                    continue
             if mentioned is None:
                 mentioned = _summarize(tree, *self.names(path))
-            name = node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else _bound(node)
             if (
                 name is None
                 or name in mentioned.mentions
                 or any(name in used for _, used in mentioned.classes.values())
+                or (name.isupper() and "globals" in mentioned.mentions)  # globals()[f"{kind}_PROMPT"]
             ):
                 continue
             project = project or self._project(path)
             if project is None:
-                return []  # no project around it, or the module is its test code: what calls it is not known
+                return [], set()  # no project around it, or the module is its test code: what reads it is unknown
             if owner is not None and not project.inert(
                 f"{mentioned.module}.{owner.name}", mentioned.bases.get(owner.name, [None])
             ):
                 continue
             if not project.called(name, path, owner.name if owner is not None else None):
-                spans.append((first, last))
-        return spans
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    spans.append((first, last))
+                elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                    values.add((node.value.lineno, node.value.col_offset))
+        return spans, values
 
     def reads_key(self, path: Path, key: str) -> bool:
-        """Whether the project of the module at ``path`` names ``key`` as a string more than once (a dict item
-        is one): its code reads the key itself (astrbot's ``cfg.get("datetime_system_prompt")``). False when the
-        module is in no project or is its test code: the flag is then kept, as a private function is."""
+        """Whether the project of the module at ``path`` reads ``key`` (:meth:`_Project.reads_key`): its code
+        implements the flag itself (astrbot's ``cfg.get("datetime_system_prompt")``). False when the module is in
+        no project or is its test code: the flag is then kept, as a private function is."""
         project = self._project(path.absolute())
-        return project is not None and project.names_key(key)
+        return project is not None and project.reads_key(key)
 
     def _project(self, path: Path) -> _Project | None:
         root = next((folder for folder in path.parents if any((folder / m).exists() for m in _ROOT_MARKS)), None)
@@ -401,6 +451,9 @@ def _summarize(tree: ast.Module, module: str, package: str) -> _Module:
         if isinstance(node, ast.ClassDef):
             summary.bases.setdefault(node.name, []).extend(_resolved_bases(node, imported, module, tree))
     summary.constants.update(name for name in map(_bound, tree.body) if name is not None)
+    summary.star = any(
+        isinstance(node, ast.ImportFrom) and any(alias.name == "*" for alias in node.names) for node in tree.body
+    )
     for node in ast.walk(tree):
         if id(node) not in own:
             summary.mentions.update(_names(node))
