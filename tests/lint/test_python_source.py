@@ -2065,7 +2065,7 @@ def test_a_set_given_to_a_field_declared_as_a_set_is_judged_where_the_field_is_r
     write_package(
         tmp_path / "pkg",
         config=head + "@dataclass\nclass ToolsConfig:\n"
-        "    tools: set[str] | None = None\n"
+        "    tools: set[str] | None = field(default=None)\n"
         "    functions: list[str] = field(default_factory=list)\n\n"
         "def offered_here(client, config: ToolsConfig):\n"
         "    return client.chat.completions.create(tools=[REGISTRY[n] for n in config.tools])\n",

@@ -628,13 +628,21 @@ def declares_set(annotation: ast.expr, optional: bool = True) -> bool:
 
 def set_field(item: ast.AnnAssign) -> bool:
     """Whether a class body's statement declares a field that holds a set an object is given, kept as it is:
-    annotated as a set (:func:`declares_set`), with no default of its own (``tools: set[str]``, or ``= None``; a
-    field with a default is followed from it)."""
-    return (
-        isinstance(item.target, ast.Name)
-        and (item.value is None or (isinstance(item.value, ast.Constant) and item.value.value is None))
-        and declares_set(item.annotation)
-    )
+    annotated as a set (:func:`declares_set`), with no default of its own (``tools: set[str]``, ``= None``,
+    ``= Field(default=None)``; a field with a default is followed from it)."""
+    return isinstance(item.target, ast.Name) and _no_default(item.value) and declares_set(item.annotation)
+
+
+def _no_default(value: ast.expr | None) -> bool:
+    """Whether a field is declared with no value of its own: none, ``None``, or pydantic's ``Field(None)`` and
+    dataclasses' ``field(default=None)`` (no ``default_factory``)."""
+    if value is None or (isinstance(value, ast.Constant) and value.value is None):
+        return True
+    if not (isinstance(value, ast.Call) and last_name(value.func) in ("Field", "field")):
+        return False
+    given = {keyword.arg: keyword.value for keyword in value.keywords}
+    default = value.args[0] if value.args else given.get("default")
+    return "default_factory" not in given and isinstance(default, ast.Constant) and default.value is None
 
 
 def _kept(value: Value) -> bool:
