@@ -412,6 +412,52 @@ POSITIVE = {
             system = "Be formal." if first in ("legal", "finance") else "Be casual."
             return client.messages.create(model="m", system=system, messages=[])  # expect: AC103
     """,
+    "what_a_lookup_of_an_item_picked_in_a_sets_order_finds": """
+        SPECIAL = {"legal": "Cite statutes."}
+
+        def ask(client, tags):
+            pick = next(iter(set(tags)))
+            extra = "" if SPECIAL.get(pick) is None else " Special mode."
+            return client.chat.completions.create(
+                model="m", messages=[{"role": "system", "content": f"Base.{extra}"}]  # expect: AC103
+            )
+    """,
+    "a_computed_field_and_a_field_an_init_sets_after_a_reset": """
+        from datetime import datetime
+        from typing import ClassVar
+        from pydantic import BaseModel, computed_field
+
+        class Prompt(BaseModel):
+            text: str
+
+            @computed_field
+            def system(self) -> str:
+                return self.text.strip()
+
+        class Chat:
+            def __init__(self, name):
+                self.reset()
+                self.system = f"You are {name}. Now: {datetime.now():%H:%M}"
+
+            def reset(self):
+                self.system = "You are helpful."
+
+            def ask(self, client):
+                return client.messages.create(system=self.system, messages=[])  # expect: AC101
+
+        class Base:
+            system: ClassVar[str] = f"Now: {datetime.now():%H:%M}"
+
+        class Child(Base):
+            system: ClassVar[str]
+
+            def ask(self, client):
+                return client.messages.create(system=self.system, messages=[])  # expect: AC101
+
+        def ask(client):
+            prompt = Prompt(text=f"Today {datetime.now()}")
+            return client.messages.create(system=prompt.system, messages=[])  # expect: AC101
+    """,
     "a_clock_flag_in_a_dict_of_an_agents_arguments": """
         def build_agent_args(agent):
             args = {"name": agent.name}

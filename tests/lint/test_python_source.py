@@ -2007,6 +2007,9 @@ def test_a_constant_nothing_in_the_project_reads_sends_nothing(tmp_path: Path) -
         roles=dated.format(name="PLANNER_SYSTEM_PROMPT"),
         router="from . import roles\n\ndef system_for(role):\n"
         "    return getattr(roles, f'{role.upper()}_SYSTEM_PROMPT')\n",
+        langs=dated.format(name="EN_SYSTEM_PROMPT"),
+        lang_router="from . import langs\n\ndef system_for(lang):\n"
+        "    return getattr(langs, '%s_SYSTEM_PROMPT' % lang.upper())\n",
         base=dated.format(name="BASE_SYSTEM_PROMPT"),
         brief="from .base import *\n\nBASE_SYSTEM_PROMPT = BASE_SYSTEM_PROMPT + ' Be brief.'\n\n"
         "def ask(client):\n    return client.messages.create(system=BASE_SYSTEM_PROMPT, messages=[])\n",
@@ -2020,6 +2023,7 @@ def test_a_constant_nothing_in_the_project_reads_sends_nothing(tmp_path: Path) -
         ("attr.py", 3),
         ("base.py", 3),
         ("exported.py", 3),
+        ("langs.py", 3),
         ("lower.py", 3),
         ("prompts.py", 3),
         ("roles.py", 3),
@@ -2032,8 +2036,8 @@ def test_a_clock_flag_in_a_dict_the_project_reads_itself_is_judged_where_it_read
     (``cfg.get(...)``) to put the time in the user's turn: the project implements the flag, so the flag is no
     finding (its clock read is judged where it is made). xpander-sdk's agno arguments hold
     ``"add_datetime_to_context": True`` that nothing in the project reads: made for a framework, reported; so are
-    two dicts that set the same flag (neither reads it), and a flag stored as an item in a module that names no
-    sink."""
+    two dicts that set the same flag (neither reads it), a flag stored as an item in a module that names no sink,
+    and one whose key is only handed on to the framework under its own name or listed."""
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'pkg'\n")
     write_package(
         tmp_path / "pkg",
@@ -2049,9 +2053,13 @@ def test_a_clock_flag_in_a_dict_the_project_reads_itself_is_judged_where_it_read
         "WRITER = {'name': 'writer', 'add_datetime_to_instructions': True}\n",
         team="def team_args(members):\n    args = {'members': members}\n"
         "    args['add_date_to_context'] = True\n    return args\n",
+        handed="from agno import Agent\n\nDEFAULTS = {'add_datetime_to_instructions': True, 'markdown': True}\n"
+        "FLAGS = ['add_datetime_to_instructions']\n\n"
+        "def make(opts):\n"
+        "    return Agent(add_datetime_to_instructions=opts.get('add_datetime_to_instructions', False))\n",
     )
     found = sorted((Path(f.path).name, f.line) for f in lint_paths([tmp_path / "pkg"]).findings)
-    assert found == [("agents.py", 1), ("agents.py", 2), ("agno.py", 2), ("team.py", 3)]
+    assert found == [("agents.py", 1), ("agents.py", 2), ("agno.py", 2), ("handed.py", 3), ("team.py", 3)]
 
 
 def test_a_set_given_to_a_field_declared_as_a_set_is_judged_where_the_field_is_read(tmp_path: Path) -> None:
@@ -2095,10 +2103,18 @@ def test_a_set_given_to_a_field_declared_as_a_set_is_judged_where_the_field_is_r
         "def ordered(client):\n"
         "    config = Ordered(tools=['search'])\n"
         "    return client.chat.completions.create(tools=[REGISTRY[n] for n in config.tools])\n",
+        elsewhere="from .config import REGISTRY, ToolsConfig\n\n"
+        "class Sorted(ToolsConfig):\n    def __init__(self, tools):\n        self.tools = sorted(tools)\n\n"
+        "    def send(self, client):\n"
+        "        return client.chat.completions.create(tools=[REGISTRY[n] for n in self.tools])\n\n"
+        "def unannotated(client, names):\n"
+        "    cfg = ToolsConfig(tools=set(names))\n"
+        "    return client.chat.completions.create(tools=[REGISTRY[n] for n in cfg.tools])\n",
     )
     found = sorted((Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path / "pkg"]).findings)
     assert found == [
         ("config.py", 11, "AC103"),
+        ("elsewhere.py", 12, "AC103"),
         ("others.py", 36, "AC103"),
         ("others.py", 36, "AC103"),
         ("others.py", 36, "AC103"),

@@ -14,7 +14,14 @@ from typing import Any, ClassVar
 
 from agentcache.lint.python.project import Reading, Sent, Summary
 from agentcache.lint.python.sinks import TOOL_LIST, is_tool_call, sorts_keys
-from agentcache.lint.python.statements import MAX_CALL_DEPTH, Memo, Statements, declares_set, set_field
+from agentcache.lint.python.statements import (
+    MAX_CALL_DEPTH,
+    Memo,
+    Statements,
+    declares_set,
+    keeps_given,
+    set_field,
+)
 from agentcache.lint.python.syntax import (
     Function,
     bound_names,
@@ -238,16 +245,11 @@ class Interpreter(Statements):
 
     def sets_by(self) -> dict[str, frozenset[str]]:
         """The fields each top-level class of the module declares as sets (:func:`set_field`), by name, made once:
-        of a class whose constructor keeps what it is given as it is (no ``__init__`` of its own: a dataclass, a
-        pydantic or attrs model; not a ``TypedDict`` nor a ``NamedTuple``, read by key or position)."""
+        of a class whose constructor keeps what it is given as it is (:func:`keeps_given`)."""
         if self.set_sinks is None:
             self.set_sinks = {}
             for node in self.tree.body:
-                if (
-                    isinstance(node, ast.ClassDef)
-                    and not any(isinstance(item, ast.FunctionDef) and item.name == "__init__" for item in node.body)
-                    and not any(last_name(base) in ("TypedDict", "NamedTuple") for base in node.bases)
-                ):
+                if isinstance(node, ast.ClassDef) and keeps_given(node):
                     fields = frozenset(
                         item.target.id
                         for item in node.body
@@ -519,6 +521,10 @@ class Interpreter(Statements):
                 return read
         receiver = self.part_of_parameter(self.expr(node.value, scope))
         owners = self.owners_of(node.value, receiver, scope) if receiver.cls or type(node.value) is ast.Name else ()
+        if owners and isinstance(node.value, ast.Name) and node.value.id == "self" and self.stack:
+            own = self.owners.get(id(self.stack[-1]))  # a field its class binds again: not an imported base's
+            if own is not None and f"self.{node.attr}" in self.shadowed.get(own, ()):
+                owners = ()
         # another object's id or time field (exp.created_at) is the record's, kept with it: the object may have been
         # loaded with its own, and what its class's default stamps is when it was made, not when it is read
         record = self.words.is_bookkeeping(node.attr)
@@ -554,14 +560,14 @@ class Interpreter(Statements):
         return Value(origins, value.unordered, entries=value.entries, cls=value.cls)
 
     def defines_method(self, owner: str, attribute: str) -> bool:
-        """Whether a class of the module defines ``attribute`` as a method in its body (not a property): read
-        without a call, it is a bound method, whose name, docstring and signature (all a tool made of it is sent
-        as) are the class's code."""
+        """Whether a class of the module defines ``attribute`` as a plain method in its body (undecorated, or a
+        static or class method; not a property, nor what another decorator makes): read without a call, it is a
+        function whose name, docstring and signature (all a tool made of it is sent as) are the class's code."""
         node = self.class_nodes.get(owner)
         return node is not None and any(
             isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
             and item.name == attribute
-            and {last_name(decorator) for decorator in item.decorator_list}.isdisjoint(PROPERTIES)
+            and {last_name(decorator) for decorator in item.decorator_list} <= {"staticmethod", "classmethod"}
             for item in node.body
         )
 
@@ -705,7 +711,12 @@ class Interpreter(Statements):
         right = self.expr(right_node, scope)
         if isinstance(op, (ast.In, ast.NotIn)):  # "x" in names: the same answer in any order of the container
             return combine(left, Value(order_free(right.origins)))
-        if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(right_node, ast.Constant) and right_node.value is None:
+        if (
+            isinstance(op, (ast.Is, ast.IsNot))
+            and isinstance(right_node, ast.Constant)
+            and right_node.value is None
+            and isinstance(node.left, (ast.Name, ast.Attribute))
+        ):
             return Value(order_free(left.origins))  # tracker is not None: whatever order built what it holds
         return combine(left, right)
 

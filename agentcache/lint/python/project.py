@@ -30,7 +30,8 @@ from agentcache.lint.python.values import Value, combine, export_kind, join, kin
 from agentcache.lint.python.vocabulary import VOCABULARY, Vocabulary
 
 #: What a module exports under ``Class(.)`` when it sums up the class's methods (:class:`Summary`), a method sends
-#: a parameter as the system prompt (:class:`Sent`) or returns a clock on its own (``Class().build(~)``, rare): an
+#: a parameter as the system prompt (:class:`Sent`), returns a clock on its own (``Class().build(~)``, rare), or
+#: it declares fields that hold the sets its constructor is given (``Class(sets)``): an
 #: object made of it elsewhere is then known as one of it
 #: (:attr:`Value.cls`), whose methods are followed by their summaries, and whose fields and methods that take no
 #: arguments are read. Not for a class whose fields or methods' results only are exported: following every object
@@ -294,6 +295,8 @@ class Project:
                 exports[name] = kind
                 if name.endswith(("(*)", "(sent)", "(~)")) and "()." in name:  # Budget().render(*): one made elsewhere
                     exports[name.partition("()")[0] + "(.)"] = OBJECT
+                elif name.endswith("(sets)"):  # ToolsConfig(sets): its set fields are read through its objects
+                    exports[name.removesuffix("(sets)") + "(.)"] = OBJECT
         for name, value in given.items():
             kind = export_kind(value)
             if kind is not None:

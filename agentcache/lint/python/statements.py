@@ -77,9 +77,13 @@ class Statements(ABC):
         """Method (by id) -> the ``self.x`` values its class's body or ``__init__`` set that may differ between
         calls (class attributes, dataclass and pydantic fields made by a ``default_factory``, ``__init__``'s)."""
         self.class_fields: dict[int, dict[str, Value]] = {}
-        self.redeclared: dict[int, set[str]] = {}
-        """Class (by id) -> the fields its body declares with a plain value (``self.tools``): not what a base holds."""
         """Class (by id) -> the attributes its body binds that may differ, as ``self.x``."""
+        self.redeclared: dict[int, set[str]] = {}
+        """Class (by id) -> the fields its body declares again with a plain value (``self.tools``): not what a base
+        holds."""
+        self.shadowed: dict[str, set[str]] = {}
+        """Top-level class (by name) -> the fields its body declares again or its ``__init__`` binds (``self.x``):
+        what an imported base exports for them is not theirs."""
         self.instance_fields: dict[str, dict[str, Value]] = {}
         """Top-level class (by name) -> the ``self.x`` its body and ``__init__`` set that may differ: exported."""
         self.unbound: dict[int, frozenset[str]] = {}
@@ -141,10 +145,13 @@ class Statements(ABC):
                     self.fields[id(init)] = dict(fields)  # __init__ starts from the class's fields, adds its own
                     self.invoke(init, {}, fields)
                     for helper in _called_on_self(init, methods):  # self._set_from_env(): what it sets too
-                        self.invoke(helper, {}, fields)
+                        found = dict(fields)  # (only adds: __init__ may set again what a helper resets)
+                        self.invoke(helper, {}, found)
+                        fields.update((key, value) for key, value in found.items() if _kept(value))
                 made[id(node)] = fields
                 if id(node) in top:
                     self.instance_fields[node.name] = fields
+                    self.shadowed[node.name] = self.redeclared.get(id(node), set()) | _bound_on_self(init)
         for node in self.nodes:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.invoke(node, {})
@@ -247,12 +254,13 @@ class Statements(ABC):
         body = Scope(scope)
         self.block(node.body, body, [])
         declared = set()
+        keeps = keeps_given(node)
         for item in node.body:
-            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
-                declared.add(item.target.id)  # a subclass's tools: list[str] replaces its base's set
-                if set_field(item):  # tools: set[str] | None = None: the set its constructor is given
-                    held = body.vars.get(item.target.id, CLEAN)
-                    body.vars[item.target.id] = Value(held.origins, held.unordered or Origin.at(item.annotation, ORDER))
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.value is not None:
+                declared.add(item.target.id)  # a subclass's tools: list[str] | None = None replaces its base's set
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and keeps and set_field(item):
+                held = body.vars.get(item.target.id, CLEAN)  # the set its constructor is given
+                body.vars[item.target.id] = Value(held.origins, held.unordered or Origin.at(item.annotation, ORDER))
         self.class_fields[id(node)] = {f"self.{name}": value for name, value in body.vars.items() if _kept(value)}
         self.redeclared[id(node)] = {f"self.{name}" for name in declared} - self.class_fields[id(node)].keys()
         if self.stack:
@@ -565,6 +573,19 @@ class Statements(ABC):
         return result
 
 
+def _bound_on_self(init: Function | None) -> set[str]:
+    """The fields an ``__init__`` binds (``self.x = ...``), as ``self.x``."""
+    if init is None:
+        return set()
+    return {
+        f"self.{target.attr}"
+        for node in ast.walk(init)
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"
+    }
+
+
 def _called_on_self(init: Function, methods: list[Function]) -> list[Function]:
     """The methods of its class that ``__init__`` calls on ``self`` (``self._set_from_env()``): the fields they set
     are the object's too."""
@@ -624,6 +645,14 @@ def declares_set(annotation: ast.expr, optional: bool = True) -> bool:
         annotation = annotation.value
     name = last_name(annotation)
     return name is not None and name in SET_ANNOTATIONS and name != "AbstractSet"
+
+
+def keeps_given(node: ast.ClassDef) -> bool:
+    """Whether a class's constructor keeps what it is given as it is, as its fields: no ``__init__`` of its own (a
+    dataclass, a pydantic or attrs model), not a ``TypedDict`` nor a ``NamedTuple`` (read by key or position)."""
+    return not any(
+        isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "__init__" for item in node.body
+    ) and not any(last_name(base) in ("TypedDict", "NamedTuple") for base in node.bases)
 
 
 def set_field(item: ast.AnnAssign) -> bool:

@@ -23,7 +23,8 @@ left out, as a walk leaves it out (a module that is itself test code is not judg
 A constant (a name in capitals bound at a module's top level) is read the same ways, but for a bare name in a
 module that binds a constant of that name itself and imports none with ``*`` (its own), and also when a name is
 built from a literal suffix of it (:data:`_SUFFIX`: ``f"{role}_SYSTEM_PROMPT"``), or its module is scanned by
-name (``getattr(prompts, name)``, ``vars(prompts)``, ``prompts.__dict__``; ``globals()`` in its own module). Only
+name (``getattr(prompts, name)``, ``vars(prompts)``, ``prompts.__dict__``; ``globals()`` in its own module), or a
+notebook of the project (``.ipynb``, unparsed) names it. Only
 the value it is bound to is dropped: a request made while it is computed is sent all the same.
 
 A method counts as unreached only when every class its class derives from, resolved through its module's imports,
@@ -74,11 +75,14 @@ _ROOT_MARKS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 #: Project files that may name a function as an entry point.
 _CONFIGS = ("pyproject.toml", "setup.cfg")
 _CONSTANT = re.compile(r"[A-Z][A-Z0-9_]*[A-Z][A-Z0-9_]*")
-#: A literal suffix a constant's name is built with: ``f"{role}_SYSTEM_PROMPT"``, ``role + "_SYSTEM_PROMPT"``.
-_SUFFIX = re.compile(r"""\}(_[A-Z][A-Z0-9_]*)["']|\+\s*["'](_[A-Z][A-Z0-9_]*)["']""")
+#: A literal suffix a constant's name is built with: ``f"{role}_SYSTEM_PROMPT"``, ``role + "_SYSTEM_PROMPT"``,
+#: ``"%s_SYSTEM_PROMPT" % role``.
+_SUFFIX = re.compile(r"""(?:\}|%s|\+\s*["'])(_[A-Z][A-Z0-9_]*)["']""")
 #: A module whose names are looked up by a name built at run time: ``getattr(prompts, name)``, ``vars(prompts)``,
 #: ``prompts.__dict__``.
-_SCANNED = re.compile(r"""getattr\(\s*(\w+)\s*,\s*(?![\s"'])|vars\(\s*(\w+)\s*\)|(\w+)\.__dict__""")
+_SCANNED = re.compile(
+    r"""getattr\(\s*(\w+)\s*,\s*(?!(?:"[^"\n]*"|'[^'\n]*')\s*[,)])|vars\(\s*(\w+)\s*\)|(\w+)\.__dict__"""
+)
 #: The words the project index keeps: private names, and constants' (``SYSTEM_PROMPT``).
 _INDEXED_WORD = re.compile(r"(?<!\w)(?:_\w*|[A-Z][A-Z0-9_]*(?!\w))")
 #: A literal prefix a name is built from: ``getattr(self, f"_on_{kind}")``, ``name = "_on_" + kind``,
@@ -153,6 +157,10 @@ class _Project:
                 continue
             text = data.decode("utf-8", "replace")
             self.sizes[path] = len(data)  # in bytes, as the checker cuts its parts
+            if path.suffix == ".ipynb":  # a notebook's code in JSON strings: a mention there is a call, unparsed
+                for word in set(_INDEXED_WORD.findall(text)):
+                    self.words.setdefault(word, []).append(path)
+                continue
             module = names(path)[0]
             self.modules[module] = None if module in self.modules else path
             for word in set(_INDEXED_WORD.findall(text)):
@@ -160,7 +168,7 @@ class _Project:
             for match in _PREFIX.finditer(text):
                 self.prefixes.add(next((part for part in match.groups() if part is not None), "_"))
             for match in _SUFFIX.finditer(text):
-                self.suffixes.add(match.group(1) or match.group(2))
+                self.suffixes.add(match.group(1))
             for match in _SCANNED.finditer(text):
                 self.scanned.add(next(part for part in match.groups() if part is not None))
             headers = _HEADER.findall(text)
@@ -177,14 +185,20 @@ class _Project:
 
     def reads_key(self, key: str) -> bool:
         """Whether a file of the project reads ``key`` of a dict or an object (``cfg.get("key")``, ``cfg["key"]``
-        not assigned, ``"key" in cfg``, ``getattr(cfg, "key")``, ``settings.key``), found once per key."""
+        not assigned, ``"key" in cfg``, ``getattr(cfg, "key")``), found once per key: not to hand it on under its
+        own name (``add_datetime_to_context=opts.get("add_datetime_to_context")``, the framework reads it)."""
         if key not in self.keys:
             name = re.escape(key)
             reads = re.compile(
-                rf"""\.(?:get|pop)\(\s*["']{name}["']|\[\s*["']{name}["']\s*\](?!\s*=[^=])"""
-                rf"""|["']{name}["']\s+(?:not\s+)?in\b|getattr\([^,()]+,\s*["']{name}["']|\.{name}\b(?!\s*=[^=])"""
+                rf"""\.(?:get|pop)\(\s*["']{name}["']|(?<=[\w)\]])\s*\[\s*["']{name}["']\s*\](?!\s*=[^=])"""
+                rf"""|["']{name}["']\s+(?:not\s+)?in\b|getattr\([^,()]+,\s*["']{name}["']"""
             )
-            self.keys[key] = any(reads.search(text) for text in self._texts(key))
+            handed = re.compile(rf"""\b{name}\s*=\s*[\w.]*$""")  # add_datetime_to_context=opts.get(...): passed on
+            self.keys[key] = any(
+                not handed.search(text, max(0, match.start() - 200), match.start())
+                for text in self._texts(key)
+                for match in reads.finditer(text)
+            )
         return self.keys[key]
 
     def _texts(self, word: str) -> Iterator[str]:
@@ -199,7 +213,9 @@ class _Project:
                 yield data.decode("utf-8", "replace")
 
     def summary(self, path: Path) -> _Module | None:
-        """The file's :class:`_Module`, made once (None: it does not parse)."""
+        """The file's :class:`_Module`, made once (None: it does not parse, or is a notebook)."""
+        if path.suffix == ".ipynb":
+            return None
         if path not in self.parsed:
             try:
                 tree = ast.parse(path.read_bytes())
@@ -390,11 +406,12 @@ class Callers:
 
 
 def _python_files(root: Path) -> Iterator[Path]:
-    """The project's Python files, as a walk finds them: no tool caches or environments, no test code."""
+    """The project's Python files and notebooks, as a walk finds them: no tool caches or environments, no test
+    code."""
     for directory, subdirs, names in os.walk(root):
         subdirs[:] = sorted(name for name in subdirs if name not in SKIP_DIRS and not is_test_code(name, True))
         for name in sorted(names):
-            if name.endswith(".py") and not is_test_code(name, False):
+            if name.endswith((".py", ".ipynb")) and not is_test_code(name, False):
                 yield Path(directory) / name
 
 
