@@ -329,7 +329,6 @@ AHEAD = 2
 #: A file to check: its path, how to show it, whether it was named, and whether a named one not of its checker's
 #: kind is skipped rather than refused (``skip_unrecognized``).
 Target = tuple[Path, str, bool, bool]
-"""A file to check: its path, how to show it, whether it was named on the command line."""
 
 
 @dataclass(frozen=True)

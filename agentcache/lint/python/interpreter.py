@@ -14,14 +14,7 @@ from typing import Any, ClassVar
 
 from agentcache.lint.python.project import Reading, Sent, Summary
 from agentcache.lint.python.sinks import TOOL_LIST, is_tool_call, sorts_keys
-from agentcache.lint.python.statements import (
-    MAX_CALL_DEPTH,
-    Memo,
-    Statements,
-    declares_set,
-    keeps_given,
-    set_field,
-)
+from agentcache.lint.python.statements import MAX_CALL_DEPTH, Memo, Statements, declares_set, set_fields
 from agentcache.lint.python.syntax import (
     Function,
     bound_names,
@@ -244,19 +237,13 @@ class Interpreter(Statements):
         return {f"{name}(sets)": ",".join(sorted(fields)) for name, fields in self.sets_by().items()}
 
     def sets_by(self) -> dict[str, frozenset[str]]:
-        """The fields each top-level class of the module declares as sets (:func:`set_field`), by name, made once:
-        of a class whose constructor keeps what it is given as it is (:func:`keeps_given`)."""
+        """The fields each top-level class of the module declares to hold the sets it is given
+        (:func:`~agentcache.lint.python.statements.set_fields`), by class name, made once."""
         if self.set_sinks is None:
             self.set_sinks = {}
             for node in self.tree.body:
-                if isinstance(node, ast.ClassDef) and keeps_given(node):
-                    fields = frozenset(
-                        item.target.id
-                        for item in node.body
-                        if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and set_field(item)
-                    )
-                    if fields:
-                        self.set_sinks[node.name] = fields
+                if isinstance(node, ast.ClassDef) and (fields := frozenset(set_fields(node))):
+                    self.set_sinks[node.name] = fields
         return self.set_sinks
 
     def dropped(self, func: ast.expr, name: str | None, node: ast.Call, scope: Scope) -> frozenset[str]:

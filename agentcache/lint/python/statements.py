@@ -253,14 +253,14 @@ class Statements(ABC):
         unbound: they are read by their definitions (a template class's file)."""
         body = Scope(scope)
         self.block(node.body, body, [])
-        declared = set()
-        keeps = keeps_given(node)
-        for item in node.body:
-            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.value is not None:
-                declared.add(item.target.id)  # a subclass's tools: list[str] | None = None replaces its base's set
-            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and keeps and set_field(item):
-                held = body.vars.get(item.target.id, CLEAN)  # the set its constructor is given
-                body.vars[item.target.id] = Value(held.origins, held.unordered or Origin.at(item.annotation, ORDER))
+        declared = {  # a subclass's tools: list[str] | None = None replaces its base's set
+            item.target.id
+            for item in node.body
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.value is not None
+        }
+        for name, annotation in set_fields(node).items():  # the set its constructor is given
+            held = body.vars.get(name, CLEAN)
+            body.vars[name] = Value(held.origins, held.unordered or Origin.at(annotation, ORDER))
         self.class_fields[id(node)] = {f"self.{name}": value for name, value in body.vars.items() if _kept(value)}
         self.redeclared[id(node)] = {f"self.{name}" for name in declared} - self.class_fields[id(node)].keys()
         if self.stack:
@@ -647,19 +647,24 @@ def declares_set(annotation: ast.expr, optional: bool = True) -> bool:
     return name is not None and name in SET_ANNOTATIONS and name != "AbstractSet"
 
 
-def keeps_given(node: ast.ClassDef) -> bool:
-    """Whether a class's constructor keeps what it is given as it is, as its fields: no ``__init__`` of its own (a
-    dataclass, a pydantic or attrs model), not a ``TypedDict`` nor a ``NamedTuple`` (read by key or position)."""
-    return not any(
-        isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "__init__" for item in node.body
-    ) and not any(last_name(base) in ("TypedDict", "NamedTuple") for base in node.bases)
-
-
-def set_field(item: ast.AnnAssign) -> bool:
-    """Whether a class body's statement declares a field that holds a set an object is given, kept as it is:
-    annotated as a set (:func:`declares_set`), with no default of its own (``tools: set[str]``, ``= None``,
+def set_fields(node: ast.ClassDef) -> dict[str, ast.expr]:
+    """The fields a class declares to hold the sets its constructor is given, kept as they are, with their
+    annotations: of a class whose constructor keeps what it is given (no ``__init__`` of its own: a dataclass, a
+    pydantic or attrs model; not a ``TypedDict`` nor a ``NamedTuple``, read by key or position), the fields
+    annotated as sets (:func:`declares_set`) with no default of their own (``tools: set[str]``, ``= None``,
     ``= Field(default=None)``; a field with a default is followed from it)."""
-    return isinstance(item.target, ast.Name) and _no_default(item.value) and declares_set(item.annotation)
+    if any(
+        isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "__init__" for item in node.body
+    ) or any(last_name(base) in ("TypedDict", "NamedTuple") for base in node.bases):
+        return {}
+    return {
+        item.target.id: item.annotation
+        for item in node.body
+        if isinstance(item, ast.AnnAssign)
+        and isinstance(item.target, ast.Name)
+        and _no_default(item.value)
+        and declares_set(item.annotation)
+    }
 
 
 def _no_default(value: ast.expr | None) -> bool:

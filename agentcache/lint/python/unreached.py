@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentcache.lint.core import SKIP_DIRS, is_test_code
-from agentcache.lint.python.syntax import Function, imports, last_name, statements
+from agentcache.lint.python.syntax import imports, last_name, statements
 
 #: Base classes that call no private method of their subclasses (sunder hooks aside).
 INERT_BASES = frozenset(
@@ -157,14 +157,12 @@ class _Project:
                 continue
             text = data.decode("utf-8", "replace")
             self.sizes[path] = len(data)  # in bytes, as the checker cuts its parts
+            for word in set(_INDEXED_WORD.findall(text)):
+                self.words.setdefault(word, []).append(path)
             if path.suffix == ".ipynb":  # a notebook's code in JSON strings: a mention there is a call, unparsed
-                for word in set(_INDEXED_WORD.findall(text)):
-                    self.words.setdefault(word, []).append(path)
                 continue
             module = names(path)[0]
             self.modules[module] = None if module in self.modules else path
-            for word in set(_INDEXED_WORD.findall(text)):
-                self.words.setdefault(word, []).append(path)
             for match in _PREFIX.finditer(text):
                 self.prefixes.add(next((part for part in match.groups() if part is not None), "_"))
             for match in _SUFFIX.finditer(text):
@@ -352,24 +350,18 @@ class Callers:
         mentioned: _Module | None = None
         project: _Project | None = None
         path = path.absolute()  # the project around it, wherever the lint runs from
-        for node, owner in _privates_and_constants(tree):
+        for name, node, owner, value in _candidates(tree):
             first, last = node.lineno, node.end_lineno or node.lineno
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                name: str | None = node.name
-                if not any(first <= line <= last for line in lines):
-                    continue
-            else:
-                name = _bound(node)
-                value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
-                if value is None or (value.lineno, value.col_offset) not in positions:
-                    continue
+            if value is None and not any(first <= line <= last for line in lines):
+                continue
+            if value is not None and value not in positions:
+                continue
             if mentioned is None:
                 mentioned = _summarize(tree, *self.names(path))
             if (
-                name is None
-                or name in mentioned.mentions
+                name in mentioned.mentions
                 or any(name in used for _, used in mentioned.classes.values())
-                or (name.isupper() and "globals" in mentioned.mentions)  # globals()[f"{kind}_PROMPT"]
+                or (value is not None and "globals" in mentioned.mentions)  # globals()[f"{kind}_PROMPT"]
             ):
                 continue
             project = project or self._project(path)
@@ -380,10 +372,10 @@ class Callers:
             ):
                 continue
             if not project.called(name, path, owner.name if owner is not None else None):
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if value is None:
                     spans.append((first, last))
-                elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-                    values.add((node.value.lineno, node.value.col_offset))
+                else:
+                    values.add(value)
         return spans, values
 
     def reads_key(self, path: Path, key: str) -> bool:
@@ -415,21 +407,26 @@ def _python_files(root: Path) -> Iterator[Path]:
                 yield Path(directory) / name
 
 
-def _privates_and_constants(tree: ast.Module) -> Iterator[tuple[Function | ast.stmt, ast.ClassDef | None]]:
-    """Each undecorated private top-level function, private method of a top-level class (a static or class method
-    too), with its class, and top-level binding of one constant (``SYSTEM_PROMPT = f"... {today}"``)."""
+def _candidates(
+    tree: ast.Module,
+) -> Iterator[tuple[str, ast.stmt, ast.ClassDef | None, tuple[int, int] | None]]:
+    """(name, statement, class, value's position): each undecorated private top-level function, and private method
+    of a top-level class (a static or class method too) with its class; and each top-level binding of one constant
+    (``SYSTEM_PROMPT = f"... {today}"``) with the position of the value it binds, where its finding is."""
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if private(node.name) and not node.decorator_list:
-                yield node, None
-        elif _bound(node) is not None:
-            yield node, None
+                yield node.name, node, None, None
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            name = _bound(node)
+            if name is not None:
+                yield name, node, None, (node.value.lineno, node.value.col_offset)
         elif isinstance(node, ast.ClassDef):
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and private(item.name):
                     kinds = {last_name(decorator) for decorator in item.decorator_list}
                     if kinds <= {"staticmethod", "classmethod"}:
-                        yield item, node
+                        yield item.name, item, node, None
 
 
 def _bound(node: ast.stmt) -> str | None:
@@ -473,9 +470,10 @@ def _summarize(tree: ast.Module, module: str, package: str) -> _Module:
     )
     for node in ast.walk(tree):
         if id(node) not in own:
-            summary.mentions.update(_names(node))
+            named = set(_names(node))
+            summary.mentions |= named
             if not isinstance(node, ast.Name):
-                summary.qualified.update(_names(node))
+                summary.qualified |= named
     return summary
 
 
