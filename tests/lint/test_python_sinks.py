@@ -684,6 +684,27 @@ POSITIVE = {
                 tools = [self.specs[name] for names in self.by_tag.values() for name in names]  # expect: AC103
                 return OpenAI().chat.completions.create(model="m", messages=[], tools=tools)
     """,
+    "an_agents_prompt_given_by_keyword": """
+        from datetime import datetime
+        from autogen.beta import Agent, Plugin
+        from autogen.beta.live import LiveAgent
+
+        def environment() -> str:
+            return f"Current date and time: {datetime.now():%A %H:%M}"
+
+        def turn_prompt(persona: str) -> list[str]:
+            parts = [persona, "Be brief."]
+            parts.append(environment())
+            return parts
+
+        async def reply(agent, message, persona):
+            return await agent.ask(message, prompt=turn_prompt(persona))  # expect: AC101
+
+        def build(persona, tools):
+            voice = LiveAgent("voice", prompt=f"{persona} It is {datetime.now():%H:%M}.")  # expect: AC101
+            guidance = Plugin(prompt=[persona, f"Today: {datetime.today():%A}"])  # expect: AC101
+            return Agent("main", prompt=persona, tools=tools, plugins=[guidance]), voice
+    """,
 }
 
 NEGATIVE = {
@@ -1205,6 +1226,16 @@ NEGATIVE = {
 
         def ask(chat_model, question):
             return chat_model(instruction=f"{question} (asked at {time.time()})")
+    """,
+    "a_prompt_given_to_other_calls_is_a_turn": """
+        from datetime import datetime
+
+        def ask_all(client, llm, agent, question):
+            stamped = f"{question} (asked at {datetime.now()})"
+            first = client.ask(question, prompt=stamped)
+            second = llm.generate(prompt=stamped)
+            third = agent.ask(prompt=stamped)
+            return first, second, third, Task(prompt=stamped)
     """,
     "tools_a_script_block_only_prints": """
         import sys

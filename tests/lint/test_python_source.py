@@ -2199,3 +2199,36 @@ def test_an_unreached_private_function_is_judged_the_same_from_any_folder(
     assert lint_paths(["util.py"]).findings == ()
     (tmp_path / "pkg" / "cli.py").write_text("from .util import _unused\n")
     assert [finding.line for finding in lint_paths(["util.py"]).findings] == [4]
+
+
+def test_a_list_of_prompt_parts_a_helper_of_another_module_returns_is_followed(tmp_path: Path) -> None:
+    """ag2-assistant's shape: a helper of another module returns a prompt's parts as a list of texts, one of them
+    the clock whatever it is given (by its annotation, or by the list it returns); the caller spreads them into the
+    guidance it gives an agent. A list of records that hold a time is no prompt's parts."""
+    write_package(
+        tmp_path / "pkg",
+        agent="from datetime import datetime\n\n"
+        "def environment(config) -> str:\n"
+        "    return f'Current date and time: {datetime.now():%H:%M} in {config.city}'\n\n"
+        "def turn_prompt(config, surface='') -> list[str]:\n"
+        "    parts = [config.persona, 'Be brief.']\n"
+        "    if surface:\n"
+        "        parts.append(surface)\n"
+        "    parts.append(environment(config))\n"
+        "    return parts\n\n"
+        "def voice_prompt(persona, rules):\n"
+        "    return [persona, *rules, f'Call started {datetime.now():%H:%M}']\n\n"
+        "def events(config):\n"
+        "    return [{'persona': config.persona, 'at': datetime.now().isoformat()}]\n",
+        gateway="from autogen.beta import Plugin\n"
+        "from .agent import events, turn_prompt, voice_prompt\n\n"
+        "def prepare(config, surface):\n"
+        "    guidance = [config.system_prompt, *turn_prompt(config, surface)]\n"
+        "    return Plugin(prompt=guidance)\n\n"
+        "def voice(config):\n"
+        "    return Plugin(prompt=voice_prompt(config.persona, config.rules))\n\n"
+        "def logged(config):\n"
+        "    return Plugin(prompt=[config.system_prompt, *[str(e) for e in events(config)]])\n",
+    )
+    found = sorted((Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path]).findings)
+    assert found == [("gateway.py", 6, "AC101"), ("gateway.py", 9, "AC101")]

@@ -147,7 +147,7 @@ class Sinks:
                 unpacked += 1
             elif keyword.arg == "role":
                 role = keyword
-            elif keyword.arg == "prompt" and called.sink == AGENT:
+            elif keyword.arg == "prompt" and (called.sink == AGENT or words.takes_prompt(node, name)):
                 self.system_sink(keyword.value, kwargs[keyword.arg])
             elif keyword.arg in words.sink_keywords and keyword.arg not in dropped:
                 self.keyword_argument(keyword.arg, keyword.value, kwargs[keyword.arg], name, called, method)

@@ -199,11 +199,11 @@ _SERIALIZERS = frozenset({"dumps", "dump", "json", "dict"})
 
 
 def returns_text(function: Function) -> bool:
-    """Whether ``function`` returns text (or a tuple of texts), not an object or a container that holds a value
-    among others (a record's timestamp, a cache entry's time): by its annotation (``-> str``, ``str | None``,
-    ``tuple[str, str]``) where it has one, else by what its ``return`` statements give: no constructor, display of
-    a container (or its JSON text) or read of an object's attribute or item, and the names they give bound to
-    nothing of the kind."""
+    """Whether ``function`` returns text (or a tuple or list of texts: a prompt's parts), not an object or a
+    container that holds a value among others (a record's timestamp, a cache entry's time): by its annotation
+    (``-> str``, ``str | None``, ``tuple[str, str]``, ``list[str]``) where it has one, else by what its ``return``
+    statements give: no constructor, display of another container (or its JSON text) or read of an object's
+    attribute or item, and the names they give bound to nothing of the kind."""
     if function.returns is not None:
         return _text_annotation(function.returns)
     bound: dict[str, list[ast.expr]] = {}
@@ -233,6 +233,10 @@ def returns_text(function: Function) -> bool:
     def text(node: ast.expr) -> bool:
         if isinstance(node, ast.Tuple):
             return all(text(element) for element in node.elts)
+        if isinstance(node, ast.List):  # a prompt's parts
+            return bool(node.elts) and all(text(element) for element in node.elts)
+        if isinstance(node, ast.Starred):
+            return text(node.value)
         if isinstance(node, ast.IfExp):
             return text(node.body) and text(node.orelse)
         if isinstance(node, ast.BinOp):  # a string on either side makes the other one a string too
@@ -252,17 +256,22 @@ def returns_text(function: Function) -> bool:
     return bool(returned) and all(map(text, returned))
 
 
+#: Generic types that hold text when their parameters do (``Optional[str]``, ``list[str]``).
+_TEXT_CONTAINERS = frozenset({"Optional", "Union", "tuple", "Tuple", "list", "List", "Sequence", "Iterable"})
+
+
 def _is_string(node: ast.expr) -> bool:
     return isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str))
 
 
 def _text_annotation(annotation: ast.expr) -> bool:
-    """Whether a return annotation says text: ``str``, ``Optional[str]``, ``str | None``, ``tuple[str, ...]``."""
+    """Whether a return annotation says text: ``str``, ``Optional[str]``, ``str | None``, ``tuple[str, ...]``, and
+    a sequence of texts (``list[str]``: a prompt's parts, joined or sent as they are)."""
     if isinstance(annotation, ast.Constant):
         return annotation.value in ("str", None) or annotation.value is Ellipsis
     if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
         return _text_annotation(annotation.left) and _text_annotation(annotation.right)
-    if isinstance(annotation, ast.Subscript) and last_name(annotation.value) in ("Optional", "Union", "tuple", "Tuple"):
+    if isinstance(annotation, ast.Subscript) and last_name(annotation.value) in _TEXT_CONTAINERS:
         parts = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
         return all(_text_annotation(part) for part in parts)
     return last_name(annotation) == "str"

@@ -168,6 +168,13 @@ class Vocabulary:
     """Methods whose first argument is an output schema (langroid's)."""
     agent_factories: frozenset[str] = frozenset({"create_agent", "create_react_agent"})
     """Calls taking ``(model, tools, prompt=...)``."""
+    prompt_classes: tuple[str, ...] = ("Agent", "Plugin")
+    """A class whose name ends so takes its system prompt as ``prompt=`` (AG2's ``Agent``, ``LiveAgent`` and
+    ``Plugin``, the Agents SDK's prompt template, ControlFlow's): a constructor configures an agent, so what it is
+    given is no one's turn."""
+    prompt_methods: frozenset[str] = frozenset({"ask"})
+    """Methods of an agent (a receiver whose name says agent) that take one turn's system prompt as ``prompt=``
+    beside the message given first: AG2's ``agent.ask(message, prompt=[...])``."""
     system_names: tuple[str, ...] = ("system_prompt", "system_message", "system_instruction", "custom_instructions")
     """A variable or attribute whose name ends so holds a system prompt."""
     prompt_names: tuple[str, ...] = ("prompt", "prompt_template")
@@ -310,6 +317,19 @@ class Vocabulary:
             reader = name.lstrip("_").partition("_")[0] in self.reader_verbs
             known = self.callees[name] = Callee(sink, name in TEXT_METHODS, role, reader)
         return known
+
+    def takes_prompt(self, node: ast.Call, name: str) -> bool:
+        """Whether ``prompt=`` of this call (its called name ``name``) is a system prompt: that of a constructor of
+        ``prompt_classes``, or of a method of ``prompt_methods`` called on an agent with the message first."""
+        if name[:1].isupper():
+            return name.endswith(self.prompt_classes)
+        func = node.func
+        return (
+            name in self.prompt_methods
+            and bool(node.args)
+            and isinstance(func, ast.Attribute)
+            and "agent" in _words(last_name(func.value) or "")
+        )
 
     def role_named(self, name: str) -> str | None:
         """The role a name says a message has: :data:`SYSTEM` when it says system (``self.system_message_role``,
