@@ -700,6 +700,13 @@ POSITIVE = {
         async def reply(agent, message, persona):
             return await agent.ask(message, prompt=turn_prompt(persona))  # expect: AC101
 
+        async def plan(planner_agent, message, persona):
+            return await planner_agent.run(message, prompt=[persona, f"{datetime.utcnow()}"])  # expect: AC101
+
+        def spread(persona):
+            options = {"prompt": f"{persona} ({datetime.now():%c})"}
+            return Agent("spread", **options)  # expect: AC101
+
         def build(persona, tools):
             voice = LiveAgent("voice", prompt=f"{persona} It is {datetime.now():%H:%M}.")  # expect: AC101
             guidance = Plugin(prompt=[persona, f"Today: {datetime.today():%A}"])  # expect: AC101
@@ -1229,6 +1236,18 @@ NEGATIVE = {
     """,
     "a_prompt_given_to_other_calls_is_a_turn": """
         from datetime import datetime
+        from openai import OpenAI
+
+        class ResearchAgent:
+            def __init__(self, prompt: str) -> None:
+                self.task = prompt
+
+            def ask(self, question: str, prompt: str = "") -> str:
+                return OpenAI().responses.create(model="m", instructions="Research.", input=f"{prompt} {question}")
+
+        def daily(question):
+            researcher = ResearchAgent(prompt=f"Summarize the news of {datetime.now():%x}")
+            return researcher.ask(question, prompt=f"Asked at {datetime.now()}")
 
         def ask_all(client, llm, agent, question):
             stamped = f"{question} (asked at {datetime.now()})"

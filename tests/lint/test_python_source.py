@@ -2204,7 +2204,8 @@ def test_an_unreached_private_function_is_judged_the_same_from_any_folder(
 def test_a_list_of_prompt_parts_a_helper_of_another_module_returns_is_followed(tmp_path: Path) -> None:
     """ag2-assistant's shape: a helper of another module returns a prompt's parts as a list of texts, one of them
     the clock whatever it is given (by its annotation, or by the list it returns); the caller spreads them into the
-    guidance it gives an agent. A list of records that hold a time is no prompt's parts."""
+    guidance it gives an agent. A list of records that hold a time is no prompt's parts, nor is a list of texts of a
+    function whose name does not say prompt (the system and user texts of ``build_messages``, unpacked)."""
     write_package(
         tmp_path / "pkg",
         agent="from datetime import datetime\n\n"
@@ -2219,16 +2220,21 @@ def test_a_list_of_prompt_parts_a_helper_of_another_module_returns_is_followed(t
         "def voice_prompt(persona, rules):\n"
         "    return [persona, *rules, f'Call started {datetime.now():%H:%M}']\n\n"
         "def events(config):\n"
-        "    return [{'persona': config.persona, 'at': datetime.now().isoformat()}]\n",
+        "    return [{'persona': config.persona, 'at': datetime.now().isoformat()}]\n\n"
+        "def build_messages(question) -> list[str]:\n"
+        "    return ['You answer.', f'{question} (asked at {datetime.now():%H:%M})']\n",
         gateway="from autogen.beta import Plugin\n"
-        "from .agent import events, turn_prompt, voice_prompt\n\n"
+        "from .agent import build_messages, events, turn_prompt, voice_prompt\n\n"
         "def prepare(config, surface):\n"
         "    guidance = [config.system_prompt, *turn_prompt(config, surface)]\n"
         "    return Plugin(prompt=guidance)\n\n"
         "def voice(config):\n"
         "    return Plugin(prompt=voice_prompt(config.persona, config.rules))\n\n"
         "def logged(config):\n"
-        "    return Plugin(prompt=[config.system_prompt, *[str(e) for e in events(config)]])\n",
+        "    return Plugin(prompt=[config.system_prompt, *[str(e) for e in events(config)]])\n\n"
+        "def asked(question):\n"
+        "    system, user = build_messages(question)\n"
+        "    return Plugin(prompt=system), user\n",
     )
     found = sorted((Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path]).findings)
     assert found == [("gateway.py", 6, "AC101"), ("gateway.py", 9, "AC101")]

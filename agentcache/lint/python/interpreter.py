@@ -65,6 +65,7 @@ from agentcache.lint.python.values import (
     with_entry,
 )
 from agentcache.lint.python.vocabulary import (
+    AGENT,
     COPIES,
     DUMPS,
     FACTORY_KEYWORDS,
@@ -309,17 +310,18 @@ class Interpreter(Statements):
         ``if not add_date: return prompt`` depend on the caller); a text a parameter gives whole fills none of its
         placeholders (``prompt.replace("__DATE__", today())``: the caller's text may hold none). Of a function
         that returns text only (:func:`~agentcache.lint.python.syntax.returns_text`: an object or a record keeps a
-        time among other values), not named for an id (``generate_group_id(tool)``: a record's key), not one that
-        makes the system prompt (that is reported in it, once), and of a tuple only when every part differs
-        (``return system_prompt, user_prompt_with_the_date``). Not a set's order: which items, and whether they
-        come from a set, are most often the caller's (``next(spec for spec in get_tools() if spec.name ==
-        name)``)."""
+        time among other values; a list of texts only where the function's name says prompt, as a prompt's parts
+        sent whole, not the system and user texts of ``system, user = build_messages(q)``), not named for an id
+        (``generate_group_id(tool)``: a record's key), not one that makes the system prompt (that is reported in
+        it, once), and of a tuple only when every part differs (``return system_prompt, user_prompt_with_the_date``).
+        Not a set's order: which items, and whether they come from a set, are most often the caller's
+        (``next(spec for spec in get_tools() if spec.name == name)``)."""
         result = self.invoke(function, {})
         if (
             not volatile(result.origins)
             or self.makes_system_prompt(function)
             or self.words.is_identifier(function.name)
-            or not returns_text(function)
+            or not returns_text(function, self.words.builds_prompt(function.name))
         ):
             return CLEAN
         _, bindings = _own_parameters(function, bound)
@@ -578,6 +580,16 @@ class Interpreter(Statements):
             return (owner,) if owner and _capitalized(node.func.id) else ()
         return self.classes_of(node.id) if type(node) is ast.Name else ()
 
+    def projects(self, func: ast.expr, receiver: Value, scope: Scope) -> bool:
+        """Whether a call names a class, or a method of an object of a class, of the project: its body says what
+        it does with what it is given, whatever its name says (a vocabulary's ``Agent(prompt=...)`` may be a
+        project's own agent given its task)."""
+        if isinstance(func, ast.Attribute) and not _capitalized(func.attr):
+            owners = self.owners_of(func.value, receiver, scope)
+        else:
+            owners = (self.constructed(func, scope) or "",)
+        return any(owner.startswith(self.package_top) for owner in owners)
+
     def constructed(self, func: ast.expr, scope: Scope) -> str | None:
         """The dotted name of the class a constructor call's ``func`` names: the module's own, unless a variable
         hides it, else the imported one (None: neither)."""
@@ -833,7 +845,10 @@ class Interpreter(Statements):
             key: Value(value.origins) if key in sets and value.unordered is not None else value
             for key, value in kwargs.items()
         }
-        if self.sinks.call_sinks(node, callee, called, args, sent, spread, default, dropped):
+        prompt = any(kw.arg in ("prompt", None) for kw in keywords) and (
+            called.sink == AGENT or (self.words.takes_prompt(node, callee) and not self.projects(func, receiver, scope))
+        )
+        if self.sinks.call_sinks(node, callee, called, args, sent, spread, default, dropped, prompt):
             return CLEAN  # a user's or an assistant's message
         if name is not None:
             kind = source_kind(name, len(node.args) + len(keywords), self.words)

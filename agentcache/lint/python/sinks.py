@@ -120,6 +120,7 @@ class Sinks:
         spread: list[Value],
         default: str | None = None,
         dropped: frozenset[str] = frozenset(),
+        prompt: bool = False,
     ) -> bool:
         """The sinks among a call's arguments: ``system=``, ``tools=``, ``SystemMessage(...)``, ``bind_tools``,
         ``set_instruction(...)``, ``Message(role="system", content=...)``, ``Message("system", text)``... Returns
@@ -131,7 +132,8 @@ class Sinks:
         ``**kwargs``, whose entries are keyword arguments too. ``default``: the role the called class gives its
         objects when not given ``role=`` (:data:`SYSTEM`, another of ``other_roles``, ``""`` for one of its own),
         read from its body: it says what the class makes, whatever its name says. ``dropped``: the keywords the
-        called function never reads (what it is given there goes nowhere)."""
+        called function never reads (what it is given there goes nowhere). ``prompt``: its ``prompt=`` is a system
+        prompt (an agent factory's, or :meth:`Vocabulary.takes_prompt` of a class or method not the project's)."""
         func = node.func
         method = isinstance(func, ast.Attribute)
         words = self.words
@@ -140,14 +142,17 @@ class Sinks:
         for keyword in node.keywords:
             if keyword.arg is None:
                 for key, value in spread[unpacked].entries or ():
-                    if key in words.sink_keywords:
+                    if key == "prompt" and prompt:
+                        item = entry_at(keyword.value, key) if isinstance(keyword.value, ast.Dict) else None
+                        self.system_sink(item or keyword.value, value)
+                    elif key in words.sink_keywords:
                         item = entry_at(keyword.value, key) if isinstance(keyword.value, ast.Dict) else None
                         given = item or keyword.value  # **{"tools": {...}}: that item
                         self.keyword_argument(key, given, value, name, called, method)
                 unpacked += 1
             elif keyword.arg == "role":
                 role = keyword
-            elif keyword.arg == "prompt" and (called.sink == AGENT or words.takes_prompt(node, name)):
+            elif keyword.arg == "prompt" and prompt:
                 self.system_sink(keyword.value, kwargs[keyword.arg])
             elif keyword.arg in words.sink_keywords and keyword.arg not in dropped:
                 self.keyword_argument(keyword.arg, keyword.value, kwargs[keyword.arg], name, called, method)

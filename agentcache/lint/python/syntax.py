@@ -198,14 +198,15 @@ _CONTAINERS = frozenset({"dict", "list", "set", "frozenset", "tuple", "asdict"})
 _SERIALIZERS = frozenset({"dumps", "dump", "json", "dict"})
 
 
-def returns_text(function: Function) -> bool:
-    """Whether ``function`` returns text (or a tuple or list of texts: a prompt's parts), not an object or a
-    container that holds a value among others (a record's timestamp, a cache entry's time): by its annotation
-    (``-> str``, ``str | None``, ``tuple[str, str]``, ``list[str]``) where it has one, else by what its ``return``
-    statements give: no constructor, display of another container (or its JSON text) or read of an object's
-    attribute or item, and the names they give bound to nothing of the kind."""
+def returns_text(function: Function, parts: bool = False) -> bool:
+    """Whether ``function`` returns text (or a tuple of texts), not an object or a container that holds a value
+    among others (a record's timestamp, a cache entry's time): by its annotation (``-> str``, ``str | None``,
+    ``tuple[str, str]``) where it has one, else by what its ``return`` statements give: no constructor, display of
+    a container (or its JSON text) or read of an object's attribute or item, and the names they give bound to
+    nothing of the kind. With ``parts``, a list of texts counts too (``-> list[str]``, ``[persona, *rules]``): a
+    prompt's parts, where the function's name says it makes a prompt."""
     if function.returns is not None:
-        return _text_annotation(function.returns)
+        return _text_annotation(function.returns, _TEXT_CONTAINERS | _PART_CONTAINERS if parts else _TEXT_CONTAINERS)
     bound: dict[str, list[ast.expr]] = {}
     returned: list[ast.expr] = []
     pending: list[ast.AST] = list(function.body)
@@ -233,7 +234,7 @@ def returns_text(function: Function) -> bool:
     def text(node: ast.expr) -> bool:
         if isinstance(node, ast.Tuple):
             return all(text(element) for element in node.elts)
-        if isinstance(node, ast.List):  # a prompt's parts
+        if isinstance(node, ast.List) and parts:
             return bool(node.elts) and all(text(element) for element in node.elts)
         if isinstance(node, ast.Starred):
             return text(node.value)
@@ -256,24 +257,26 @@ def returns_text(function: Function) -> bool:
     return bool(returned) and all(map(text, returned))
 
 
-#: Generic types that hold text when their parameters do (``Optional[str]``, ``list[str]``).
-_TEXT_CONTAINERS = frozenset({"Optional", "Union", "tuple", "Tuple", "list", "List", "Sequence", "Iterable"})
+#: Generic types that hold text when their parameters do (``Optional[str]``, ``tuple[str, str]``), and those that
+#: hold a prompt's parts (``list[str]``: :func:`returns_text`).
+_TEXT_CONTAINERS = frozenset({"Optional", "Union", "tuple", "Tuple"})
+_PART_CONTAINERS = frozenset({"list", "List", "Sequence", "Iterable"})
 
 
 def _is_string(node: ast.expr) -> bool:
     return isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str))
 
 
-def _text_annotation(annotation: ast.expr) -> bool:
+def _text_annotation(annotation: ast.expr, containers: frozenset[str]) -> bool:
     """Whether a return annotation says text: ``str``, ``Optional[str]``, ``str | None``, ``tuple[str, ...]``, and
-    a sequence of texts (``list[str]``: a prompt's parts, joined or sent as they are)."""
+    whatever else of ``containers`` holds texts (``list[str]``)."""
     if isinstance(annotation, ast.Constant):
         return annotation.value in ("str", None) or annotation.value is Ellipsis
     if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
-        return _text_annotation(annotation.left) and _text_annotation(annotation.right)
-    if isinstance(annotation, ast.Subscript) and last_name(annotation.value) in _TEXT_CONTAINERS:
+        return _text_annotation(annotation.left, containers) and _text_annotation(annotation.right, containers)
+    if isinstance(annotation, ast.Subscript) and last_name(annotation.value) in containers:
         parts = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
-        return all(_text_annotation(part) for part in parts)
+        return all(_text_annotation(part, containers) for part in parts)
     return last_name(annotation) == "str"
 
 

@@ -172,9 +172,9 @@ class Vocabulary:
     """A class whose name ends so takes its system prompt as ``prompt=`` (AG2's ``Agent``, ``LiveAgent`` and
     ``Plugin``, the Agents SDK's prompt template, ControlFlow's): a constructor configures an agent, so what it is
     given is no one's turn."""
-    prompt_methods: frozenset[str] = frozenset({"ask"})
+    prompt_methods: frozenset[str] = frozenset({"ask", "run"})
     """Methods of an agent (a receiver whose name says agent) that take one turn's system prompt as ``prompt=``
-    beside the message given first: AG2's ``agent.ask(message, prompt=[...])``."""
+    beside the message given first: AG2's ``agent.ask(message, prompt=[...])`` and ``agent.run(...)``."""
     system_names: tuple[str, ...] = ("system_prompt", "system_message", "system_instruction", "custom_instructions")
     """A variable or attribute whose name ends so holds a system prompt."""
     prompt_names: tuple[str, ...] = ("prompt", "prompt_template")
