@@ -603,9 +603,57 @@ POSITIVE = {
             table = {tool: "on" for tool in set(tools)}
             return {"role": "system", "content": json.dumps({"names": list(table)}, sort_keys=True)}  # expect: AC103
     """,
+    "a_method_a_subclass_overrides_called_with_keywords_unpacked": """
+        import datetime
+        from anthropic import Anthropic
+
+        class Base:
+            def _variables(self, name, **kwargs):
+                variables = dict(kwargs)
+                variables["now"] = datetime.datetime.now()
+                return variables
+
+            def _render(self, name, **kwargs):
+                variables = self._variables(name, **kwargs)
+                return self.template.format(**variables)
+
+            def ask(self, messages, **kwargs):
+                system = self._render("main", **kwargs)
+                return Anthropic().messages.create(model="m", system=system, messages=messages)  # expect: AC101
+
+        class Agent(Base):
+            def _variables(self, name, **kwargs):
+                variables = super()._variables(name, **kwargs)
+                variables["agent"] = self.name
+                return variables
+
+        class Other:
+            def _render(self, name, **kwargs):
+                return f"{name}: {kwargs.get('topic')}"
+
+            def ask(self, messages, **kwargs):
+                system = self._render("other", topic=datetime.date.today())
+                return Anthropic().messages.create(model="m", system=system, messages=messages)  # expect: AC101
+    """,
 }
 
 NEGATIVE = {
+    "a_method_named_as_another_classs_is_its_own_classs": """
+        import time
+        from anthropic import Anthropic
+
+        class Stamped:
+            def _header(self, **kwargs):
+                return f"Run {time.time()}"
+
+        class Plain:
+            def _header(self, **kwargs):
+                return f"You help with {kwargs.get('topic', 'anything')}."
+
+            def ask(self, messages, **options):
+                system = self._header(**options)
+                return Anthropic().messages.create(model="m", system=system, messages=messages)
+    """,
     "a_message_list_given_only_to_a_tool_run": """
         import json
         from datetime import date

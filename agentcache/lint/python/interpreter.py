@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import re
 import string
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import reduce
 from typing import Any, ClassVar
@@ -146,6 +146,8 @@ class Interpreter(Statements):
         """Class (by dotted name) -> the role it gives its objects when not given one (:meth:`class_role`)."""
         self.local_classes = {f"{module}.{name}": name for name in self.classes}
         """The module's classes by dotted name (:attr:`Value.cls`) -> their name here."""
+        self.method_classes: dict[int, ast.ClassDef] | None = None
+        """Method (by id) -> the module's class that defines it (:meth:`own_method`), made once asked."""
         self.package_top = module.partition(".")[0] + "."
         """The module's top-level package, as the prefix of its names: summaries are looked up there."""
         self.dispatch: dict[str, dict[str, ast.Lambda | Function]] | None = None
@@ -580,6 +582,36 @@ class Interpreter(Statements):
             return (owner,) if owner and _capitalized(node.func.id) else ()
         return self.classes_of(node.id) if type(node) is ast.Name else ()
 
+    def own_method(self, name: str) -> Function | None:
+        """The method ``self.name(...)`` calls: the module's only method of that name, else that of the running
+        method's class, its own or the nearest one's of the module's classes it derives from (``_render_prompt``
+        of a base whose subclass overrides ``_gather_prompt_context``: the base's own, as an object of the base
+        runs it; what an override adds is not known there)."""
+        found = self.methods.get(name)
+        if found is not None:
+            return found
+        if self.method_classes is None:
+            self.method_classes = {
+                id(item): node
+                for node in self.class_nodes.values()
+                for item in node.body
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+            }
+        cls = next((self.method_classes[id(f)] for f in reversed(self.stack) if id(f) in self.method_classes), None)
+        seen: set[str] = set()
+        while cls is not None and cls.name not in seen:
+            seen.add(cls.name)
+            defined = [
+                item
+                for item in cls.body
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == name
+            ]
+            if defined:
+                return defined[0] if len(defined) == 1 else None
+            bases = [base.id for base in cls.bases if isinstance(base, ast.Name) and base.id in self.class_nodes]
+            cls = self.class_nodes[bases[0]] if bases else None
+        return None
+
     def projects(self, func: ast.expr, receiver: Value, scope: Scope) -> bool:
         """Whether a call names a class, or a method of an object of a class, of the project: its body says what
         it does with what it is given, whatever its name says (a vocabulary's ``Agent(prompt=...)`` may be a
@@ -931,7 +963,7 @@ class Interpreter(Statements):
                 result = Value(everything.origins, entries=merged(*args, *spread, *named))
             function = self.functions.get(builtin_name)
             if result is None and function is not None:
-                result = self.inline(function, node, args, kwargs, skip_self=False)
+                result = self.inline(function, node, args, kwargs, skip_self=False, spread=spread)
         elif isinstance(func, ast.Attribute):
             result = self.method(func, node, receiver, args, kwargs, spread, scope)
         elif isinstance(func, ast.Subscript):
@@ -1007,10 +1039,10 @@ class Interpreter(Statements):
         if (
             isinstance(func.value, ast.Name)
             and func.value.id in ("self", "cls")
-            and attr in self.methods
             and not self.words.binds(attr)
+            and (own := self.own_method(attr)) is not None
         ):  # a binder's body (the framework's own) is how what it is given is sent: reported at the call
-            return self.inline(self.methods[attr], node, args, kwargs, skip_self=True)
+            return self.inline(own, node, args, kwargs, skip_self=True, spread=spread)
         if not (node.args or node.keywords):  # a method of a class in another module
             kind = self.learned_of(self.owners_of(func.value, receiver, scope), f".{attr}()")
             return read_export(kind, node) if kind else None
@@ -1354,17 +1386,37 @@ class Interpreter(Statements):
         self.sinks.named_sink(name, node, value, owner.rpartition(".")[2] or None, local=not owner)
 
     def inline(
-        self, function: Function, node: ast.Call, args: list[Value], kwargs: dict[str, Value], skip_self: bool
+        self,
+        function: Function,
+        node: ast.Call,
+        args: list[Value],
+        kwargs: dict[str, Value],
+        skip_self: bool,
+        spread: Sequence[Value] = (),
     ) -> Value | None:
-        """The return value of a module function called with these values (None: calls it cannot follow)."""
-        if any(isinstance(arg, ast.Starred) for arg in node.args) or any(kw.arg is None for kw in node.keywords):
+        """The return value of a module function called with these values (None: calls it cannot follow, which
+        unpack a sequence into its positional parameters). The dicts unpacked into its keywords (``spread``:
+        ``**options``) fill the parameters their entries name, and its ``**kwargs`` holds them with the keywords
+        no parameter is named by (``self._gather(context, **kwargs)`` that returns ``dict(kwargs)``)."""
+        if any(isinstance(arg, ast.Starred) for arg in node.args) or len(spread) != sum(
+            kw.arg is None for kw in node.keywords
+        ):
             return None
         spec = function.args
         static = skip_self and any(last_name(decorator) == "staticmethod" for decorator in function.decorator_list)
         positional = [arg.arg for arg in (*spec.posonlyargs, *spec.args)][1 if skip_self and not static else 0 :]
         named = {arg.arg for arg in (*spec.args, *spec.kwonlyargs)}
         bindings = dict(zip(positional, args, strict=False))
+        for mapping in spread:
+            bindings.update((key, value) for key, value in mapping.entries or () if key in named)
         bindings.update((key, value) for key, value in kwargs.items() if key in named)
+        if spec.kwarg is not None:
+            rest = [
+                *spread,
+                *(Value(entries=with_entry(CLEAN, key, value)) for key, value in kwargs.items() if key not in named),
+            ]
+            if any(value.origins or value.entries for value in rest):
+                bindings[spec.kwarg.arg] = Value(combine(*rest).origins, entries=merged(*rest))
         return self.invoke(function, bindings)
 
     def qualname(self, node: ast.expr, scope: Scope) -> str | None:
