@@ -638,6 +638,51 @@ POSITIVE = {
 }
 
 NEGATIVE = {
+    "a_method_several_classes_define_where_python_may_run_another": """
+        import logging
+        import time
+        from anthropic import Anthropic
+
+        class Root:
+            def _header(self, **kwargs):
+                return f"Run {time.time()}"
+
+        class Mixin(Root):
+            def greet(self):
+                return "hi"
+
+        class Stable(Root):
+            def _header(self, **kwargs):
+                return "You help."
+
+        class Both(Mixin, Stable):
+            def ask(self, messages):  # Python runs Stable._header
+                return Anthropic().messages.create(model="m", system=self._header(), messages=messages)
+
+        class Abstract(Root):
+            def ask(self, messages):  # its only subclass replaces _header
+                return Anthropic().messages.create(model="m", system=self._header(), messages=messages)
+
+        class Concrete(Abstract):
+            def _header(self, **kwargs):
+                return "You help with math."
+
+        def helper(self, name):  # self is whatever object it is given
+            return f"{name}: {self._header()}"
+
+        class Runner(Root):
+            def ask(self, messages, plain):
+                return Anthropic().messages.create(model="m", system=helper(plain, "main"), messages=messages)
+
+        class Logged:
+            def _header(self, stamp=None, **variables):
+                logging.info("rendered at %s", stamp)
+                return ", ".join(f"{key}={value}" for key, value in variables.items())
+
+            def ask(self, messages):
+                options = {"stamp": time.time(), "role": "helper"}
+                return Anthropic().messages.create(model="m", system=self._header(**options), messages=messages)
+    """,
     "a_method_named_as_another_classs_is_its_own_classs": """
         import time
         from anthropic import Anthropic

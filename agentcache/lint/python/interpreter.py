@@ -19,6 +19,7 @@ from agentcache.lint.python.syntax import (
     Function,
     bound_names,
     callable_without_arguments,
+    calls_super,
     constant,
     definitions,
     dotted,
@@ -583,10 +584,12 @@ class Interpreter(Statements):
         return self.classes_of(node.id) if type(node) is ast.Name else ()
 
     def own_method(self, name: str) -> Function | None:
-        """The method ``self.name(...)`` calls: the module's only method of that name, else that of the running
-        method's class, its own or the nearest one's of the module's classes it derives from (``_render_prompt``
-        of a base whose subclass overrides ``_gather_prompt_context``: the base's own, as an object of the base
-        runs it; what an override adds is not known there)."""
+        """The method ``self.name(...)`` calls in a method: the module's only method of that name, else, where
+        several classes of the module define it, the running method's class's own, or that of the module's class it
+        derives from alone, as far up as each has one base (``_render_prompt`` of a base whose subclass overrides
+        ``_gather_prompt_context`` calling ``super()``). None where Python's order of bases could find another
+        (several bases, a base from another module), or where a subclass of the module overrides it without
+        calling ``super()``: its objects run the override."""
         found = self.methods.get(name)
         if found is not None:
             return found
@@ -597,20 +600,43 @@ class Interpreter(Statements):
                 for item in node.body
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
             }
-        cls = next((self.method_classes[id(f)] for f in reversed(self.stack) if id(f) in self.method_classes), None)
+        cls = self.method_classes.get(id(self.stack[-1])) if self.stack else None
+        if cls is None or self.replaced(cls, name):
+            return None
         seen: set[str] = set()
-        while cls is not None and cls.name not in seen:
+        while cls.name not in seen:
             seen.add(cls.name)
-            defined = [
-                item
-                for item in cls.body
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == name
-            ]
+            defined = [item for item in cls.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            defined = [item for item in defined if item.name == name]
             if defined:
                 return defined[0] if len(defined) == 1 else None
-            bases = [base.id for base in cls.bases if isinstance(base, ast.Name) and base.id in self.class_nodes]
-            cls = self.class_nodes[bases[0]] if bases else None
+            base = cls.bases[0] if len(cls.bases) == 1 else None
+            if not (isinstance(base, ast.Name) and base.id in self.class_nodes):
+                return None
+            cls = self.class_nodes[base.id]
         return None
+
+    def replaced(self, cls: ast.ClassDef, name: str) -> bool:
+        """Whether a class of the module derived from ``cls`` defines method ``name`` without calling
+        ``super().name(...)`` (:meth:`own_method`)."""
+        for other in self.class_nodes.values():
+            if other is not cls and self.derives(other, cls.name, set()):
+                for item in other.body:
+                    if (
+                        isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+                        and item.name == name
+                        and not calls_super(item, name)
+                    ):
+                        return True
+        return False
+
+    def derives(self, cls: ast.ClassDef, base: str, seen: set[str]) -> bool:
+        """Whether the module's class ``cls`` derives from its class named ``base``, through the module's classes."""
+        seen.add(cls.name)
+        names = [node.id for node in cls.bases if isinstance(node, ast.Name) and node.id in self.class_nodes]
+        return base in names or any(
+            self.derives(self.class_nodes[name], base, seen) for name in names if name not in seen
+        )
 
     def projects(self, func: ast.expr, receiver: Value, scope: Scope) -> bool:
         """Whether a call names a class, or a method of an object of a class, of the project: its body says what
@@ -1412,7 +1438,7 @@ class Interpreter(Statements):
         bindings.update((key, value) for key, value in kwargs.items() if key in named)
         if spec.kwarg is not None:
             rest = [
-                *spread,
+                *(_without(mapping, named) for mapping in spread),
                 *(Value(entries=with_entry(CLEAN, key, value)) for key, value in kwargs.items() if key not in named),
             ]
             if any(value.origins or value.entries for value in rest):
@@ -1543,6 +1569,14 @@ def _key_path(node: ast.Attribute | ast.Subscript, keys: frozenset[str]) -> tupl
     if isinstance(current, ast.Name) and current.id not in ("self", "cls"):
         path.append(current.id)
     return tuple(reversed(path))
+
+
+def _without(mapping: Value, keys: set[str]) -> Value:
+    """A dict unpacked into a call's keywords, less the items the parameters named ``keys`` take."""
+    if not mapping.entries or all(key not in keys for key, _ in mapping.entries):
+        return mapping
+    kept = tuple((key, value) for key, value in mapping.entries if key not in keys)
+    return Value(combine(unattributed(mapping), *(value for _, value in kept)).origins, entries=kept or None)
 
 
 def _class_named(annotation: ast.expr) -> ast.expr:

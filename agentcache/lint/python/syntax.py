@@ -314,6 +314,19 @@ def definitions(nodes: list[ast.stmt]) -> tuple[dict[str, Function], dict[str, F
     )
 
 
+def calls_super(function: Function, name: str) -> bool:
+    """Whether ``function`` calls ``super().name(...)``: an override that adds to what it overrides."""
+    return any(
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == name
+        and isinstance(node.func.value, ast.Call)
+        and isinstance(node.func.value.func, ast.Name)
+        and node.func.value.func.id == "super"
+        for node in ast.walk(function)
+    )
+
+
 def _property_accessor(node: Function) -> bool:
     """Whether a method is a property's setter or deleter (``@name.setter``): the name's getter is its reading."""
     return any(
