@@ -322,7 +322,7 @@ def run(corpus: str, cache: Path) -> list[str]:
             f"{code:6} {reported:8} {rule.tp:4} {rule.fp:4} {len(rule.unlabelled):5} {rule.precision:9.1%} "
             f"{rule.found:>3}/{rule.relevant:<3} {rule.recall:4.0%}"
         )
-    notes = Counter(note.split(":")[0] for note in result.notes)
+    notes = Counter(note.split(": ")[1] if note.count(": ") > 1 else note for note in result.notes)  # "path: kind: why"
     print(f"files checked: {result.files}; notes: {dict(sorted(notes.items()))}")
     print(
         f"speed: {result.files / cpu:.0f} files/s of CPU time in one process ({result.files / wall:.0f} files/s "
