@@ -149,6 +149,8 @@ class Interpreter(Statements):
         """The module's classes by dotted name (:attr:`Value.cls`) -> their name here."""
         self.method_classes: dict[int, ast.ClassDef] | None = None
         """Method (by id) -> the module's class that defines it (:meth:`own_method`), made once asked."""
+        self.resolved: dict[tuple[int, str], Function | None] = {}
+        """(class by id, method name) -> what ``self.name(...)`` calls in its methods (:meth:`own_method`)."""
         self.package_top = module.partition(".")[0] + "."
         """The module's top-level package, as the prefix of its names: summaries are looked up there."""
         self.dispatch: dict[str, dict[str, ast.Lambda | Function]] | None = None
@@ -601,13 +603,21 @@ class Interpreter(Statements):
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
             }
         cls = self.method_classes.get(id(self.stack[-1])) if self.stack else None
-        if cls is None or self.replaced(cls, name):
+        if cls is None:
             return None
+        key = (id(cls), name)
+        if key not in self.resolved:
+            self.resolved[key] = None if self.replaced(cls, name) else self.defining(cls, name)
+        return self.resolved[key]
+
+    def defining(self, cls: ast.ClassDef, name: str) -> Function | None:
+        """Method ``name`` of the module's class ``cls``, or of the class it derives from alone, as far up as
+        each has one base of the module (None: not found so, or defined twice there)."""
         seen: set[str] = set()
         while cls.name not in seen:
             seen.add(cls.name)
-            defined = [item for item in cls.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))]
-            defined = [item for item in defined if item.name == name]
+            methods = (item for item in cls.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)))
+            defined = [method for method in methods if method.name == name]
             if defined:
                 return defined[0] if len(defined) == 1 else None
             base = cls.bases[0] if len(cls.bases) == 1 else None
@@ -638,7 +648,7 @@ class Interpreter(Statements):
             self.derives(self.class_nodes[name], base, seen) for name in names if name not in seen
         )
 
-    def projects(self, func: ast.expr, receiver: Value, scope: Scope) -> bool:
+    def of_project(self, func: ast.expr, receiver: Value, scope: Scope) -> bool:
         """Whether a call names a class, or a method of an object of a class, of the project: its body says what
         it does with what it is given, whatever its name says (a vocabulary's ``Agent(prompt=...)`` may be a
         project's own agent given its task)."""
@@ -904,7 +914,8 @@ class Interpreter(Statements):
             for key, value in kwargs.items()
         }
         prompt = any(kw.arg in ("prompt", None) for kw in keywords) and (
-            called.sink == AGENT or (self.words.takes_prompt(node, callee) and not self.projects(func, receiver, scope))
+            called.sink == AGENT
+            or (self.words.takes_prompt(node, callee) and not self.of_project(func, receiver, scope))
         )
         if self.sinks.call_sinks(node, callee, called, args, sent, spread, default, dropped, prompt):
             return CLEAN  # a user's or an assistant's message

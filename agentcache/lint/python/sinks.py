@@ -142,13 +142,13 @@ class Sinks:
         for keyword in node.keywords:
             if keyword.arg is None:
                 for key, value in spread[unpacked].entries or ():
-                    if key == "prompt" and prompt:
-                        item = entry_at(keyword.value, key) if isinstance(keyword.value, ast.Dict) else None
-                        self.system_sink(item or keyword.value, value)
-                    elif key in words.sink_keywords:
+                    if key in words.sink_keywords or (key == "prompt" and prompt):
                         item = entry_at(keyword.value, key) if isinstance(keyword.value, ast.Dict) else None
                         given = item or keyword.value  # **{"tools": {...}}: that item
-                        self.keyword_argument(key, given, value, name, called, method)
+                        if key == "prompt" and prompt:
+                            self.system_sink(given, value)
+                        else:
+                            self.keyword_argument(key, given, value, name, called, method)
                 unpacked += 1
             elif keyword.arg == "role":
                 role = keyword
