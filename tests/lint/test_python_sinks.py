@@ -23,6 +23,71 @@ REGISTERED = """
 """
 
 POSITIVE = {
+    "a_system_prompt_init_binds_only_as_a_default_run_rebuilds": """
+        from datetime import date
+
+        class Planner:
+            def __init__(self, llm, instruction):
+                self.llm = llm
+                self.instruction = instruction
+                self.system_prompt = f"{instruction} Today is {date.today()}."
+
+            def run(self, question):
+                self.system_prompt = f"{self.instruction} Use its language. Today is {date.today()}."  # expect: AC101
+                system = {"role": "system", "content": self.system_prompt}
+                return self.llm.chat([system, {"role": "user", "content": question}])
+
+        class Writer:
+            def __init__(self, llm, instruction):
+                self.llm = llm
+                self.system_prompt = f"{instruction} Today is {date.today()}."  # expect: AC101
+
+            def run(self, question):
+                system = {"role": "system", "content": self.system_prompt}
+                answer = self.llm.chat([system, {"role": "user", "content": question}])
+                self.system_prompt = "Revise."
+                return answer
+    """,
+    "a_tool_class_declared_by_its_class_attributes": """
+        from datetime import date, datetime
+
+        from smolagents import Tool
+
+        class StockTool(Tool):
+            name = "stock_prices"
+            description = f"Prices of a stock. Today is {date.today()}."  # expect: AC102
+            inputs = {  # expect: AC102
+                "start": {"type": "string", "description": f"First day, before {datetime.now():%Y-%m-%d}"},
+            }
+            output_type = "string"
+            loaded_at = datetime.now()
+
+        class Report:
+            description = f"Report of {date.today()}"
+    """,
+    "a_records_item_read_from_a_table_of_records": """
+        import uuid
+        from datetime import datetime
+
+        from openai import OpenAI
+
+        sessions = {}
+
+        def create(agent):
+            session_id = str(uuid.uuid4())
+            record = {"id": session_id, "agent": agent, "prompt": f"Started {datetime.now()}"}
+            sessions[session_id] = record
+            return session_id
+
+        def chat(session_id, question):
+            session = sessions.get(session_id)
+            agent = session["agent"]
+            return OpenAI().chat.completions.create(
+                model="m",
+                tools=agent.tools,
+                messages=[{"role": "system", "content": sessions[session_id]["prompt"]}],  # expect: AC101
+            )
+    """,
     "a_tuples_volatile_item_read_by_its_index": """
         import time
 
@@ -715,6 +780,18 @@ POSITIVE = {
 }
 
 NEGATIVE = {
+    "a_log_of_tool_calls_named_tools": """
+        from datetime import datetime
+
+        class Turn:
+            def __init__(self):
+                self.process_tools = []
+
+            def add_process_tool(self, round_num, tool_name, observation):
+                self.process_tools.append(
+                    {"round": round_num, "tool": tool_name, "observation": observation, "timestamp": datetime.now()}
+                )
+    """,
     "a_tuples_item_read_by_its_index": """
         import time
 

@@ -2331,3 +2331,71 @@ def test_a_list_of_prompt_parts_a_helper_of_another_module_returns_is_followed(t
     )
     found = sorted((Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path]).findings)
     assert found == [("gateway.py", 6, "AC101"), ("gateway.py", 9, "AC101")]
+
+
+def test_an_alternate_constructor_of_another_module_is_followed(tmp_path: Path) -> None:
+    """amcp's shape: a class method makes its object with ``cls(date=...)`` from the clock, and a module that makes
+    the prompt's context with it renders the system prompt from it; the same in the class's module. A class whose
+    name says it holds a prompt's values prints its ``date=``; a ``timestamp=`` is its own bookkeeping, and so is
+    the date of a class whose name does not say prompt. What the caller gives an alternate constructor does not
+    pass whole into its object (a budget given the prompt's variables, the date among them, renders the system
+    prompt from the template that prints none)."""
+    write_package(
+        tmp_path / "pkg",
+        context="from dataclasses import dataclass\n"
+        "from datetime import datetime\n"
+        "from jinja2 import Template\n"
+        "from openai import OpenAI\n\n"
+        "@dataclass\n"
+        "class PromptContext:\n"
+        "    cwd: str = ''\n"
+        "    date: str = ''\n\n"
+        "    @classmethod\n"
+        "    def from_environment(cls, cwd: str = '.') -> 'PromptContext':\n"
+        "        context = cls(cwd=cwd, date=datetime.now().strftime('%Y-%m-%d'))\n"
+        "        return context\n\n"
+        "    @classmethod\n"
+        "    def stamped(cls, cwd: str) -> 'PromptContext':\n"
+        "        return cls(cwd=cwd, timestamp=datetime.now().isoformat())\n\n"
+        "@dataclass\n"
+        "class Event:\n"
+        "    name: str = ''\n"
+        "    date: str = ''\n\n"
+        "    @classmethod\n"
+        "    def now(cls, name: str) -> 'Event':\n"
+        "        return cls(name=name, date=datetime.now().isoformat())\n\n"
+        "class Budget:\n"
+        "    def __init__(self, variables, system_template):\n"
+        "        self.system_prompt = Template(system_template).render(**variables)\n\n"
+        "    @classmethod\n"
+        "    def for_prompt(cls, variables, system_template):\n"
+        "        return cls(variables=variables, system_template=system_template)\n\n"
+        "def render(context) -> str:\n"
+        "    return f'Date: {context.date} in {context.cwd}'\n\n"
+        "def ask(question):\n"
+        "    system = render(PromptContext.from_environment('/srv'))\n"
+        "    return OpenAI().chat.completions.create(\n"
+        "        model='m', messages=[{'role': 'system', 'content': system}, {'role': 'user', 'content': question}]\n"
+        "    )\n",
+        spec="from datetime import date\n"
+        "from openai import OpenAI\n"
+        "from .context import Budget, Event, PromptContext, render\n\n"
+        "def send(system, question):\n"
+        "    return OpenAI().chat.completions.create(\n"
+        "        model='m', messages=[{'role': 'system', 'content': system}, {'role': 'user', 'content': question}]\n"
+        "    )\n\n"
+        "def ask(question, cwd):\n"
+        "    return send(render(PromptContext.from_environment(cwd=cwd)), question)\n\n"
+        "def noted(question):\n"
+        "    return send(render(Event.now('start')), question)\n\n"
+        "def stamped(question, cwd):\n"
+        "    return send(render(PromptContext.stamped(cwd)), question)\n\n"
+        "def budgeted(question):\n"
+        "    budget = Budget.for_prompt({'date': date.today(), 'role': 'coder'}, 'You are a {role}.')\n"
+        "    return send(budget.system_prompt, question)\n",
+    )
+    findings = sorted(lint_paths([tmp_path]).findings, key=lambda finding: finding.path)
+    found = [(Path(f.path).name, f.line, f.code) for f in findings]
+    assert found == [("context.py", 43, "AC101"), ("spec.py", 7, "AC101")]
+    assert "(line 11)" in findings[1].message  # the system prompt send() is given: not by noted, stamped, budgeted
+    assert not any(f"(line {line})" in findings[1].message for line in (14, 17, 20))

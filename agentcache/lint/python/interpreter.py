@@ -13,7 +13,7 @@ from functools import reduce
 from typing import Any, ClassVar
 
 from agentcache.lint.python.project import Reading, Sent, Summary
-from agentcache.lint.python.sinks import TOOL_LIST, is_tool_call, sorts_keys
+from agentcache.lint.python.sinks import TOOL_LIST, is_call_record, is_tool_call, sorts_keys
 from agentcache.lint.python.statements import MAX_CALL_DEPTH, Memo, Statements, declares_set, set_fields
 from agentcache.lint.python.syntax import (
     Function,
@@ -284,12 +284,20 @@ class Interpreter(Statements):
         each top-level function and method defined once that takes arguments returns on its own, whatever it is
         given (``date_of(tz)``, ``Builder().build(tools)``: :meth:`own`), for the modules that call them; a call
         adds it to what it gives (:meth:`own_kind`). The runs share one memo, and leave the module's names and
-        stored tuples as they found them."""
+        stored items as they found them."""
         found: dict[str, Value] = {}
-        names, tuples = dict(self.globals.vars), dict(self.tuples)
+        names, stored = dict(self.globals.vars), dict(self.stored)
         must_memo: Memo = {}
         for name, function, top in self.defined_once():
             bound = 0 if function is top else _bound(function)
+            if _makes_own_object(function):  # PromptContext.from_environment(cwd): called on the class
+                value = self.own(function, bound, must_memo)
+                if value.origins:
+                    on_class = name.replace("().", ".")
+                    found[f"{on_class}(~)"] = value
+                    if callable_without_arguments(function, bound):
+                        found[f"{on_class}()"] = value
+                continue
             if _decorated(function, "staticmethod", "classmethod") or function.name.startswith("__"):
                 continue  # Class().method(~) is read of an object; __init__ and the like are not called by name
             if takes_arguments(function, bound) and not callable_without_arguments(function, bound):
@@ -298,7 +306,7 @@ class Interpreter(Statements):
                     found[f"{name}(~)"] = value
                 elif _returns_a_set(function):  # -> set[str]: a new set, iterated in its hash order
                     found[f"{name}(~)"] = Value(unordered=Origin(function.lineno, 0, ORDER, function.name))
-        self.globals.vars, self.tuples = names, tuples
+        self.globals.vars, self.stored = names, stored
         return found
 
     def own(
@@ -326,7 +334,7 @@ class Interpreter(Statements):
             not volatile(result.origins)
             or self.makes_system_prompt(function)
             or self.words.is_identifier(function.name)
-            or not returns_text(function, self.words.builds_prompt(function.name))
+            or not (returns_text(function, self.words.builds_prompt(function.name)) or _makes_own_object(function))
         ):
             return CLEAN
         _, bindings = _own_parameters(function, bound)
@@ -595,6 +603,16 @@ class Interpreter(Statements):
         found = self.methods.get(name)
         if found is not None:
             return found
+        cls = self.running_class()
+        if cls is None:
+            return None
+        key = (id(cls), name)
+        if key not in self.resolved:
+            self.resolved[key] = None if self.replaced(cls, name) else self.defining(cls, name)
+        return self.resolved[key]
+
+    def running_class(self) -> ast.ClassDef | None:
+        """The module's class whose method is running (None: a function that is no method, or none runs)."""
         if self.method_classes is None:
             self.method_classes = {
                 id(item): node
@@ -602,13 +620,24 @@ class Interpreter(Statements):
                 for item in node.body
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
             }
-        cls = self.method_classes.get(id(self.stack[-1])) if self.stack else None
-        if cls is None:
+        return self.method_classes.get(id(self.stack[-1])) if self.stack else None
+
+    def made_by_cls(self, func: ast.expr, scope: Scope) -> str | None:
+        """The class ``cls(...)`` makes an object of in a class method of the module's class (an alternate
+        constructor: ``from_environment``), by its name (None: not such a call)."""
+        if not (type(func) is ast.Name and func.id == "cls" and self.stack):
             return None
-        key = (id(cls), name)
-        if key not in self.resolved:
-            self.resolved[key] = None if self.replaced(cls, name) else self.defining(cls, name)
-        return self.resolved[key]
+        cls = self.running_class()
+        return cls.name if cls is not None and _decorated(self.stack[-1], "classmethod") else None
+
+    def factory_method(self, func: ast.Attribute, scope: Scope) -> Function | None:
+        """The class or static method ``Class.name(...)`` calls on a class of the module, that no variable hides
+        (``PromptContext.from_environment(cwd)``): run where it is called, with what it is given."""
+        owner = func.value
+        if not (type(owner) is ast.Name and owner.id in self.class_nodes and scope.lookup(owner.id) is None):
+            return None
+        found = self.defining(self.class_nodes[owner.id], func.attr)
+        return found if found is not None and _decorated(found, "classmethod", "staticmethod") else None
 
     def defining(self, cls: ast.ClassDef, name: str) -> Function | None:
         """Method ``name`` of the module's class ``cls``, or of the class it derives from alone, as far up as
@@ -873,7 +902,8 @@ class Interpreter(Statements):
                 return under(container, key.text)
             if key.text in self.data_keys:
                 return self.data_text(node, combine(container))
-        return combine(container, key)
+        read = combine(container, key)
+        return (self.stored_record(node.value, read) if container.entries is None else None) or read
 
     def inner(self, node: ast.Await | ast.Starred, scope: Scope) -> Value:
         return self.expr(node.value, scope)
@@ -955,7 +985,8 @@ class Interpreter(Statements):
         # as a variable that says so (``toolkit.clone_for_session(new_session_id)``), and so does a location given
         # to a call that reads what is stored there (``Config.load(log_dir)``); an id given to a constructor is what
         # the object keeps (``Stash(storage, agent.session_id)``).
-        made = callee if _capitalized(callee) else _class_of(func)  # Tool(...), _Spec(...), Tool.from_function(...)
+        alternate = self.made_by_cls(func, scope)  # cls(...) in a class method
+        made = callee if _capitalized(callee) else _class_of(func) or alternate  # Tool(...), Tool.from_function(...)
         if made and self.words.is_record(made):
             return CLEAN  # a record's ids and times are its bookkeeping (see Vocabulary.record_words)
         cls = None
@@ -972,10 +1003,11 @@ class Interpreter(Statements):
         elif callee in TEXT_METHODS or callee in ("dict", "partial"):
             filled = list(kwargs.values())
         elif made or system:
+            context = made is not None and self.words.builds_prompt(made)
             filled = [
                 value
                 for key, value in kwargs.items()
-                if not self.words.is_bookkeeping(key, prompt=not made)
+                if not self.words.is_bookkeeping(key, prompt=not made, context=context)
                 and not (reads and self.words.names_a_location(key))
             ]
         elif self.words.makes_prompt(callee):
@@ -989,6 +1021,11 @@ class Interpreter(Statements):
         if reads and isinstance(func, ast.Attribute) and self._configures(func.value, False, True):
             receiver = CLEAN  # file_path.read_text(): what is stored there, not where (a session's folder)
         everything = combine(receiver, *given, *filled, *spread, *factories)
+        if alternate and everything.origins:
+            # what an alternate constructor adds on its own (the clock it reads) is what its object says; which of
+            # its parameters a field keeps, and which field its caller reads, is not known (a budget for a prompt,
+            # given the prompt's variables): they do not pass
+            everything = Value(frozenset(origin for origin in everything.origins if origin.kind != PARAM))
         result: Value | None = None
         if name == "collections.defaultdict" and node.args and _makes_a_set(node.args[0]):
             return Value(everything.origins, cls=SETS)
@@ -1052,6 +1089,9 @@ class Interpreter(Statements):
         if attr in RECORD_LOADERS and len(node.args) == 1 and args[0].entries and not node.keywords:
             return replace(args[0], cls=RECORD)  # Model.model_validate(payload): its fields are the dict's items
         if attr == "get" and 1 <= len(node.args) <= 2:
+            record = self.stored_record(func.value, combine(receiver, *args)) if receiver.entries is None else None
+            if record is not None:  # sessions.get(session_id, {}): a record of the table
+                return record
             if receiver.entries and isinstance(constant(node.args[0]), str):
                 return reduce(join, args[1:], under(receiver, str(constant(node.args[0]))))  # d.get("date", default)
             if orders(receiver, taken=True):
@@ -1064,7 +1104,11 @@ class Interpreter(Statements):
             given = combine(*args)  # a set holds the same items whatever order they come in (a loop's too)
             added = element(given).origins if receiver.unordered else given.origins | self.order
             entries = _updated(receiver, attr, node, args, kwargs) if attr in ("setdefault", "update") else None
-            self.mutate(key, Value(receiver.origins | added, receiver.unordered, entries=entries), node, scope)
+            changed = Value(receiver.origins | added, receiver.unordered, entries=entries)
+            if attr in SEQUENCE_MUTATORS and node.args and is_call_record(node.args[-1]):
+                scope.update(key, changed)  # process_tools.append({"tool": name, "timestamp": now}): a log of calls
+            else:
+                self.mutate(key, changed, node, scope)
             if self.order and attr in SEQUENCE_MUTATORS and node.args:
                 self.sinks.ordered_messages(node.args[-1], self.order, self.items)
         elif key and attr == "sort":
@@ -1080,6 +1124,8 @@ class Interpreter(Statements):
             and (own := self.own_method(attr)) is not None
         ):  # a binder's body (the framework's own) is how what it is given is sent: reported at the call
             return self.inline(own, node, args, kwargs, skip_self=True, spread=spread)
+        if (factory := self.factory_method(func, scope)) is not None and not self.words.binds(attr):
+            return self.inline(factory, node, args, kwargs, skip_self=True, spread=spread)
         if not (node.args or node.keywords):  # a method of a class in another module
             kind = self.learned_of(self.owners_of(func.value, receiver, scope), f".{attr}()")
             return read_export(kind, node) if kind else None
@@ -1718,6 +1764,30 @@ def _part_of(origin: Origin) -> Origin:
 def _decorated(function: Function, *names: str) -> bool:
     """Whether ``function`` has a decorator of one of these last names (``staticmethod``, ``classmethod``)."""
     return any(last_name(decorator) in names for decorator in function.decorator_list)
+
+
+def _makes_own_object(function: Function) -> bool:
+    """Whether a class method returns an object its ``cls(...)`` makes (an alternate constructor), directly or by
+    a name bound to one: what it gives that object is what the object says, as a constructor's arguments are."""
+    if not _decorated(function, "classmethod"):
+        return False
+    made = {
+        target.id
+        for node in ast.walk(function)
+        if isinstance(node, ast.Assign) and _calls_cls(node.value)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    return any(
+        isinstance(node, ast.Return)
+        and node.value is not None
+        and (_calls_cls(node.value) or (isinstance(node.value, ast.Name) and node.value.id in made))
+        for node in ast.walk(function)
+    )
+
+
+def _calls_cls(node: ast.expr) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "cls"
 
 
 def _bound(method: Function) -> int:

@@ -427,7 +427,7 @@ class Sinks:
             self.report(VOLATILE_TOOLS, node, changing, sink)
         self.order_sink(node, orders(value, taken), sink)
 
-    def definition_sink(self, node: ast.Dict, value: Value) -> None:
+    def definition_sink(self, node: ast.expr, value: Value, declared: bool = False) -> None:
         """A dict display bound or returned that has the shape of a tool's definition (a function's ``name``,
         ``description`` and ``parameters``, ``input_schema`` or ``inputSchema``; ``{"type": "function",
         "function": ...}``): only ever made to be sent as a tool, even where the code that sends it is not seen
@@ -435,9 +435,10 @@ class Sinks:
         here when no tool sink reports any of it (one written into a system prompt is reported there too): a
         clock read, a draw or an id. Not a set's order, which the analysis keeps through what makes it moot when
         the schema is built for a sink it does not see (a set of one type picked by ``next(iter(...))``, the types
-        of a union sorted by name)."""
+        of a union sorted by name). ``declared``: ``node`` is a class attribute of a tool class that is its
+        definition (:attr:`~agentcache.lint.python.vocabulary.Vocabulary.tool_fields`), whatever its shape."""
         changing = volatile(value.origins)
-        if changing and _defines_tool(node):
+        if changing and (declared or (isinstance(node, ast.Dict) and _defines_tool(node))):
             self.report(VOLATILE_TOOLS, node, changing, TOOL_SCHEMA, defined=True)
 
     def reached(self, value: Value) -> None:
@@ -538,6 +539,13 @@ def is_tool_call(node: ast.Dict) -> bool:
         return False
     function = entry_at(node, "function")
     return "arguments" in keys or (isinstance(function, ast.Dict) and "arguments" in _keys(function))
+
+
+def is_call_record(node: ast.expr) -> bool:
+    """Whether an expression is a dict display that records a call (an id, the arguments, a time among its keys:
+    ``{"tool": name, "observation": text, "timestamp": now}``), never a tool's definition: a list of them, whatever
+    its name, is a log of the tools called, not tools sent."""
+    return isinstance(node, ast.Dict) and not _keys(node).isdisjoint(_CALL_KEYS)
 
 
 def _keys(node: ast.Dict) -> set[object]:

@@ -18,6 +18,7 @@ from agentcache.lint.python.syntax import (
     dotted,
     last_name,
     read_as_globals,
+    rebuilt_before_read,
     statements,
     unpacked,
 )
@@ -91,9 +92,12 @@ class Statements(ABC):
         self.bases: dict[int, tuple[str, ...]] = {}
         """Method (by id) -> the imported classes its class derives from, by dotted name: their fields are read
         from the project's exports."""
-        self.tuples: dict[str, tuple[Value, ...] | None] = {}
-        """Container (by dotted name) -> what each position of the tuples stored in it by key holds, joined over
-        the module (None: it holds something else too): :meth:`store`."""
+        self.stored: dict[str, Value] = {}
+        """Container (by dotted name) -> the items stored in it by key, joined over the module (:meth:`store`):
+        what each position of its tuples holds, or each key of its records, while every item is one."""
+        self.defaults: dict[tuple[int, str], bool] = {}
+        """(``__init__`` by id, attribute) -> whether what it binds there is rebuilt before it is read
+        (:meth:`default_rebuilt`)."""
         self.owners: dict[int, str] = {}
         """Method (by id) -> the name of its class, a top-level one: what the project's modules give that class's
         constructor is read as its fields."""
@@ -261,6 +265,13 @@ class Statements(ABC):
         for name, annotation in set_fields(node).items():  # the set its constructor is given
             held = body.vars.get(name, CLEAN)
             body.vars[name] = Value(held.origins, held.unordered or Origin.at(annotation, ORDER))
+        if any((last_name(base) or "").endswith(self.words.tool_classes) for base in node.bases):
+            for item in node.body:  # class FinanceTool(Tool): description = f"... Today is {date.today()}"
+                if not isinstance(item, (ast.Assign, ast.AnnAssign)) or item.value is None:
+                    continue
+                for target in item.targets if isinstance(item, ast.Assign) else [item.target]:
+                    if isinstance(target, ast.Name) and target.id in self.words.tool_fields:
+                        self.sinks.definition_sink(item.value, body.vars.get(target.id, CLEAN), declared=True)
         self.class_fields[id(node)] = {f"self.{name}": value for name, value in body.vars.items() if _kept(value)}
         self.redeclared[id(node)] = {f"self.{name}" for name in declared} - self.class_fields[id(node)].keys()
         if self.stack:
@@ -451,7 +462,8 @@ class Statements(ABC):
                 scope.vars[key] = value
             if target.attr in DESCRIBING:  # tool.description = f"... {today}": what the tool is sent as
                 self.changed(target.value, value, scope)
-            self.sinks.named_sink(target.attr, source, value, last_name(target.value))
+            if not self.default_rebuilt(target):
+                self.sinks.named_sink(target.attr, source, value, last_name(target.value))
         elif isinstance(target, ast.Subscript):
             key = dotted(target.value)
             name = target.slice.value if isinstance(target.slice, ast.Constant) else None
@@ -483,6 +495,26 @@ class Statements(ABC):
         elif isinstance(target, ast.Starred):
             self.assign(target.value, combine(value), scope, None)
 
+    def default_rebuilt(self, target: ast.Attribute) -> bool:
+        """Whether ``self.x = ...`` in an ``__init__`` binds a system prompt no code of the module reads before it
+        binds another (:func:`~agentcache.lint.python.syntax.rebuilt_before_read`): not sent, so no sink."""
+        constructor = self.stack[-1] if self.stack else None
+        if not (
+            constructor is not None
+            and constructor.name == "__init__"
+            and isinstance(target.value, ast.Name)
+            and target.value.id == "self"
+            and target.attr.lower().endswith(self.words.system_names)
+        ):
+            return False
+        key = (id(constructor), target.attr)
+        if key not in self.defaults:
+            cls = next(
+                (node for node in self.nodes if isinstance(node, ast.ClassDef) and constructor in node.body), None
+            )
+            self.defaults[key] = cls is not None and rebuilt_before_read(self.nodes, cls, constructor, target.attr)
+        return self.defaults[key]
+
     def changed(self, part: ast.expr, value: Value, scope: Scope) -> None:
         """The object a part of which is set to ``value`` (``tool.description = ...``, ``d["function"]["name"] =
         ...``) now carries it too: what is sent of it may print that part."""
@@ -495,25 +527,35 @@ class Statements(ABC):
             scope.update(key, Value(held, old.unordered, old.text, entries=old.entries, cls=old.cls))
 
     def store(self, key: str, value: Value) -> None:
-        """Record an item stored in the container ``key`` (``cache[url] = (schemas, time.time())``): while every
-        item stored in it is a tuple of one length, what each position holds (:meth:`stored_items`)."""
-        known = self.tuples.get(key, ())
-        if known is None or value.items is None or (known and len(known) != len(value.items)):
-            self.tuples[key] = None
-        else:
-            self.tuples[key] = tuple(map(join, known, value.items)) if known else value.items
+        """Record an item stored in the container ``key`` (``cache[url] = (schemas, time.time())``,
+        ``sessions[session_id] = {"id": session_id, "agent": agent}``): while every item stored in it is a tuple
+        of one length, what each position holds (:meth:`stored_items`), and while every one is a dict whose items
+        are known, what each key holds (:meth:`stored_record`)."""
+        known = self.stored.get(key)
+        self.stored[key] = value if known is None else join(known, value)
 
     def stored_items(self, read: ast.Subscript, value: Value) -> tuple[Value, ...] | None:
         """The positions of an item read from a container that holds tuples of one length (``data, stamp =
         cache[url]``): each the values stored there, with what else the container holds (``value``'s other
         origins), so that the time a cache entry was stored does not reach the data stored beside it."""
         key = dotted(read.value)
-        known = self.tuples.get(key) if key else None
-        if not known:
+        known = self.stored.get(key) if key else None
+        if known is None or not known.items:
             return None
-        stored = reduce(frozenset.union, (item.origins for item in known))
+        stored = reduce(frozenset.union, (item.origins for item in known.items))
         rest = value.origins - stored
-        return tuple(Value(item.origins | rest) if rest else item for item in known)
+        return tuple(Value(item.origins | rest) if rest else item for item in known.items)
+
+    def stored_record(self, container: ast.expr, value: Value) -> Value | None:
+        """An item read from a container that holds records, dicts whose items are known (``sessions[session_id]``,
+        ``sessions.get(session_id)``), where ``value`` is what the read gives: with the items each key of its
+        records holds, so that the id a session's record keeps does not reach the agent stored beside it (None:
+        the container holds no records)."""
+        key = dotted(container)
+        known = self.stored.get(key) if key else None
+        if known is None or not known.entries:
+            return None
+        return Value(value.origins, entries=known.entries)
 
     def passed(self, bindings: dict[str, Value]) -> Value:
         """What a call not followed returns: all it is given, but a parameter's own value in a run that looks for

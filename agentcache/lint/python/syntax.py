@@ -206,7 +206,7 @@ def returns_text(function: Function, parts: bool = False) -> bool:
     nothing of the kind. With ``parts``, a list of texts counts too (``-> list[str]``, ``[persona, *rules]``): a
     prompt's parts, where the function's name says it makes a prompt."""
     if function.returns is not None:
-        return _text_annotation(function.returns, _TEXT_CONTAINERS | _PART_CONTAINERS if parts else _TEXT_CONTAINERS)
+        return _text_annotation(function.returns, _PARTS_CONTAINERS if parts else _TEXT_CONTAINERS)
     bound: dict[str, list[ast.expr]] = {}
     returned: list[ast.expr] = []
     pending: list[ast.AST] = list(function.body)
@@ -257,10 +257,10 @@ def returns_text(function: Function, parts: bool = False) -> bool:
     return bool(returned) and all(map(text, returned))
 
 
-#: Generic types that hold text when their parameters do (``Optional[str]``, ``tuple[str, str]``), and those that
-#: hold a prompt's parts (``list[str]``: :func:`returns_text`).
+#: Generic types that hold text when their parameters do (``Optional[str]``, ``tuple[str, str]``), and those and the
+#: ones that hold a prompt's parts (``list[str]``: :func:`returns_text`).
 _TEXT_CONTAINERS = frozenset({"Optional", "Union", "tuple", "Tuple"})
-_PART_CONTAINERS = frozenset({"list", "List", "Sequence", "Iterable"})
+_PARTS_CONTAINERS = _TEXT_CONTAINERS | {"list", "List", "Sequence", "Iterable"}
 
 
 def _is_string(node: ast.expr) -> bool:
@@ -312,6 +312,36 @@ def definitions(nodes: list[ast.stmt]) -> tuple[dict[str, Function], dict[str, F
         {name: defs[0] for name, defs in functions.items() if len(defs) == 1},
         {name: defs[0] for name, defs in methods.items() if len(defs) == 1},
     )
+
+
+def rebuilt_before_read(nodes: list[ast.stmt], cls: ast.ClassDef, constructor: Function, attribute: str) -> bool:
+    """Whether what ``constructor`` (the ``__init__`` of ``cls``) binds to ``self.attribute`` is a default no code
+    of the module reads: ``constructor`` does not read it, every other method of ``cls`` that reads
+    ``self.attribute`` binds it on an earlier line, and one does, and no function of the module (``nodes``: its
+    statements) reads ``.attribute`` of another object (webresearcher's planner, that rebuilds its system prompt for
+    each question in ``run`` before it sends it)."""
+    methods = {id(item) for item in cls.body}
+    rebuilt = False
+    for function in nodes:
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        own = id(function) in methods
+        loads, stores = [], []
+        for node in ast.walk(function):
+            if isinstance(node, ast.Attribute) and node.attr == attribute:
+                by_self = isinstance(node.value, ast.Name) and node.value.id == "self"
+                if isinstance(node.ctx, ast.Load) and (own or not by_self):
+                    loads.append(node.lineno)
+                elif own and by_self and not isinstance(node.ctx, ast.Load):
+                    stores.append(node.lineno)
+        if function is constructor or not own:
+            if loads:
+                return False
+        elif loads:
+            if not stores or min(stores) >= min(loads):
+                return False
+            rebuilt = True
+    return rebuilt
 
 
 def calls_super(function: Function, name: str) -> bool:

@@ -172,6 +172,12 @@ class Vocabulary:
     """A class whose name ends so takes its system prompt as ``prompt=`` (AG2's ``Agent``, ``LiveAgent`` and
     ``Plugin``, the Agents SDK's prompt template, ControlFlow's): a constructor configures an agent, so what it is
     given is no one's turn."""
+    tool_classes: tuple[str, ...] = ("Tool",)
+    """A class derived from a base whose name ends so declares a tool by its class attributes (smolagents' and
+    EvoAgentX's ``Tool``, LangChain's and CrewAI's ``BaseTool``): its ``tool_fields`` are what it is sent as."""
+    tool_fields: frozenset[str] = frozenset({"name", "description", "inputs", "parameters", "input_schema"})
+    """The class attributes of a tool class (``tool_classes``) that are its definition: ``description: str =
+    f"... Today is {date.today()}"`` is evaluated once per process, so each process sends another schema."""
     prompt_methods: frozenset[str] = frozenset({"ask", "run"})
     """Methods of an agent (a receiver whose name says agent) that take one turn's system prompt as ``prompt=``
     beside the message given first: AG2's ``agent.ask(message, prompt=[...])`` and ``agent.run(...)``."""
@@ -251,15 +257,18 @@ class Vocabulary:
         object.__setattr__(self, "completion_methods", last)
         object.__setattr__(self, "sink_keywords", self.system_keywords | self.tools_keywords | self.schema_keywords)
 
-    def is_bookkeeping(self, keyword: str, prompt: bool = False) -> bool:
+    def is_bookkeeping(self, keyword: str, prompt: bool = False, context: bool = False) -> bool:
         """Whether a constructor's keyword argument is a record's id or time (``id=``, ``run_id=``,
         ``timestamp=``, ``created_at=``): the object carries it, but what it renders does not. ``prompt``: the
         keyword is given to what makes a prompt (a prompt maker, a field of a class of the project), where the
-        current time (``current_date_time=``) is what it is to say."""
+        current time (``current_date_time=``) is what it is to say. ``context``: it is given to a class whose name
+        says it holds a prompt's values (``PromptContext(date=...)``), where a date or a time is too (a timestamp,
+        ``created_at=`` and an id are still the object's own)."""
         if self.is_identifier(keyword):
             return True
-        timed = keyword in ("timestamp", "time", "date") or keyword.endswith(("_at", "_time"))
-        return timed and not (prompt and keyword.startswith("current_"))
+        stamp = keyword == "timestamp" or keyword.endswith("_at")
+        timed = stamp or keyword in ("time", "date") or keyword.endswith("_time")
+        return timed and not (prompt and keyword.startswith("current_")) and not (context and not stamp)
 
     def holds_tools(self, name: str) -> bool:
         """Whether a table's name says it holds tools to run by name (``available_functions``, ``self.tools``)."""
