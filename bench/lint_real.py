@@ -124,13 +124,13 @@ FLOORS = {
     "twentyfifth": (0.2, 0.33),
     "twentysixth": (1.0, 0.75),
     "twentyseventh": (1.0, 1.0),
-    "twentyeighth": (0.33, 0.33),
+    "twentyeighth": (0.4, 0.66),
     "twentyninth": (1.0, 1.0),
     "thirtieth": (0.66, 0.5),
     "thirtyfirst": (0.87, 0.77),
     "thirtysecond": (1.0, 0.66),
     "thirtythird": (1.0, 0.8),
-    "thirtyfourth": (0.68, 0.81),
+    "thirtyfourth": (0.88, 0.94),
 }
 #: Worker processes of the wall-clock run: the issue's target is for a 2-core machine.
 JOBS = 2
