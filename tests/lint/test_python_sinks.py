@@ -23,6 +23,22 @@ REGISTERED = """
 """
 
 POSITIVE = {
+    "a_tool_definition_with_an_id_appended_to_tools": """
+        from datetime import date
+
+        class Client:
+            def __init__(self):
+                self.available_tools = []
+
+            def register(self, server, tool):
+                self.available_tools.append(  # expect: AC102
+                    {
+                        "type": "function",
+                        "id": f"{server}:{tool.name}",
+                        "function": {"name": tool.name, "description": f"{tool.description} ({date.today()})"},
+                    }
+                )
+    """,
     "a_system_prompt_init_binds_only_as_a_default_run_rebuilds": """
         from datetime import date
 
@@ -47,20 +63,37 @@ POSITIVE = {
                 answer = self.llm.chat([system, {"role": "user", "content": question}])
                 self.system_prompt = "Revise."
                 return answer
+
+        class Lazy:
+            def __init__(self, llm, dynamic):
+                self.llm, self.dynamic = llm, dynamic
+                self.system_prompt = f"You plan. Today is {date.today()}."  # expect: AC101
+
+            def run(self, question):
+                if self.dynamic:
+                    self.system_prompt = "You plan."
+                return self.llm.invoke(self.system_prompt + question)
     """,
     "a_tool_class_declared_by_its_class_attributes": """
         from datetime import date, datetime
 
+        from langchain_core.tools import BaseTool
         from smolagents import Tool
+
+        UNITS = {"daily", "minute"}
 
         class StockTool(Tool):
             name = "stock_prices"
             description = f"Prices of a stock. Today is {date.today()}."  # expect: AC102
-            inputs = {  # expect: AC102
+            inputs = {  # expect: AC102 AC103
                 "start": {"type": "string", "description": f"First day, before {datetime.now():%Y-%m-%d}"},
+                "unit": {"type": "string", "enum": list(UNITS)},
             }
             output_type = "string"
             loaded_at = datetime.now()
+
+        class UnitTool(BaseTool[dict]):
+            description: str = f"Units: {', '.join(UNITS)}."  # expect: AC103
 
         class Report:
             description = f"Report of {date.today()}"

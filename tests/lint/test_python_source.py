@@ -2334,8 +2334,9 @@ def test_a_list_of_prompt_parts_a_helper_of_another_module_returns_is_followed(t
 
 
 def test_an_alternate_constructor_of_another_module_is_followed(tmp_path: Path) -> None:
-    """amcp's shape: a class method makes its object with ``cls(date=...)`` from the clock, and a module that makes
-    the prompt's context with it renders the system prompt from it; the same in the class's module. A class whose
+    """amcp's shape: a class method makes its object with ``cls(date=...)`` from the clock (bound to an annotated
+    name), and a module that makes the prompt's context with it renders the system prompt from it; the same in the
+    class's module, and on a subclass that inherits it, whose own name says prompt. A class whose
     name says it holds a prompt's values prints its ``date=``; a ``timestamp=`` is its own bookkeeping, and so is
     the date of a class whose name does not say prompt. What the caller gives an alternate constructor does not
     pass whole into its object (a budget given the prompt's variables, the date among them, renders the system
@@ -2352,7 +2353,7 @@ def test_an_alternate_constructor_of_another_module_is_followed(tmp_path: Path) 
         "    date: str = ''\n\n"
         "    @classmethod\n"
         "    def from_environment(cls, cwd: str = '.') -> 'PromptContext':\n"
-        "        context = cls(cwd=cwd, date=datetime.now().strftime('%Y-%m-%d'))\n"
+        "        context: PromptContext = cls(cwd=cwd, date=datetime.now().strftime('%Y-%m-%d'))\n"
         "        return context\n\n"
         "    @classmethod\n"
         "    def stamped(cls, cwd: str) -> 'PromptContext':\n"
@@ -2364,6 +2365,20 @@ def test_an_alternate_constructor_of_another_module_is_followed(tmp_path: Path) 
         "    @classmethod\n"
         "    def now(cls, name: str) -> 'Event':\n"
         "        return cls(name=name, date=datetime.now().isoformat())\n\n"
+        "@dataclass\n"
+        "class ContextBase:\n"
+        "    cwd: str = ''\n"
+        "    date: str = ''\n\n"
+        "    @classmethod\n"
+        "    def here(cls, cwd: str):\n"
+        "        return cls(cwd=cwd, date=datetime.now().strftime('%Y-%m-%d'))\n\n"
+        "class ShellPrompt(ContextBase):\n"
+        "    shell: str = 'bash'\n\n"
+        "def shell(question):\n"
+        "    system = render(ShellPrompt.here('/srv'))\n"
+        "    return OpenAI().chat.completions.create(\n"
+        "        model='m', messages=[{'role': 'system', 'content': system}, {'role': 'user', 'content': question}]\n"
+        "    )\n\n"
         "class Budget:\n"
         "    def __init__(self, variables, system_template):\n"
         "        self.system_prompt = Template(system_template).render(**variables)\n\n"
@@ -2396,6 +2411,6 @@ def test_an_alternate_constructor_of_another_module_is_followed(tmp_path: Path) 
     )
     findings = sorted(lint_paths([tmp_path]).findings, key=lambda finding: finding.path)
     found = [(Path(f.path).name, f.line, f.code) for f in findings]
-    assert found == [("context.py", 43, "AC101"), ("spec.py", 7, "AC101")]
-    assert "(line 11)" in findings[1].message  # the system prompt send() is given: not by noted, stamped, budgeted
-    assert not any(f"(line {line})" in findings[1].message for line in (14, 17, 20))
+    assert found == [("context.py", 44, "AC101"), ("context.py", 61, "AC101"), ("spec.py", 7, "AC101")]
+    assert "(line 11)" in findings[2].message  # the system prompt send() is given: not by noted, stamped, budgeted
+    assert not any(f"(line {line})" in findings[2].message for line in (14, 17, 20))

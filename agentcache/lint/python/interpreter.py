@@ -88,6 +88,7 @@ from agentcache.lint.python.vocabulary import (
     SET_OPERATORS,
     SET_TYPES,
     SETS,
+    TABLE,
     TEMPLATE,
     TEMPLATE_MAKERS,
     TEMPLATE_SOURCES,
@@ -284,9 +285,9 @@ class Interpreter(Statements):
         each top-level function and method defined once that takes arguments returns on its own, whatever it is
         given (``date_of(tz)``, ``Builder().build(tools)``: :meth:`own`), for the modules that call them; a call
         adds it to what it gives (:meth:`own_kind`). The runs share one memo, and leave the module's names and
-        stored items as they found them."""
+        stored tuples as they found them."""
         found: dict[str, Value] = {}
-        names, stored = dict(self.globals.vars), dict(self.stored)
+        names, tuples = dict(self.globals.vars), dict(self.tuples)
         must_memo: Memo = {}
         for name, function, top in self.defined_once():
             bound = 0 if function is top else _bound(function)
@@ -306,7 +307,7 @@ class Interpreter(Statements):
                     found[f"{name}(~)"] = value
                 elif _returns_a_set(function):  # -> set[str]: a new set, iterated in its hash order
                     found[f"{name}(~)"] = Value(unordered=Origin(function.lineno, 0, ORDER, function.name))
-        self.globals.vars, self.stored = names, stored
+        self.globals.vars, self.tuples = names, tuples
         return found
 
     def own(
@@ -324,7 +325,9 @@ class Interpreter(Statements):
         placeholders (``prompt.replace("__DATE__", today())``: the caller's text may hold none). Of a function
         that returns text only (:func:`~agentcache.lint.python.syntax.returns_text`: an object or a record keeps a
         time among other values; a list of texts only where the function's name says prompt, as a prompt's parts
-        sent whole, not the system and user texts of ``system, user = build_messages(q)``), not named for an id
+        sent whole, not the system and user texts of ``system, user = build_messages(q)``), or of a class method
+        that returns the object its ``cls(...)`` makes (an alternate constructor, whose keywords were sifted as a
+        constructor's: a record's ids and times are not kept), not named for an id
         (``generate_group_id(tool)``: a record's key), not one that makes the system prompt (that is reported in
         it, once), and of a tuple only when every part differs (``return system_prompt, user_prompt_with_the_date``).
         Not a set's order: which items, and whether they come from a set, are most often the caller's
@@ -624,11 +627,15 @@ class Interpreter(Statements):
 
     def made_by_cls(self, func: ast.expr, scope: Scope) -> str | None:
         """The class ``cls(...)`` makes an object of in a class method of the module's class (an alternate
-        constructor: ``from_environment``), by its name (None: not such a call)."""
+        constructor: ``from_environment``), by its name: the class it was called on (:meth:`factory_method`), else
+        the one that defines it (None: not such a call)."""
         if not (type(func) is ast.Name and func.id == "cls" and self.stack):
             return None
         cls = self.running_class()
-        return cls.name if cls is not None and _decorated(self.stack[-1], "classmethod") else None
+        if cls is None or not _decorated(self.stack[-1], "classmethod"):
+            return None
+        called_on = scope.lookup("cls")
+        return self.local_classes.get(called_on.cls or "", cls.name) if called_on is not None else cls.name
 
     def factory_method(self, func: ast.Attribute, scope: Scope) -> Function | None:
         """The class or static method ``Class.name(...)`` calls on a class of the module, that no variable hides
@@ -892,6 +899,8 @@ class Interpreter(Statements):
         container, key = self.expr(node.value, scope), self.expr(node.slice, scope)
         if container.cls == SETS:
             return made_set(node, container, key)
+        if container.cls == TABLE:  # sessions[session_id]: a record, with the items its records hold
+            return Value(combine(container, key).origins, entries=container.entries)
         items = container.items
         index = _index(node.slice) if items is not None else None
         if items is not None and index is not None and -len(items) <= index < len(items):
@@ -902,8 +911,7 @@ class Interpreter(Statements):
                 return under(container, key.text)
             if key.text in self.data_keys:
                 return self.data_text(node, combine(container))
-        read = combine(container, key)
-        return (self.stored_record(node.value, read) if container.entries is None else None) or read
+        return combine(container, key)
 
     def inner(self, node: ast.Await | ast.Starred, scope: Scope) -> Value:
         return self.expr(node.value, scope)
@@ -1089,9 +1097,8 @@ class Interpreter(Statements):
         if attr in RECORD_LOADERS and len(node.args) == 1 and args[0].entries and not node.keywords:
             return replace(args[0], cls=RECORD)  # Model.model_validate(payload): its fields are the dict's items
         if attr == "get" and 1 <= len(node.args) <= 2:
-            record = self.stored_record(func.value, combine(receiver, *args)) if receiver.entries is None else None
-            if record is not None:  # sessions.get(session_id, {}): a record of the table
-                return record
+            if receiver.cls == TABLE:  # sessions.get(session_id, {}): a record, with the items its records hold
+                return Value(combine(receiver, *args).origins, entries=receiver.entries)
             if receiver.entries and isinstance(constant(node.args[0]), str):
                 return reduce(join, args[1:], under(receiver, str(constant(node.args[0]))))  # d.get("date", default)
             if orders(receiver, taken=True):
@@ -1125,7 +1132,8 @@ class Interpreter(Statements):
         ):  # a binder's body (the framework's own) is how what it is given is sent: reported at the call
             return self.inline(own, node, args, kwargs, skip_self=True, spread=spread)
         if (factory := self.factory_method(func, scope)) is not None and not self.words.binds(attr):
-            return self.inline(factory, node, args, kwargs, skip_self=True, spread=spread)
+            called_on = Value(cls=f"{self.module}.{func.value.id}") if isinstance(func.value, ast.Name) else None
+            return self.inline(factory, node, args, kwargs, skip_self=True, spread=spread, owner=called_on)
         if not (node.args or node.keywords):  # a method of a class in another module
             kind = self.learned_of(self.owners_of(func.value, receiver, scope), f".{attr}()")
             return read_export(kind, node) if kind else None
@@ -1476,11 +1484,13 @@ class Interpreter(Statements):
         kwargs: dict[str, Value],
         skip_self: bool,
         spread: Sequence[Value] = (),
+        owner: Value | None = None,
     ) -> Value | None:
         """The return value of a module function called with these values (None: calls it cannot follow, which
         unpack a sequence into its positional parameters). The dicts unpacked into its keywords (``spread``:
         ``**options``) fill the parameters their entries name, and its ``**kwargs`` holds them with the keywords
-        no parameter is named by (``self._gather(context, **kwargs)`` that returns ``dict(kwargs)``)."""
+        no parameter is named by (``self._gather(context, **kwargs)`` that returns ``dict(kwargs)``). ``owner``:
+        what the first parameter it skips is bound to (a class method's ``cls``, the class it is called on)."""
         if any(isinstance(arg, ast.Starred) for arg in node.args) or len(spread) != sum(
             kw.arg is None for kw in node.keywords
         ):
@@ -1490,6 +1500,8 @@ class Interpreter(Statements):
         positional = [arg.arg for arg in (*spec.posonlyargs, *spec.args)][1 if skip_self and not static else 0 :]
         named = {arg.arg for arg in (*spec.args, *spec.kwonlyargs)}
         bindings = dict(zip(positional, args, strict=False))
+        if owner is not None and skip_self and not static and spec.args:
+            bindings[spec.args[0].arg] = owner
         for mapping in spread:
             bindings.update((key, value) for key, value in mapping.entries or () if key in named)
         bindings.update((key, value) for key, value in kwargs.items() if key in named)
@@ -1774,8 +1786,8 @@ def _makes_own_object(function: Function) -> bool:
     made = {
         target.id
         for node in ast.walk(function)
-        if isinstance(node, ast.Assign) and _calls_cls(node.value)
-        for target in node.targets
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _calls_cls(node.value)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
         if isinstance(target, ast.Name)
     }
     return any(

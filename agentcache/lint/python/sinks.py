@@ -436,10 +436,13 @@ class Sinks:
         clock read, a draw or an id. Not a set's order, which the analysis keeps through what makes it moot when
         the schema is built for a sink it does not see (a set of one type picked by ``next(iter(...))``, the types
         of a union sorted by name). ``declared``: ``node`` is a class attribute of a tool class that is its
-        definition (:attr:`~agentcache.lint.python.vocabulary.Vocabulary.tool_fields`), whatever its shape."""
+        definition (:attr:`~agentcache.lint.python.vocabulary.Vocabulary.tool_fields`), whatever its shape, made
+        once where the class is defined: a set's order it took there is the schema's too."""
         changing = volatile(value.origins)
         if changing and (declared or (isinstance(node, ast.Dict) and _defines_tool(node))):
             self.report(VOLATILE_TOOLS, node, changing, TOOL_SCHEMA, defined=True)
+        if declared:
+            self.order_sink(node, orders(value, taken=True), TOOL_SCHEMA)
 
     def reached(self, value: Value) -> None:
         """Note that the running functions reach a system prompt, and which of their parameters ``value`` holds."""
@@ -509,6 +512,8 @@ class Sinks:
 
 #: The keys under which a tool's definition holds its parameters' schema: OpenAI's, Anthropic's, MCP's.
 _PARAMETER_KEYS = frozenset({"parameters", "input_schema", "inputSchema"})
+#: Keys only a tool's definition holds, of those a record of a call never does.
+_DEFINITION_KEYS = _PARAMETER_KEYS | {"description", "function"}
 
 
 def _defines_tool(node: ast.Dict) -> bool:
@@ -543,9 +548,13 @@ def is_tool_call(node: ast.Dict) -> bool:
 
 def is_call_record(node: ast.expr) -> bool:
     """Whether an expression is a dict display that records a call (an id, the arguments, a time among its keys:
-    ``{"tool": name, "observation": text, "timestamp": now}``), never a tool's definition: a list of them, whatever
-    its name, is a log of the tools called, not tools sent."""
-    return isinstance(node, ast.Dict) and not _keys(node).isdisjoint(_CALL_KEYS)
+    ``{"tool": name, "observation": text, "timestamp": now}``) and holds nothing of a tool's definition (a
+    description, a function, a parameters' schema): a list of them, whatever its name, is a log of the tools
+    called, not tools sent."""
+    if not isinstance(node, ast.Dict):
+        return False
+    keys = _keys(node)
+    return not keys.isdisjoint(_CALL_KEYS) and keys.isdisjoint(_DEFINITION_KEYS)
 
 
 def _keys(node: ast.Dict) -> set[object]:

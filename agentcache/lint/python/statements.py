@@ -40,7 +40,14 @@ from agentcache.lint.python.values import (
     sequence_order,
     with_entry,
 )
-from agentcache.lint.python.vocabulary import MAPPING_ANNOTATIONS, SET_ANNOTATIONS, SET_OPERATORS, SETS, Vocabulary
+from agentcache.lint.python.vocabulary import (
+    MAPPING_ANNOTATIONS,
+    SET_ANNOTATIONS,
+    SET_OPERATORS,
+    SETS,
+    TABLE,
+    Vocabulary,
+)
 
 #: Calls into the module's own functions are followed this deep.
 MAX_CALL_DEPTH = 4
@@ -92,9 +99,9 @@ class Statements(ABC):
         self.bases: dict[int, tuple[str, ...]] = {}
         """Method (by id) -> the imported classes its class derives from, by dotted name: their fields are read
         from the project's exports."""
-        self.stored: dict[str, Value] = {}
-        """Container (by dotted name) -> the items stored in it by key, joined over the module (:meth:`store`):
-        what each position of its tuples holds, or each key of its records, while every item is one."""
+        self.tuples: dict[str, tuple[Value, ...] | None] = {}
+        """Container (by dotted name) -> what each position of the tuples stored in it by key holds, joined over
+        the module (None: it holds something else too): :meth:`store`."""
         self.defaults: dict[tuple[int, str], bool] = {}
         """(``__init__`` by id, attribute) -> whether what it binds there is rebuilt before it is read
         (:meth:`default_rebuilt`)."""
@@ -265,7 +272,7 @@ class Statements(ABC):
         for name, annotation in set_fields(node).items():  # the set its constructor is given
             held = body.vars.get(name, CLEAN)
             body.vars[name] = Value(held.origins, held.unordered or Origin.at(annotation, ORDER))
-        if any((last_name(base) or "").endswith(self.words.tool_classes) for base in node.bases):
+        if any(self.words.is_tool_class(base) for base in node.bases):
             for item in node.body:  # class FinanceTool(Tool): description = f"... Today is {date.today()}"
                 if not isinstance(item, (ast.Assign, ast.AnnAssign)) or item.value is None:
                     continue
@@ -469,9 +476,12 @@ class Statements(ABC):
             name = target.slice.value if isinstance(target.slice, ast.Constant) else None
             if key:
                 old = scope.lookup(key) or CLEAN
-                entries = with_entry(old, name, value) if isinstance(name, str) else old.entries
                 held = old.origins | value.origins | keyed(self.order)
-                kept = SETS if old.cls == SETS and value.unordered is not None else None  # given one more set
+                if old.cls == TABLE or (name is None and value.entries and old.entries is None and old.cls is None):
+                    entries, kept = _tabled(old, value)  # sessions[session_id] = {"id": session_id, ...}
+                else:
+                    entries = with_entry(old, name, value) if isinstance(name, str) else old.entries
+                    kept = SETS if old.cls == SETS and value.unordered is not None else None  # given one more set
                 scope.update(key, Value(held, old.unordered, entries=entries, cls=kept))
                 self.store(key, value)
             else:  # d["function"]["description"] = ..., tool.info.properties()[k] = ...: a key added in the loop's
@@ -512,7 +522,7 @@ class Statements(ABC):
             cls = next(
                 (node for node in self.nodes if isinstance(node, ast.ClassDef) and constructor in node.body), None
             )
-            self.defaults[key] = cls is not None and rebuilt_before_read(self.nodes, cls, constructor, target.attr)
+            self.defaults[key] = cls is not None and rebuilt_before_read(self.tree, cls, constructor, target.attr)
         return self.defaults[key]
 
     def changed(self, part: ast.expr, value: Value, scope: Scope) -> None:
@@ -527,35 +537,25 @@ class Statements(ABC):
             scope.update(key, Value(held, old.unordered, old.text, entries=old.entries, cls=old.cls))
 
     def store(self, key: str, value: Value) -> None:
-        """Record an item stored in the container ``key`` (``cache[url] = (schemas, time.time())``,
-        ``sessions[session_id] = {"id": session_id, "agent": agent}``): while every item stored in it is a tuple
-        of one length, what each position holds (:meth:`stored_items`), and while every one is a dict whose items
-        are known, what each key holds (:meth:`stored_record`)."""
-        known = self.stored.get(key)
-        self.stored[key] = value if known is None else join(known, value)
+        """Record an item stored in the container ``key`` (``cache[url] = (schemas, time.time())``): while every
+        item stored in it is a tuple of one length, what each position holds (:meth:`stored_items`)."""
+        known = self.tuples.get(key, ())
+        if known is None or value.items is None or (known and len(known) != len(value.items)):
+            self.tuples[key] = None
+        else:
+            self.tuples[key] = tuple(map(join, known, value.items)) if known else value.items
 
     def stored_items(self, read: ast.Subscript, value: Value) -> tuple[Value, ...] | None:
         """The positions of an item read from a container that holds tuples of one length (``data, stamp =
         cache[url]``): each the values stored there, with what else the container holds (``value``'s other
         origins), so that the time a cache entry was stored does not reach the data stored beside it."""
         key = dotted(read.value)
-        known = self.stored.get(key) if key else None
-        if known is None or not known.items:
+        known = self.tuples.get(key) if key else None
+        if not known:
             return None
-        stored = reduce(frozenset.union, (item.origins for item in known.items))
+        stored = reduce(frozenset.union, (item.origins for item in known))
         rest = value.origins - stored
-        return tuple(Value(item.origins | rest) if rest else item for item in known.items)
-
-    def stored_record(self, container: ast.expr, value: Value) -> Value | None:
-        """An item read from a container that holds records, dicts whose items are known (``sessions[session_id]``,
-        ``sessions.get(session_id)``), where ``value`` is what the read gives: with the items each key of its
-        records holds, so that the id a session's record keeps does not reach the agent stored beside it (None:
-        the container holds no records)."""
-        key = dotted(container)
-        known = self.stored.get(key) if key else None
-        if known is None or not known.entries:
-            return None
-        return Value(value.origins, entries=known.entries)
+        return tuple(Value(item.origins | rest) if rest else item for item in known)
 
     def passed(self, bindings: dict[str, Value]) -> Value:
         """What a call not followed returns: all it is given, but a parameter's own value in a run that looks for
@@ -719,6 +719,17 @@ def _no_default(value: ast.expr | None) -> bool:
     given = {keyword.arg: keyword.value for keyword in value.keywords}
     default = value.args[0] if value.args else given.get("default")
     return "default_factory" not in given and isinstance(default, ast.Constant) and default.value is None
+
+
+def _tabled(table: Value, value: Value) -> tuple[tuple[tuple[str, Value], ...] | None, str | None]:
+    """The entries and class of a table of records once ``value`` is stored in it by key (:data:`TABLE`): what each
+    key of its records holds, joined; a value that differs and is no record leaves it a plain dict."""
+    if value.entries:
+        known = value if table.cls != TABLE else join(Value(entries=table.entries), Value(entries=value.entries))
+        return known.entries, TABLE
+    if value.origins:
+        return None, None
+    return table.entries, table.cls
 
 
 def _kept(value: Value) -> bool:

@@ -314,34 +314,87 @@ def definitions(nodes: list[ast.stmt]) -> tuple[dict[str, Function], dict[str, F
     )
 
 
-def rebuilt_before_read(nodes: list[ast.stmt], cls: ast.ClassDef, constructor: Function, attribute: str) -> bool:
+def rebuilt_before_read(tree: ast.Module, cls: ast.ClassDef, constructor: Function, attribute: str) -> bool:
     """Whether what ``constructor`` (the ``__init__`` of ``cls``) binds to ``self.attribute`` is a default no code
-    of the module reads: ``constructor`` does not read it, every other method of ``cls`` that reads
-    ``self.attribute`` binds it on an earlier line, and one does, and no function of the module (``nodes``: its
-    statements) reads ``.attribute`` of another object (webresearcher's planner, that rebuilds its system prompt for
-    each question in ``run`` before it sends it)."""
-    methods = {id(item) for item in cls.body}
+    of the module reads: every other method of ``cls`` that reads ``.attribute`` binds ``self.attribute`` first, by a
+    statement of its own body run on every path before the statement that reads it, one of them does, and nothing
+    else in the module reads it: not ``constructor``, not a class derived from ``cls`` or one ``cls`` derives from
+    (their ``self`` may be one of its objects), not the module's own statements, nor anything of another object
+    (``planner.system_prompt``); another class's own ``self.attribute`` is its own. Webresearcher's planner rebuilds
+    its dated system prompt for each question in ``run``, then sends it: the one ``__init__`` binds is never sent."""
+    classes = {node.name: node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+    related = (
+        {cls.name}
+        | _bases_of(cls, classes)
+        | {name for name, other in classes.items() if cls.name in _bases_of(other, classes)}
+    )
+    methods = {id(item) for item in cls.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
     rebuilt = False
-    for function in nodes:
-        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        own = id(function) in methods
-        loads, stores = [], []
-        for node in ast.walk(function):
-            if isinstance(node, ast.Attribute) and node.attr == attribute:
-                by_self = isinstance(node.value, ast.Name) and node.value.id == "self"
-                if isinstance(node.ctx, ast.Load) and (own or not by_self):
-                    loads.append(node.lineno)
-                elif own and by_self and not isinstance(node.ctx, ast.Load):
-                    stores.append(node.lineno)
-        if function is constructor or not own:
-            if loads:
-                return False
-        elif loads:
-            if not stores or min(stores) >= min(loads):
+    pending: list[tuple[ast.AST, bool]] = [(tree, True)]  # (node, whether its self may be an object of cls)
+    while pending:
+        node, own = pending.pop()
+        if id(node) in methods and node is not constructor:
+            assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            first = _first_read(node.body, attribute)
+            if first is None:
+                continue
+            if not any(_binds_self(statement, attribute) for statement in node.body[:first]):
                 return False
             rebuilt = True
+        elif _reads(node, attribute) and (own or not _of_self(node)):
+            return False
+        else:
+            if isinstance(node, ast.ClassDef):
+                own = node.name in related
+            pending.extend((child, own) for child in ast.iter_child_nodes(node))
     return rebuilt
+
+
+def _bases_of(cls: ast.ClassDef, classes: dict[str, ast.ClassDef]) -> set[str]:
+    """The names of the module's classes ``cls`` derives from, through the module's classes."""
+    found: set[str] = set()
+    pending = [cls]
+    while pending:
+        for base in pending.pop().bases:
+            if isinstance(base, ast.Name) and base.id in classes and base.id not in found:
+                found.add(base.id)
+                pending.append(classes[base.id])
+    return found
+
+
+def _of_self(node: ast.AST) -> bool:
+    """Whether an attribute read or augmented assignment is of ``self``."""
+    target = node.target if isinstance(node, ast.AugAssign) else node
+    value = target.value if isinstance(target, ast.Attribute) else None
+    return isinstance(value, ast.Name) and value.id == "self"
+
+
+def _first_read(body: list[ast.stmt], attribute: str) -> int | None:
+    """The index of the first statement of ``body`` that reads ``.attribute`` (``self.x += ...`` reads it)."""
+    return next(
+        (index for index, statement in enumerate(body) if any(_reads(node, attribute) for node in ast.walk(statement))),
+        None,
+    )
+
+
+def _reads(node: ast.AST, attribute: str) -> bool:
+    if isinstance(node, ast.AugAssign):
+        return isinstance(node.target, ast.Attribute) and node.target.attr == attribute
+    return isinstance(node, ast.Attribute) and node.attr == attribute and isinstance(node.ctx, ast.Load)
+
+
+def _binds_self(statement: ast.stmt, attribute: str) -> bool:
+    """Whether a statement is an assignment to ``self.attribute`` (run whenever the statement is)."""
+    targets = statement.targets if isinstance(statement, ast.Assign) else []
+    if isinstance(statement, ast.AnnAssign) and statement.value is not None:
+        targets = [statement.target]
+    return any(
+        isinstance(target, ast.Attribute)
+        and target.attr == attribute
+        and isinstance(target.value, ast.Name)
+        and target.value.id == "self"
+        for target in targets
+    )
 
 
 def calls_super(function: Function, name: str) -> bool:

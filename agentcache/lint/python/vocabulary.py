@@ -262,13 +262,14 @@ class Vocabulary:
         ``timestamp=``, ``created_at=``): the object carries it, but what it renders does not. ``prompt``: the
         keyword is given to what makes a prompt (a prompt maker, a field of a class of the project), where the
         current time (``current_date_time=``) is what it is to say. ``context``: it is given to a class whose name
-        says it holds a prompt's values (``PromptContext(date=...)``), where a date or a time is too (a timestamp,
-        ``created_at=`` and an id are still the object's own)."""
+        says it holds a prompt's values (``PromptContext(date=...)``), where ``date=`` and ``time=`` are too (a
+        timestamp, ``created_at=``, ``create_time=`` and an id are still the object's own)."""
         if self.is_identifier(keyword):
             return True
-        stamp = keyword == "timestamp" or keyword.endswith("_at")
-        timed = stamp or keyword in ("time", "date") or keyword.endswith("_time")
-        return timed and not (prompt and keyword.startswith("current_")) and not (context and not stamp)
+        timed = keyword in ("timestamp", "time", "date") or keyword.endswith(("_at", "_time"))
+        return (
+            timed and not (prompt and keyword.startswith("current_")) and not (context and keyword in ("date", "time"))
+        )
 
     def holds_tools(self, name: str) -> bool:
         """Whether a table's name says it holds tools to run by name (``available_functions``, ``self.tools``)."""
@@ -351,6 +352,13 @@ class Vocabulary:
         """The role a role's text says: :data:`SYSTEM` for one of ``system_roles``, one of ``other_roles``, else
         None."""
         return SYSTEM if text in self.system_roles else text if text in self.other_roles else None
+
+    def is_tool_class(self, base: ast.expr) -> bool:
+        """Whether a base class declares a tool by its subclasses' class attributes (:attr:`tool_classes`):
+        ``Tool``, ``BaseTool[ArgsModel]``."""
+        named = base.value if isinstance(base, ast.Subscript) else base
+        name = named.attr if isinstance(named, ast.Attribute) else named.id if isinstance(named, ast.Name) else ""
+        return name.endswith(self.tool_classes)
 
     def builds_prompt(self, function: str) -> bool:
         """Whether a function's name says it builds a prompt (``prompt_timeinfo``, ``get_prompt``)."""
@@ -571,6 +579,10 @@ TEMPLATE = "jinja2.Template"
 #: The class of a dict whose values are sets (``defaultdict(set)``, ``by_tag: dict[str, set[str]] = {}``): an item
 #: read of it is a set, iterated in hash order.
 SETS = "builtins.dict[set]"
+#: The class of a dict that holds records by key (``sessions[session_id] = {"id": session_id, "agent": agent}``):
+#: its entries are what each key of its records holds, so an item read of it by key is a record with those entries
+#: (the id a session's record keeps does not reach the agent stored beside it).
+TABLE = "builtins.dict[record]"
 #: Annotations of a mapping, by last name: ``dict[str, set[str]]`` says its values are sets.
 MAPPING_ANNOTATIONS = frozenset({"dict", "Dict", "defaultdict", "DefaultDict", "Mapping", "MutableMapping"})
 #: Calls that return a copy of their argument: a dict of variables copied keeps its entries.
