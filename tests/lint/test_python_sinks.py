@@ -813,6 +813,14 @@ POSITIVE = {
 }
 
 NEGATIVE = {
+    "a_compaction_summary_stamped_once_into_the_history": """
+        from datetime import datetime
+
+        def compact_history(messages, summarize):
+            summary = summarize(messages[1:-4])
+            note = {"role": "system", "content": f"[Summary of {datetime.now():%Y-%m-%d}]\\n{summary}"}
+            return [messages[0], note, *messages[-4:]]
+    """,
     "a_log_of_tool_calls_named_tools": """
         from datetime import datetime
 

@@ -2414,3 +2414,21 @@ def test_an_alternate_constructor_of_another_module_is_followed(tmp_path: Path) 
     assert found == [("context.py", 44, "AC101"), ("context.py", 61, "AC101"), ("spec.py", 7, "AC101")]
     assert "(line 11)" in findings[2].message  # the system prompt send() is given: not by noted, stamped, budgeted
     assert not any(f"(line {line})" in findings[2].message for line in (14, 17, 20))
+
+
+def test_a_module_that_compacts_the_conversation_makes_no_system_prompt(tmp_path: Path) -> None:
+    """clawsoul's and nucleusiq's shape: a module named for compaction inserts a dated summary (or an id it keeps) as
+    a system message once into the history, resent as stored; the agent's own dated system prompt is reported."""
+    write_package(
+        tmp_path / "pkg",
+        compaction="import uuid\nfrom datetime import datetime\n\n"
+        "def summarize(messages, llm):\n"
+        "    summary = llm(messages)\n"
+        "    note = {'role': 'system', 'content': f'[Summary {datetime.now():%Y-%m-%d}] {summary} ({uuid.uuid4()})'}\n"
+        "    return [messages[0], note]\n",
+        agent="from datetime import datetime\n\n"
+        "def build(messages):\n"
+        "    return [{'role': 'system', 'content': f'Today is {datetime.now():%Y-%m-%d}.'}, *messages]\n",
+    )
+    found = [(Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path]).findings]
+    assert found == [("agent.py", 4, "AC101")]

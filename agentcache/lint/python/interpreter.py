@@ -129,6 +129,7 @@ class Interpreter(Statements):
         ``module``: the module's dotted name, that its classes are known by."""
         super().__init__(tree, words)
         self.module = module
+        self.sinks.compaction = words.compacts(module.rpartition(".")[2])
         if scope is not None:
             self.globals = scope
         self.templates = templates if templates is not None else TemplateFiles()

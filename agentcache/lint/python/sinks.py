@@ -82,6 +82,8 @@ class Sinks:
         given", replaced before anything is sent, so what it is bound to is no sink."""
         self.flag_items: dict[tuple[int, int], str] = {}
         """Clock flags given as a dict's items, by position: their keys (:meth:`clock_flag`)."""
+        self.compaction = False
+        """Whether the module's name says it compacts a conversation (:meth:`compacts`)."""
         self.system_messages: set[int] = set()
         """The nodes (by id) that made a system message: :meth:`ordered_messages` asks of the messages a collection
         is made of."""
@@ -386,6 +388,13 @@ class Sinks:
                 return
             self.tools_sink(node, value, taken=True)
 
+    def compacts(self) -> bool:
+        """Whether the running code compacts a conversation, by its module's name or a running function's
+        (:meth:`~agentcache.lint.python.vocabulary.Vocabulary.compacts`): a system message made there is a note
+        inserted into the history once (clawsoul's compaction summary, stamped with its date), resent as stored
+        and never made again for a call, so nothing in it is reported."""
+        return self.compaction or any(self.words.compacts(function.name) for function in self.stack)
+
     def leaves(self, name: str) -> bool:
         """Whether the running function's (or script block's) variable ``name`` leaves it as it is: asked of a
         variable named like tools, whose escaping names are worked out once per function."""
@@ -410,6 +419,8 @@ class Sinks:
 
     def system_sink(self, node: ast.expr, value: Value, taken: bool = False) -> None:
         self.reached(value)
+        if self.compacts():
+            return
         changing = volatile(value.origins)
         if changing:
             tail = stable_tail(value)

@@ -178,6 +178,10 @@ class Vocabulary:
     tool_fields: frozenset[str] = frozenset({"name", "description", "inputs", "parameters", "input_schema"})
     """The class attributes of a tool class (``tool_classes``) that are its definition: ``description: str =
     f"... Today is {date.today()}"`` is evaluated once per process, so each process sends another schema."""
+    compaction_words: frozenset[str] = frozenset({"compact", "compaction", "compactor", "compacted", "compacting"})
+    """Words of a function's or a module's name that say it compacts a conversation (``compact``,
+    ``compaction.py``, ``build_compact_view``): a system message it makes is a note inserted into the history once,
+    when it is compacted, and resent as stored; not the system prompt of every call."""
     prompt_methods: frozenset[str] = frozenset({"ask", "run"})
     """Methods of an agent (a receiver whose name says agent) that take one turn's system prompt as ``prompt=``
     beside the message given first: AG2's ``agent.ask(message, prompt=[...])`` and ``agent.run(...)``."""
@@ -352,6 +356,10 @@ class Vocabulary:
         """The role a role's text says: :data:`SYSTEM` for one of ``system_roles``, one of ``other_roles``, else
         None."""
         return SYSTEM if text in self.system_roles else text if text in self.other_roles else None
+
+    def compacts(self, name: str) -> bool:
+        """Whether a function's or a module's name says it compacts a conversation (:attr:`compaction_words`)."""
+        return not self.compaction_words.isdisjoint(_words(name))
 
     def is_tool_class(self, base: ast.expr) -> bool:
         """Whether a base class declares a tool by its subclasses' class attributes (:attr:`tool_classes`):
