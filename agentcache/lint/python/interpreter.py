@@ -17,6 +17,7 @@ from agentcache.lint.python.sinks import TOOL_LIST, is_call_record, is_tool_call
 from agentcache.lint.python.statements import MAX_CALL_DEPTH, Memo, Statements, declares_set, set_fields
 from agentcache.lint.python.syntax import (
     Function,
+    bases_of,
     bound_names,
     callable_without_arguments,
     calls_super,
@@ -667,7 +668,7 @@ class Interpreter(Statements):
         """Whether a class of the module derived from ``cls`` defines method ``name`` without calling
         ``super().name(...)`` (:meth:`own_method`)."""
         for other in self.class_nodes.values():
-            if other is not cls and self.derives(other, cls.name, set()):
+            if other is not cls and cls.name in bases_of(other, self.class_nodes):
                 for item in other.body:
                     if (
                         isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -676,14 +677,6 @@ class Interpreter(Statements):
                     ):
                         return True
         return False
-
-    def derives(self, cls: ast.ClassDef, base: str, seen: set[str]) -> bool:
-        """Whether the module's class ``cls`` derives from its class named ``base``, through the module's classes."""
-        seen.add(cls.name)
-        names = [node.id for node in cls.bases if isinstance(node, ast.Name) and node.id in self.class_nodes]
-        return base in names or any(
-            self.derives(self.class_nodes[name], base, seen) for name in names if name not in seen
-        )
 
     def of_project(self, func: ast.expr, receiver: Value, scope: Scope) -> bool:
         """Whether a call names a class, or a method of an object of a class, of the project: its body says what

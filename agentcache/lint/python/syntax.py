@@ -325,8 +325,8 @@ def rebuilt_before_read(tree: ast.Module, cls: ast.ClassDef, constructor: Functi
     classes = {node.name: node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
     related = (
         {cls.name}
-        | _bases_of(cls, classes)
-        | {name for name, other in classes.items() if cls.name in _bases_of(other, classes)}
+        | bases_of(cls, classes)
+        | {name for name, other in classes.items() if cls.name in bases_of(other, classes)}
     )
     methods = {id(item) for item in cls.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
     rebuilt = False
@@ -350,8 +350,8 @@ def rebuilt_before_read(tree: ast.Module, cls: ast.ClassDef, constructor: Functi
     return rebuilt
 
 
-def _bases_of(cls: ast.ClassDef, classes: dict[str, ast.ClassDef]) -> set[str]:
-    """The names of the module's classes ``cls`` derives from, through the module's classes."""
+def bases_of(cls: ast.ClassDef, classes: dict[str, ast.ClassDef]) -> set[str]:
+    """The names of the module's classes (``classes``, by name) ``cls`` derives from, through them."""
     found: set[str] = set()
     pending = [cls]
     while pending:
@@ -389,11 +389,7 @@ def _binds_self(statement: ast.stmt, attribute: str) -> bool:
     if isinstance(statement, ast.AnnAssign) and statement.value is not None:
         targets = [statement.target]
     return any(
-        isinstance(target, ast.Attribute)
-        and target.attr == attribute
-        and isinstance(target.value, ast.Name)
-        and target.value.id == "self"
-        for target in targets
+        isinstance(target, ast.Attribute) and target.attr == attribute and _of_self(target) for target in targets
     )
 
 

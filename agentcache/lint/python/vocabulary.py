@@ -365,8 +365,7 @@ class Vocabulary:
         """Whether a base class declares a tool by its subclasses' class attributes (:attr:`tool_classes`):
         ``Tool``, ``BaseTool[ArgsModel]``."""
         named = base.value if isinstance(base, ast.Subscript) else base
-        name = named.attr if isinstance(named, ast.Attribute) else named.id if isinstance(named, ast.Name) else ""
-        return name.endswith(self.tool_classes)
+        return (last_name(named) or "").endswith(self.tool_classes)
 
     def builds_prompt(self, function: str) -> bool:
         """Whether a function's name says it builds a prompt (``prompt_timeinfo``, ``get_prompt``)."""
