@@ -411,6 +411,44 @@ POSITIVE = {
                 text = SYSTEM.render(name="planner", today=self.started.date())
                 return [{"role": "system", "content": text}]  # expect: AC101
     """,
+    "an_objects_id_printed_by_its_own_method": """
+        import uuid
+        from dataclasses import dataclass, field
+
+        import jinja2
+
+        AGENT = jinja2.Template("You are {{ agent.name }} <id>{{ agent.id }}</id>")
+
+        @dataclass
+        class Actor:
+            name: str = "planner"
+            id: str = field(default_factory=lambda: uuid.uuid4().hex[:8])
+
+            def get_prompt(self):
+                return AGENT.render(agent=self)
+
+        def messages(question):
+            actor = Actor()
+            return [{"role": "system", "content": actor.get_prompt()}]  # expect: AC101
+    """,
+    "a_clock_a_prompt_part_calls_when_rendered": """
+        import time
+        from datetime import datetime
+
+        from .architext import Columns, FunctionTool, StructuredTool, SystemMessage, Texts
+
+        WORKER = SystemMessage(f"Now: {Texts(lambda: datetime.now().strftime('%H:%M'))}")  # expect: AC101
+
+        BOARD = SystemMessage(f"Tasks: {Columns(lambda task: task.started or time.time())}")
+
+        def tools():
+            return [FunctionTool(lambda: datetime.now().isoformat()), StructuredTool.from_function(lambda: time.time())]
+
+        def ask(client, question):
+            return client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": question}], tools=tools()
+            )
+    """,
     "a_random_name_on_the_system_message": """
         import random
         import string

@@ -1022,6 +1022,10 @@ class Interpreter(Statements):
             given = [value for arg, value in zip(node.args, args, strict=True) if not self._configures(arg, ids, reads)]
         if reads and isinstance(func, ast.Attribute) and self._configures(func.value, False, True):
             receiver = CLEAN  # file_path.read_text(): what is stored there, not where (a session's folder)
+        if made and not made.endswith(self.words.tool_classes):
+            # a prompt part given a provider it calls when rendered (Texts(lambda: datetime.now().strftime(...)));
+            # a tool made of a function sends its name and schema, not what it returns
+            factories += [self.made_by(arg, scope) for arg in node.args if _provides(arg)]
         everything = combine(receiver, *given, *filled, *spread, *factories)
         if alternate and everything.origins:
             # what an alternate constructor adds on its own (the clock it reads) is what its object says; which of
@@ -1293,16 +1297,29 @@ class Interpreter(Statements):
         """The class of the project an object is made of (``_SchemaSpec(...)``, ``Budget.for_model(...)``: ``made``
         is the class), when it is worth knowing: a class of the module that sets a field that differs, but for its
         ids and times (an object known by its class is a memo key of its own, and a class that stamps its objects
-        is common), or a class of another module whose methods are summed up (:class:`Summary`) or send a parameter
-        as the system prompt (:class:`Sent`)."""
+        is common) unless a method of its own returns them (``get_prompt()`` printing ``self.id``), or a class of
+        another module whose methods are summed up (:class:`Summary`) or send a parameter as the system prompt
+        (:class:`Sent`)."""
         if isinstance(made, ast.Name) and made.id in self.classes and scope.lookup(made.id) is None:
             known = self.worth.get(made.id)
             if known is None and made.id in self.instance_fields:  # its __init__ has run: asked once per class
                 fields = self.instance_fields[made.id]
-                known = self.worth[made.id] = any(not self.words.is_bookkeeping(field[5:]) for field in fields)
+                known = self.worth[made.id] = any(
+                    not self.words.is_bookkeeping(field[5:]) for field in fields
+                ) or self.returns_own(made.id)
             return f"{self.module}.{made.id}" if known else None
         name = self.qualname(made, scope)
         return name if name and name.startswith(self.package_top) and self.learned.get(f"{name}(.)") else None
+
+    def returns_own(self, owner: str) -> bool:
+        """Whether a method of the module's class ``owner``, called without arguments, returns what differs on
+        its own (as the project learned it)."""
+        node = self.class_nodes.get(owner)
+        return node is not None and any(
+            isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and self.learned.get(f"{self.module}.{owner}().{item.name}()") is not None
+            for item in node.body
+        )
 
     def template_source(self, callee: str, node: ast.Call, receiver: Value, args: list[Value]) -> Value | None:
         """A template made from a text (``env.from_string(TEXT)``, ``jinja2.Template(TEXT)``) or loaded by a
@@ -1688,6 +1705,14 @@ def _class_of(func: ast.expr) -> str | None:
         if owner and _capitalized(owner) and not owner.isupper():
             return owner
     return None
+
+
+def _provides(node: ast.expr) -> bool:
+    """Whether an argument is a function of no parameters written in place (``lambda: platform.platform()``)."""
+    if not isinstance(node, ast.Lambda):
+        return False
+    spec = node.args
+    return not (spec.posonlyargs or spec.args or spec.kwonlyargs or spec.vararg or spec.kwarg)
 
 
 def _capitalized(name: str) -> bool:
