@@ -449,6 +449,39 @@ POSITIVE = {
                 model="m", messages=[{"role": "user", "content": question}], tools=tools()
             )
     """,
+    "a_field_set_on_an_object_and_read_by_the_function_it_is_given_to": """
+        from datetime import datetime
+
+        from .config import load_config
+
+        def system_prompt(config):
+            return f"You work in {config.cwd}. Branch prefix: {config.branch_prefix}"
+
+        def messages(path, question):
+            config = load_config(path)
+            config.branch_prefix = f"run_{datetime.now():%Y%m%d_%H%M%S}"
+            prompt = system_prompt(config)
+            return [{"role": "system", "content": prompt}, {"role": "user", "content": question}]  # expect: AC101
+    """,
+    "output_schemas_wrapped_in_a_format_class_and_anthropics_output_config": """
+        from anthropic import Anthropic
+
+        from .schemas import OAIJSONSchema, OAIResponseFormatSchema
+
+        def request(params, schema):
+            schema["required"] = list(set(schema["required"]))
+            wrapped = OAIResponseFormatSchema(json_schema=OAIJSONSchema(name="answer", schema_=schema))
+            params["response_format"] = wrapped.model_dump(by_alias=True)  # expect: AC103
+            return params
+
+        def ask(messages, schema):
+            strict = {**schema, "required": list(set(schema["properties"]))}
+            return Anthropic().messages.create(
+                model="m",
+                messages=messages,
+                output_config={"format": {"type": "json_schema", "schema": strict}},  # expect: AC103
+            )
+    """,
     "a_random_name_on_the_system_message": """
         import random
         import string
@@ -676,6 +709,22 @@ POSITIVE = {
 }
 
 NEGATIVE = {
+    "fields_set_on_an_object_that_the_prompt_does_not_read": """
+        import time
+        from datetime import datetime
+
+        from .config import load_config
+
+        def system_prompt(config):
+            return f"You work in {config.cwd}."
+
+        def messages(path, question):
+            config = load_config(path)
+            config.started = datetime.now()
+            config.run_id = time.time()
+            config.last_seen_at = time.time()
+            return [{"role": "system", "content": system_prompt(config)}, {"role": "user", "content": question}]
+    """,
     "a_method_several_classes_define_where_python_may_run_another": """
         import logging
         import time
@@ -1169,6 +1218,61 @@ def test_a_helper_in_another_module_is_followed(tmp_path: Path) -> None:
     [finding] = lint_paths([tmp_path]).findings
     assert (Path(finding.path).name, finding.line, finding.code) == ("a_graph.py", 6, "AC101")
     assert "`get_today_str()`" in finding.message
+
+
+def test_a_static_method_of_another_module_called_on_its_class_is_followed(tmp_path: Path) -> None:
+    """A utility class of static and class methods (``Clock.today()``, ``Clock.stamp(fmt)``): what they return,
+    with or without arguments, is known where another module calls them on the class; a static method whose clock
+    depends on what it is given is not followed."""
+    write_package(
+        tmp_path / "pkg",
+        util="from datetime import datetime\n\n"
+        "class Clock:\n"
+        "    @staticmethod\n"
+        "    def today():\n"
+        "        return datetime.now().strftime('%Y-%m-%d')\n\n"
+        "    @classmethod\n"
+        "    def stamp(cls, fmt):\n"
+        "        return datetime.now().strftime(fmt)\n\n"
+        "    @staticmethod\n"
+        "    def maybe(text, dated):\n"
+        "        return f'{text} {datetime.now()}' if dated else text\n",
+        agent="from .util import Clock\n\n"
+        "def today_prompt():\n"
+        "    return [{'role': 'system', 'content': f'Today is {Clock.today()}.'}]\n\n"
+        "def time_prompt():\n"
+        "    return [{'role': 'system', 'content': 'Now: ' + Clock.stamp('%H:%M')}]\n\n"
+        "def plain_prompt(text):\n"
+        "    return [{'role': 'system', 'content': Clock.maybe(text, False)}]\n",
+    )
+    found = sorted((Path(finding.path).name, finding.line, finding.code) for finding in lint_paths([tmp_path]).findings)
+    assert found == [("agent.py", 4, "AC101"), ("agent.py", 7, "AC101")]
+
+
+def test_a_list_of_tools_returned_in_a_sets_order_is_a_tool_list(tmp_path: Path) -> None:
+    """cogency's registry: a method annotated to return a list of tools (``-> list[Tool]``) hands its caller the
+    tools in the order of a set of them, which that caller gives an agent; one that keeps its registry's order, or
+    returns names or an empty tuple (``tuple[()]``), is quiet."""
+    write_package(
+        tmp_path / "pkg",
+        registry="from .tools import Tool\n\n"
+        "class ToolRegistry:\n"
+        "    def __init__(self):\n"
+        "        self.by_name: dict[str, Tool] = {}\n\n"
+        "    def name(self, names: list[str]) -> list[Tool]:\n"
+        "        filtered: set[Tool] = set()\n"
+        "        for name in names:\n"
+        "            filtered.add(self.by_name[name])\n"
+        "        return list(filtered)\n\n"
+        "    def ordered(self, names: list[str]) -> list[Tool] | None:\n"
+        "        return [self.by_name[name] for name in names if name in self.by_name]\n\n"
+        "    def names(self) -> list[str]:\n"
+        "        return list(set(self.by_name))\n\n"
+        "    def nothing(self) -> tuple[()]:\n"
+        "        return ()\n",
+    )
+    found = [(Path(finding.path).name, finding.line, finding.code) for finding in lint_paths([tmp_path]).findings]
+    assert found == [("registry.py", 11, "AC103")]
 
 
 def test_what_a_helper_of_another_module_returns_on_its_own_is_followed(tmp_path: Path) -> None:
@@ -1671,8 +1775,9 @@ def test_what_a_function_of_another_module_sends_is_reported_where_it_is_given(t
 
 def test_a_parameter_not_sent_whole_is_not_reported_where_it_is_given(tmp_path: Path) -> None:
     """What a caller gives a parameter that reaches the system prompt only through a call the run does not follow
-    (a lookup two calls deep), or of which only an item or a property is sent, is not reported: the dated text and
-    the object's random name are not what the system message holds."""
+    (a lookup two calls deep), or of which only an item (``agent["system"]``, ``state.get("catalog")``) or a
+    property is sent, is not reported: the dated text, the object's random name and the state's start time are not
+    what the system message holds."""
     write_package(
         tmp_path / "pkg",
         llm="from dataclasses import dataclass\n\nfrom langchain_openai import ChatOpenAI\n\n"
@@ -1684,13 +1789,17 @@ def test_a_parameter_not_sent_whole_is_not_reported_where_it_is_given(tmp_path: 
         "def chat(topic, user):\n    return ChatOpenAI().invoke([('system', _system_for(topic)), ('human', user)])\n\n"
         "def chat_as(agent, user):\n    return ChatOpenAI().invoke([('system', agent['system']), ('human', user)])\n\n"
         "def chat_with(agent: Agent, user):\n"
-        "    return ChatOpenAI().invoke([('system', agent.system), ('human', user)])\n",
-        app="import datetime\nimport secrets\n\nfrom .llm import Agent, chat, chat_as, chat_with\n\n"
+        "    return ChatOpenAI().invoke([('system', agent.system), ('human', user)])\n\n"
+        "def chat_from(state, user):\n"
+        "    catalog = state.get('catalog')\n"
+        "    return ChatOpenAI().invoke([('system', f'Files: {catalog.listing()}'), ('human', user)])\n",
+        app="import datetime\nimport secrets\n\nfrom .llm import Agent, chat, chat_as, chat_from, chat_with\n\n"
         "def ask(question):\n    return chat(f'asked at {datetime.datetime.now()}', question)\n\n"
         "def named():\n"
         "    agent = {'name': f'agent-{secrets.token_hex(4)}', 'system': 'You help.'}\n"
         "    return chat_as(agent, 'hello')\n\n"
-        "def typed():\n    return chat_with(Agent(name=f'agent-{secrets.token_hex(4)}'), 'hello')\n",
+        "def typed():\n    return chat_with(Agent(name=f'agent-{secrets.token_hex(4)}'), 'hello')\n\n"
+        "def stated(state):\n    return chat_from({**state, 'started': datetime.datetime.now()}, 'go')\n",
     )
     assert lint_paths([tmp_path]).findings == ()
 

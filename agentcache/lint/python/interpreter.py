@@ -183,7 +183,8 @@ class Interpreter(Statements):
     def exports(self) -> dict[str, Value]:
         """After :meth:`run`: what each top-level function that takes no arguments returns (``name()``), each
         module-level name, each field a top-level class sets (``Class().field``, a property too) and what each of
-        its methods that take no arguments returns (``Class().method()``), for the modules that import them."""
+        its methods that take no arguments returns (``Class().method()``; a static or class method's, called on the
+        class: ``Clock.today()``), for the modules that import them."""
         found = {name: value for name, value in self.globals.vars.items() if "." not in name}
         for node in self.tree.body:
             if (
@@ -197,9 +198,12 @@ class Interpreter(Statements):
                     if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         continue
                     decorators = {last_name(decorator) for decorator in item.decorator_list}
-                    if callable_without_arguments(item, 1) and decorators.isdisjoint(("staticmethod", "classmethod")):
-                        call = "()" if decorators.isdisjoint(PROPERTIES) else ""
-                        found[f"{node.name}().{item.name}{call}"] = self.invoke(item, {})
+                    if decorators.isdisjoint(("staticmethod", "classmethod")):
+                        if callable_without_arguments(item, 1):
+                            call = "()" if decorators.isdisjoint(PROPERTIES) else ""
+                            found[f"{node.name}().{item.name}{call}"] = self.invoke(item, {})
+                    elif callable_without_arguments(item, _bound(item)) and not _makes_own_object(item):
+                        found[f"{node.name}.{item.name}()"] = self.invoke(item, {})
         for name, fields in self.instance_fields.items():  # Agent().name: a field of every Agent made
             found.update((f"{name}().{key[5:]}", value) for key, value in fields.items())
         for name, helpers in self.tables().items():  # date_time_func[format_date](): a dispatch table's helper
@@ -301,8 +305,10 @@ class Interpreter(Statements):
                     if callable_without_arguments(function, bound):
                         found[f"{on_class}()"] = value
                 continue
-            if _decorated(function, "staticmethod", "classmethod") or function.name.startswith("__"):
-                continue  # Class().method(~) is read of an object; __init__ and the like are not called by name
+            if function.name.startswith("__"):
+                continue  # __init__ and the like are not called by name
+            if _decorated(function, "staticmethod", "classmethod"):
+                name = name.replace("().", ".")  # Clock.stamp(fmt): called on the class
             if takes_arguments(function, bound) and not callable_without_arguments(function, bound):
                 value = self.own(function, bound, must_memo)
                 if value.origins:
@@ -552,8 +558,20 @@ class Interpreter(Statements):
             field_key = _field_key(node.attr)
             alias = next((name for name, _ in receiver.entries or () if _field_key(name) == field_key), node.attr)
             return under(receiver, alias)
-        read = combine(receiver)
+        read = self.field(receiver, node.attr)
         return self.data_text(node, read) if node.attr in self.data_keys else read
+
+    def field(self, receiver: Value, name: str) -> Value:
+        """A field read of an object not known by its class: what a function set under that field where the
+        object was made (:meth:`field_set`), with what the object holds whole; of a parameter, in a run for a
+        summary, that field of what the caller gives (``config[branch_prefix]``, as a dict's item)."""
+        if receiver.entries or (
+            self.sinks.parameters is None
+            and given_by_caller(receiver.origins)
+            and not any(is_part(origin) for origin in receiver.origins)
+        ):
+            return under(receiver, name)
+        return combine(receiver)
 
     def part_of_parameter(self, value: Value) -> Value:
         """In a run that looks for the parameters sent (:attr:`Sinks.parameters`), an object a field or item is read
@@ -933,6 +951,8 @@ class Interpreter(Statements):
         receiver = self.expr(func.value, scope) if isinstance(func, ast.Attribute) else CLEAN
         name = self.qualname(func, scope)
         callee = last_name(func) or ""
+        if callee == "get" and node.args and isinstance(constant(node.args[0]), str):
+            receiver = self.part_of_parameter(receiver)  # state.get("case"): an item of it, as state["case"] is
         called = self.words.callee(callee)
         if self.must and callee in PLACEHOLDER_FILLERS and isinstance(func, ast.Attribute):
             held = self.held_placeholders(func, receiver, node, args, kwargs)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import reduce
 from typing import Any, ClassVar
 
@@ -216,12 +217,14 @@ class Statements(ABC):
     def return_statement(self, node: ast.Return, scope: Scope, returns: list[Value]) -> None:
         """What a function whose name says it makes a system prompt returns is one, wherever its caller puts it
         (``messages[0].content = build_system_prompt()``), as is what a function registered as one returns
-        (``@agent.instructions``)."""
+        (``@agent.instructions``); what a function annotated to return a list of tools returns is a tool list."""
         value = self.expr(node.value, scope)
         if type(node.value) is ast.Dict:
             self.sinks.mapping_sinks(node.value, value)
         if node.value is not None and self.stack and self.makes_system_prompt(self.stack[-1]):
             self.sinks.system_sink(node.value, value)
+        if node.value is not None and self.stack and self.words.lists_tools(self.stack[-1].returns):
+            self.sinks.tools_sink(node.value, value)  # -> list[Tool]: the caller hands it on as the agent's tools
         returns.append(value)
 
     def makes_system_prompt(self, function: Function) -> bool:
@@ -469,6 +472,8 @@ class Statements(ABC):
                 scope.vars[key] = value
             if target.attr in DESCRIBING:  # tool.description = f"... {today}": what the tool is sent as
                 self.changed(target.value, value, scope)
+            else:
+                self.field_set(target, value, scope)
             if not self.default_rebuilt(target):
                 self.sinks.named_sink(target.attr, source, value, last_name(target.value))
         elif isinstance(target, ast.Subscript):
@@ -535,6 +540,19 @@ class Statements(ABC):
         if key and old is not None and not value.origins <= old.origins:
             held = old.origins | value.origins
             scope.update(key, Value(held, old.unordered, old.text, entries=old.entries, cls=old.cls))
+
+    def field_set(self, target: ast.Attribute, value: Value, scope: Scope) -> None:
+        """``config.branch_prefix = f"run_{now}"`` on an object bound to a name here (not ``self``): the object
+        holds the value under that field, where a function it is given reads it (``config.branch_prefix``), but its
+        other fields do not, and neither does the object whole (a record's ids and times are its bookkeeping)."""
+        holder = target.value
+        if not isinstance(holder, ast.Name) or holder.id in ("self", "cls") or self.words.is_bookkeeping(target.attr):
+            return
+        if not (value.origins or value.unordered is not None):
+            return
+        old = scope.lookup(holder.id)
+        if old is not None and old.text is None and old.items is None:
+            scope.update(holder.id, replace(old, entries=with_entry(old, target.attr, value)))
 
     def store(self, key: str, value: Value) -> None:
         """Record an item stored in the container ``key`` (``cache[url] = (schemas, time.time())``): while every

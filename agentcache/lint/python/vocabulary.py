@@ -162,6 +162,7 @@ class Vocabulary:
     schema_keywords: frozenset[str] = frozenset(
         {"response_format", "text_format"}  # OpenAI's chat completions and responses, LiteLLM
         | {"output_type", "response_model", "output_schema"}  # pydantic-ai and the Agents SDK, instructor, ADK
+        | {"output_config"}  # Anthropic's structured outputs (not the beta's output_format: a TTS call's too)
     )
     """Keyword arguments that take an output schema (structured output), which is sent before the messages."""
     schema_binders: frozenset[str] = frozenset({"set_output_format"})
@@ -205,6 +206,9 @@ class Vocabulary:
     )
     """Words that name a record of what happened (``RunOutput``, ``ToolExecution``, ``run.tools``): its ids and
     times are bookkeeping, and its ``tools=`` are the tool calls made, not tool definitions sent."""
+    schema_words: frozenset[str] = frozenset({"format", "schema"})
+    """Last words of a name that say it describes the shape of a record, not one (``OAIResponseFormatSchema``,
+    ``OutputSchema``): a schema to send, whatever :attr:`record_words` it has before."""
     snapshot_words: frozenset[str] = frozenset({"state", "snapshot", "checkpoint"})
     """Last words of a called class's name that, after the word ``agent``, say it keeps a snapshot of an agent
     (memgpt's ``AgentState(tools=..., system=...)``, saved with the agent): its ``tools=`` are the names of the tools
@@ -367,6 +371,17 @@ class Vocabulary:
         named = base.value if isinstance(base, ast.Subscript) else base
         return (last_name(named) or "").endswith(self.tool_classes)
 
+    def lists_tools(self, annotation: ast.expr | None) -> bool:
+        """Whether a function's return annotation says it returns a list of tools (``list[Tool]``,
+        ``Sequence[BaseTool] | None``: an element class named as :attr:`tool_classes` say): what it returns is a tool
+        list in the order its caller gives it on, whoever that is."""
+        if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+            return self.lists_tools(annotation.left) or self.lists_tools(annotation.right)
+        if not (isinstance(annotation, ast.Subscript) and last_name(annotation.value) in _SEQUENCES):
+            return False
+        elements = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
+        return bool(elements) and (last_name(elements[0]) or "").endswith(self.tool_classes)
+
     def builds_prompt(self, function: str) -> bool:
         """Whether a function's name says it builds a prompt (``prompt_timeinfo``, ``get_prompt``)."""
         return "prompt" in _words(function)
@@ -455,8 +470,10 @@ class Vocabulary:
         )
 
     def is_record(self, name: str) -> bool:
-        """Whether an identifier names a record (``RunOutput``, ``tool_call``), by its words."""
-        return not self.record_words.isdisjoint(_words(name))
+        """Whether an identifier names a record (``RunOutput``, ``tool_call``), by its words; not one that names a
+        schema (``ResponseFormat``: :attr:`schema_words`)."""
+        words = _word_list(name)
+        return bool(words) and words[-1] not in self.schema_words and not self.record_words.isdisjoint(words)
 
     def snapshots(self, name: str) -> bool:
         """Whether a called class's name says it keeps a snapshot of an agent (:attr:`snapshot_words`)."""
@@ -503,6 +520,8 @@ def _word_list(name: str) -> tuple[str, ...]:
     return tuple(word.lower() for word in _WORD.findall(name))
 
 
+#: Generic sequences a function's return annotation may name (``list[Tool]``).
+_SEQUENCES = frozenset({"list", "List", "Sequence", "tuple", "Tuple"})
 #: Where a function's name goes on from what it makes to what it is made of (``_from_memory``, ``_async``).
 _MADE_OF = re.compile(r"_(?:from|for|with|async)(?:_|$)")
 
