@@ -430,16 +430,23 @@ POSITIVE = {
         def messages(question):
             actor = Actor()
             return [{"role": "system", "content": actor.get_prompt()}]  # expect: AC101
+
+        def restored(stored_id, row):
+            given, loaded = Actor(id=stored_id), Actor(**row)
+            return [{"role": "system", "content": given.get_prompt() + loaded.get_prompt()}]
     """,
     "a_clock_a_prompt_part_calls_when_rendered": """
         import time
         from datetime import datetime
 
-        from .architext import Columns, FunctionTool, StructuredTool, SystemMessage, Texts
+        from .architext import Columns, FunctionTool, SlashCommand, StructuredTool, SystemMessage, Texts
 
         WORKER = SystemMessage(f"Now: {Texts(lambda: datetime.now().strftime('%H:%M'))}")  # expect: AC101
 
         BOARD = SystemMessage(f"Tasks: {Columns(lambda task: task.started or time.time())}")
+
+        COMMANDS = [SlashCommand("/time", "print the time", lambda: print(datetime.now()))]
+        HELP = SystemMessage("You may type: " + ", ".join(command.name for command in COMMANDS))
 
         def tools():
             return [FunctionTool(lambda: datetime.now().isoformat()), StructuredTool.from_function(lambda: time.time())]
@@ -463,9 +470,7 @@ POSITIVE = {
             prompt = system_prompt(config)
             return [{"role": "system", "content": prompt}, {"role": "user", "content": question}]  # expect: AC101
     """,
-    "output_schemas_wrapped_in_a_format_class_and_anthropics_output_config": """
-        from anthropic import Anthropic
-
+    "an_output_schema_wrapped_in_a_format_class": """
         from .schemas import OAIJSONSchema, OAIResponseFormatSchema
 
         def request(params, schema):
@@ -473,14 +478,24 @@ POSITIVE = {
             wrapped = OAIResponseFormatSchema(json_schema=OAIJSONSchema(name="answer", schema_=schema))
             params["response_format"] = wrapped.model_dump(by_alias=True)  # expect: AC103
             return params
+    """,
+    "values_of_the_running_process": """
+        import os
+        import uuid
 
-        def ask(messages, schema):
-            strict = {**schema, "required": list(set(schema["properties"]))}
-            return Anthropic().messages.create(
-                model="m",
-                messages=messages,
-                output_config={"format": {"type": "json_schema", "schema": strict}},  # expect: AC103
-            )
+        class Agent:
+            def __init__(self, name):
+                self.name = name
+                self.seen = {id(self): name}
+
+            def system(self):  # id() and hash() key memos and caches far more often than they print
+                return [{"role": "system", "content": f"You are agent {id(self)}, key {hash(self.name)}"}]
+
+            def run(self):
+                return [{"role": "system", "content": f"Run {uuid.uuid7()} on {os.getpid()}"}]  # expect: AC101
+
+            def count(self, items):
+                return [{"role": "system", "content": f"{len(items)} items for {self.name}"}]
     """,
     "a_random_name_on_the_system_message": """
         import random
@@ -709,6 +724,21 @@ POSITIVE = {
 }
 
 NEGATIVE = {
+    "a_token_count_of_a_dated_history_and_the_tools_a_response_record_shows": """
+        from datetime import datetime
+
+        from .models import ResponseOverview
+        from .tokens import count_tokens
+
+        def prompt(history):
+            stamped = [*history, {"role": "user", "content": f"Sent at {datetime.now()}"}]
+            budget = count_tokens(stamped)
+            return [{"role": "system", "content": f"You have {budget} tokens left."}]
+
+        def overview(agent):
+            active_tools = list(set(agent.tool_names))
+            return ResponseOverview(active_tools=active_tools)
+    """,
     "fields_set_on_an_object_that_the_prompt_does_not_read": """
         import time
         from datetime import datetime
@@ -720,10 +750,19 @@ NEGATIVE = {
 
         def messages(path, question):
             config = load_config(path)
+            config.branch_prefix = f"run_{datetime.now():%Y%m%d_%H%M%S}"
             config.started = datetime.now()
             config.run_id = time.time()
             config.last_seen_at = time.time()
             return [{"role": "system", "content": system_prompt(config)}, {"role": "user", "content": question}]
+
+        SETTINGS = load_config(".")
+
+        def start():
+            SETTINGS.branch_prefix = f"run_{datetime.now():%H%M%S}"
+
+        def settings_prompt():
+            return [{"role": "system", "content": f"Branch prefix: {SETTINGS.branch_prefix}"}]
     """,
     "a_method_several_classes_define_where_python_may_run_another": """
         import logging
@@ -1220,6 +1259,15 @@ def test_a_helper_in_another_module_is_followed(tmp_path: Path) -> None:
     assert "`get_today_str()`" in finding.message
 
 
+def test_a_value_of_the_running_process_is_said_to_differ_between_processes(tmp_path: Path) -> None:
+    """A process id is the same on every call of one process: the message says where it differs."""
+    module = tmp_path / "worker.py"
+    module.write_text("import os\n\ndef system():\n    return [{'role': 'system', 'content': f'On {os.getpid()}'}]\n")
+    [finding] = lint_paths([module]).findings
+    assert (finding.code, finding.line) == ("AC101", 4)
+    assert "a value of the running process `os.getpid()` (line 4): it differs between processes" in finding.message
+
+
 def test_a_static_method_of_another_module_called_on_its_class_is_followed(tmp_path: Path) -> None:
     """A utility class of static and class methods (``Clock.today()``, ``Clock.stamp(fmt)``): what they return,
     with or without arguments, is known where another module calls them on the class; a static method whose clock
@@ -1249,10 +1297,53 @@ def test_a_static_method_of_another_module_called_on_its_class_is_followed(tmp_p
     assert found == [("agent.py", 4, "AC101"), ("agent.py", 7, "AC101")]
 
 
+def test_an_object_of_another_modules_class_held_in_a_module_name_or_a_typed_field(tmp_path: Path) -> None:
+    """A registry whose class (in another module) keeps its tools in a set: read through a module-level object
+    made of it, a field an ``__init__`` binds to a parameter annotated with it, or a dataclass field declared with
+    it, the set's order reaches the tool list and the system prompt. A field declared with two classes is not
+    known."""
+    write_package(
+        tmp_path / "pkg",
+        reg="class Registry:\n"
+        "    def __init__(self):\n"
+        "        self.tools = set()\n"
+        "        self.names: set[str] = set()\n\n"
+        "class Catalog:\n"
+        "    def __init__(self):\n"
+        "        self.names = []\n",
+        agent="from dataclasses import dataclass\n\n"
+        "from openai import OpenAI\n\n"
+        "from .reg import Catalog, Registry\n\n"
+        "registry = Registry()\n\n"
+        "def system():\n"
+        "    return [{'role': 'system', 'content': 'Tools: ' + ', '.join(registry.names)}]\n\n"
+        "class Agent:\n"
+        "    def __init__(self, reg: Registry):\n"
+        "        self.reg = reg\n\n"
+        "    def ask(self, messages):\n"
+        "        tools = [tool.schema() for tool in self.reg.tools]\n"
+        "        return OpenAI().chat.completions.create(model='m', messages=messages, tools=tools)\n\n"
+        "@dataclass\n"
+        "class Planner:\n"
+        "    registry: Registry\n\n"
+        "    def system(self):\n"
+        "        return [{'role': 'system', 'content': 'You plan with ' + ' '.join(self.registry.names)}]\n\n"
+        "class Either:\n"
+        "    def __init__(self, reg: Registry, other: Catalog, pick: bool):\n"
+        "        self.source = reg if pick else other\n\n"
+        "    def system(self):\n"
+        "        return [{'role': 'system', 'content': ', '.join(self.source.names)}]\n",
+    )
+    found = sorted((Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path]).findings)
+    assert found == [("agent.py", 10, "AC103"), ("agent.py", 17, "AC103"), ("agent.py", 25, "AC103")]
+
+
 def test_a_list_of_tools_returned_in_a_sets_order_is_a_tool_list(tmp_path: Path) -> None:
     """cogency's registry: a method annotated to return a list of tools (``-> list[Tool]``) hands its caller the
-    tools in the order of a set of them, which that caller gives an agent; one that keeps its registry's order, or
-    returns names or an empty tuple (``tuple[()]``), is quiet."""
+    tools in the order of a set of them, which that caller gives an agent, whatever form the annotation takes
+    (``"Optional[List[Tool]]"``), and so does one that iterates the set it is declared to take; one that keeps its
+    registry's order, or returns names or an empty tuple (``tuple[()]``), is quiet, and a caller's set it iterates
+    is reported once, at the return, not again where the caller sorts what it returns."""
     write_package(
         tmp_path / "pkg",
         registry="from .tools import Tool\n\n"
@@ -1269,10 +1360,16 @@ def test_a_list_of_tools_returned_in_a_sets_order_is_a_tool_list(tmp_path: Path)
         "    def names(self) -> list[str]:\n"
         "        return list(set(self.by_name))\n\n"
         "    def nothing(self) -> tuple[()]:\n"
-        "        return ()\n",
+        "        return ()\n\n"
+        "    def optional(self) -> 'Optional[List[Tool]]':\n"
+        "        return list(set(self.by_name.values()))\n\n"
+        "def select(names: set[str], by_name) -> list[Tool]:\n"
+        "    return [by_name[name] for name in names]\n\n"
+        "def chosen(names, by_name):\n"
+        "    return sorted(select(set(names), by_name), key=lambda tool: tool.name)\n",
     )
     found = [(Path(finding.path).name, finding.line, finding.code) for finding in lint_paths([tmp_path]).findings]
-    assert found == [("registry.py", 11, "AC103")]
+    assert found == [("registry.py", 11, "AC103"), ("registry.py", 23, "AC103"), ("registry.py", 26, "AC103")]
 
 
 def test_what_a_helper_of_another_module_returns_on_its_own_is_followed(tmp_path: Path) -> None:

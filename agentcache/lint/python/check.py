@@ -20,7 +20,7 @@ from agentcache.lint.python.interpreter import Interpreter
 from agentcache.lint.python.project import Lesson, Project
 from agentcache.lint.python.unreached import Callers
 from agentcache.lint.python.values import Value
-from agentcache.lint.python.vocabulary import CLOCK_UNLESS_GIVEN, FIELDS, VOCABULARY, Vocabulary
+from agentcache.lint.python.vocabulary import CLOCK_UNLESS_GIVEN, FIELDS, PROCESS_CALLS, VOCABULARY, Vocabulary
 
 #: A module larger than this is parsed and analysed in parts of about this size, cut between top-level
 #: statements: the syntax tree of a whole 4 MB module alone takes 360 MB. A function defined in one part is not
@@ -264,7 +264,10 @@ class _Relevant:
             name.encode() for index, name in enumerate(shortest) if not any(other in name for other in shortest[:index])
         )
         calls = {
-            *(name.rsplit(".", 1)[-1] for name in (*words.clock_calls, *words.id_calls, *CLOCK_UNLESS_GIVEN)),
+            *(
+                name.rsplit(".", 1)[-1]
+                for name in (*words.clock_calls, *words.id_calls, *CLOCK_UNLESS_GIVEN, *PROCESS_CALLS)
+            ),
             "random",
             "secrets",
             "urandom",

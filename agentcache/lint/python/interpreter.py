@@ -154,6 +154,8 @@ class Interpreter(Statements):
         """Method (by id) -> the module's class that defines it (:meth:`own_method`), made once asked."""
         self.resolved: dict[tuple[int, str], Function | None] = {}
         """(class by id, method name) -> what ``self.name(...)`` calls in its methods (:meth:`own_method`)."""
+        self.declared_fields: dict[tuple[int, str], tuple[str, ...]] = {}
+        """(class by id, field) -> the class the field is declared with (:meth:`field_classes`)."""
         self.package_top = module.partition(".")[0] + "."
         """The module's top-level package, as the prefix of its names: summaries are looked up there."""
         self.dispatch: dict[str, dict[str, ast.Lambda | Function]] | None = None
@@ -162,8 +164,9 @@ class Interpreter(Statements):
         """The sink-named parameters the module's top-level functions never read (:meth:`unread_by`), once asked."""
         self.set_sinks: dict[str, frozenset[str]] | None = None
         """The fields the module's top-level classes declare as sets (:meth:`sets_by`), once asked."""
-        self.worth: dict[str, bool] = {}
-        """The module's classes -> whether an object of one is known by its class (:meth:`class_made`)."""
+        self.worth: dict[str, str] = {}
+        """The module's classes -> why an object of one is known by its class (:meth:`class_made`): a field that
+        differs (:data:`_FIELDS`), a method returning its own id or time (:data:`_STAMPS`), or not ("")."""
         self.factories: dict[int, bool] = {}
         """Function (by id) -> whether it returns a class it defines (:meth:`makes_a_class`)."""
         self.given_to: dict[str, str] = {}
@@ -444,15 +447,6 @@ class Interpreter(Statements):
             for argument, value in Sent.decode(text).arguments(node, args, kwargs):
                 self.sinks.system_sink(argument, self.made_here(value), taken=True)
 
-    def made_here(self, value: Value) -> Value:
-        """``value`` with the origins made in the running function's body (at module level: all), and the
-        parameters of a run that looks for those sent: a function that hands one on sends it too."""
-        if not self.stack:
-            return value
-        first, last = self.stack[-1].lineno, self.stack[-1].end_lineno or self.stack[-1].lineno
-        here = frozenset(o for o in value.origins if first <= o.line <= last or o.kind == PARAM)
-        return value if here == value.origins else Value(here)
-
     def _templates_in(self, node: ast.stmt) -> bool:
         end = node.end_lineno or node.lineno
         return any(node.lineno <= line <= end for line in self.templated)
@@ -533,7 +527,8 @@ class Interpreter(Statements):
             if read is not None:
                 return read
         receiver = self.part_of_parameter(self.expr(node.value, scope))
-        owners = self.owners_of(node.value, receiver, scope) if receiver.cls or type(node.value) is ast.Name else ()
+        typed = receiver.cls or type(node.value) is ast.Name or _self_field(node.value)
+        owners = self.owners_of(node.value, receiver, scope) if typed else ()
         if owners and isinstance(node.value, ast.Name) and node.value.id == "self" and self.stack:
             own = self.owners.get(id(self.stack[-1]))  # a field its class binds again: not an imported base's
             if own is not None and f"self.{node.attr}" in self.shadowed.get(own, ()):
@@ -562,16 +557,14 @@ class Interpreter(Statements):
         return self.data_text(node, read) if node.attr in self.data_keys else read
 
     def field(self, receiver: Value, name: str) -> Value:
-        """A field read of an object not known by its class: what a function set under that field where the
-        object was made (:meth:`field_set`), with what the object holds whole; of a parameter, in a run for a
-        summary, that field of what the caller gives (``config[branch_prefix]``, as a dict's item)."""
-        if receiver.entries or (
-            self.sinks.parameters is None
-            and given_by_caller(receiver.origins)
-            and not any(is_part(origin) for origin in receiver.origins)
-        ):
-            return under(receiver, name)
-        return combine(receiver)
+        """A field read of an object not known by its class: what the object holds whole, and what a function set
+        under that field where the object was made (:meth:`field_set`); of a parameter, in a run for a summary,
+        also that field of what the caller gives (``config[branch_prefix]``, as a dict's item)."""
+        whole = combine(receiver)
+        if self.sinks.parameters is None and given_by_caller(receiver.origins):
+            return join(whole, under(receiver, name))
+        held = next((value for key, value in receiver.entries or () if key == name), None)
+        return join(whole, held) if held is not None else whole
 
     def part_of_parameter(self, value: Value) -> Value:
         """In a run that looks for the parameters sent (:attr:`Sinks.parameters`), an object a field or item is read
@@ -614,7 +607,42 @@ class Interpreter(Statements):
         if type(node) is ast.Call and type(node.func) is ast.Name:
             owner = self.constructed(node.func, scope)
             return (owner,) if owner and _capitalized(node.func.id) else ()
+        if isinstance(node, ast.Attribute) and _self_field(node):
+            return self.field_classes(node.attr)
         return self.classes_of(node.id) if type(node) is ast.Name else ()
+
+    def field_classes(self, attribute: str) -> tuple[str, ...]:
+        """The class a field of the running method's class is declared with (``registry: Registry`` in its body,
+        ``self.registry: Registry = ...``), or that ``__init__`` binds it to a parameter annotated with
+        (``self.registry = registry`` of ``registry: Registry``): ``self.registry.tools`` reads that class's field."""
+        cls = self.running_class()
+        if cls is None:
+            return ()
+        key = (id(cls), attribute)
+        if key not in self.declared_fields:
+            self.declared_fields[key] = self.declared_class(cls, attribute)
+        return self.declared_fields[key]
+
+    def declared_class(self, cls: ast.ClassDef, attribute: str) -> tuple[str, ...]:
+        init = next((item for item in cls.body if isinstance(item, ast.FunctionDef) and item.name == "__init__"), None)
+        parameters = {arg.arg: arg.annotation for arg in (init.args.args if init else ()) if arg.annotation}
+        annotations = [
+            item.annotation
+            for item in cls.body
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.target.id == attribute
+        ]
+        for statement in ast.walk(init) if init is not None else ():
+            if isinstance(statement, ast.AnnAssign) and _is_field(statement.target, attribute):
+                annotations.append(statement.annotation)
+            elif (
+                isinstance(statement, ast.Assign)
+                and any(_is_field(target, attribute) for target in statement.targets)
+                and isinstance(statement.value, ast.Name)
+                and statement.value.id in parameters
+            ):
+                annotations.append(parameters[statement.value.id])
+        owners = {owner for annotation in annotations if (owner := self.annotated(_class_named(annotation)))}
+        return tuple(sorted(owners)) if len(owners) == 1 else ()
 
     def own_method(self, name: str) -> Function | None:
         """The method ``self.name(...)`` calls in a method: the module's only method of that name, else, where
@@ -971,6 +999,8 @@ class Interpreter(Statements):
         )
         if self.sinks.call_sinks(node, callee, called, args, sent, spread, default, dropped, prompt):
             return CLEAN  # a user's or an assistant's message
+        if self.words.counts_tokens(callee):
+            return CLEAN  # _estimate_tokens(history): a budget, the same whatever time the history holds
         if name is not None:
             kind = source_kind(name, len(node.args) + len(keywords), self.words)
             if kind is not None:
@@ -1013,7 +1043,9 @@ class Interpreter(Statements):
             return CLEAN  # a record's ids and times are its bookkeeping (see Vocabulary.record_words)
         cls = None
         if made:
-            cls = self.class_made(func.value if isinstance(func, ast.Attribute) and made != callee else func, scope)
+            cls = self.class_made(
+                func.value if isinstance(func, ast.Attribute) and made != callee else func, scope, node
+            )
         if kwargs and made == callee:
             self.give(func, kwargs, scope)
         if not made and self.words.returns_tool_calls(callee) and not self.makes_a_class(func):
@@ -1042,9 +1074,9 @@ class Interpreter(Statements):
             given = [value for arg, value in zip(node.args, args, strict=True) if not self._configures(arg, ids, reads)]
         if reads and isinstance(func, ast.Attribute) and self._configures(func.value, False, True):
             receiver = CLEAN  # file_path.read_text(): what is stored there, not where (a session's folder)
-        if made and not made.endswith(self.words.tool_classes):
+        if made and self.words.is_prompt_part(made):
             # a prompt part given a provider it calls when rendered (Texts(lambda: datetime.now().strftime(...)));
-            # a tool made of a function sends its name and schema, not what it returns
+            # not a command's handler, a timer's callback, a tool's function
             factories += [self.made_by(arg, scope) for arg in node.args if _provides(arg)]
         everything = combine(receiver, *given, *filled, *spread, *factories)
         if alternate and everything.origins:
@@ -1155,7 +1187,7 @@ class Interpreter(Statements):
         if not (node.args or node.keywords):  # a method of a class in another module
             kind = self.learned_of(self.owners_of(func.value, receiver, scope), f".{attr}()")
             return read_export(kind, node) if kind else None
-        if receiver.cls or (type(func.value) is ast.Name and func.value.id != "self"):  # by its summary
+        if receiver.cls or (type(func.value) is ast.Name and func.value.id != "self") or _self_field(func.value):
             owners = self.owners_of(func.value, receiver, scope)
             for owner in owners:
                 self.given_to_sent(f"{owner}().{attr}(sent)", node, args, kwargs)
@@ -1243,7 +1275,9 @@ class Interpreter(Statements):
             kind = self.learned.get(f"{name}(~)")
             if kind:
                 return kind
-        if isinstance(func, ast.Attribute) and (receiver.cls or type(func.value) is ast.Name):
+        if isinstance(func, ast.Attribute) and (
+            receiver.cls or type(func.value) is ast.Name or _self_field(func.value)
+        ):
             return self.learned_of(self.owners_of(func.value, receiver, scope), f".{func.attr}(~)")
         return None
 
@@ -1313,20 +1347,27 @@ class Interpreter(Statements):
         self.roles[key] = found
         return found
 
-    def class_made(self, made: ast.expr, scope: Scope) -> str | None:
+    def class_made(self, made: ast.expr, scope: Scope, call: ast.Call | None = None) -> str | None:
         """The class of the project an object is made of (``_SchemaSpec(...)``, ``Budget.for_model(...)``: ``made``
         is the class), when it is worth knowing: a class of the module that sets a field that differs, but for its
         ids and times (an object known by its class is a memo key of its own, and a class that stamps its objects
-        is common) unless a method of its own returns them (``get_prompt()`` printing ``self.id``), or a class of
-        another module whose methods are summed up (:class:`Summary`) or send a parameter as the system prompt
-        (:class:`Sent`)."""
+        is common) unless a method of its own returns them (``get_prompt()`` printing ``self.id``) and ``call``
+        gives it nothing (an id given or loaded, ``Actor(id=stored)``, ``Actor(**row)``, is no fresh one), or a
+        class of another module whose methods are summed up (:class:`Summary`) or send a parameter as the system
+        prompt (:class:`Sent`)."""
         if isinstance(made, ast.Name) and made.id in self.classes and scope.lookup(made.id) is None:
             known = self.worth.get(made.id)
             if known is None and made.id in self.instance_fields:  # its __init__ has run: asked once per class
                 fields = self.instance_fields[made.id]
-                known = self.worth[made.id] = any(
-                    not self.words.is_bookkeeping(field[5:]) for field in fields
-                ) or self.returns_own(made.id)
+                known = self.worth[made.id] = (
+                    _FIELDS
+                    if any(not self.words.is_bookkeeping(field[5:]) for field in fields)
+                    else _STAMPS
+                    if self.returns_own(made.id)
+                    else ""
+                )
+            if known == _STAMPS and call is not None and _gives(call, self.words):
+                return None
             return f"{self.module}.{made.id}" if known else None
         name = self.qualname(made, scope)
         return name if name and name.startswith(self.package_top) and self.learned.get(f"{name}(.)") else None
@@ -1725,6 +1766,26 @@ def _class_of(func: ast.expr) -> str | None:
         if owner and _capitalized(owner) and not owner.isupper():
             return owner
     return None
+
+
+#: Why a class of the module is known by its objects (:attr:`Interpreter.worth`).
+_FIELDS, _STAMPS = "fields", "stamps"
+
+
+def _gives(call: ast.Call, words: Vocabulary) -> bool:
+    """Whether a constructor call gives what may be an object's id or time: a positional argument, a spread
+    mapping, or a keyword that names one (``Actor("planner", stored_id)``, ``Actor(**row)``, ``Actor(id=...)``)."""
+    return bool(call.args) or any(kw.arg is None or words.is_bookkeeping(kw.arg) for kw in call.keywords)
+
+
+def _self_field(node: ast.expr) -> bool:
+    """Whether ``node`` reads a field of ``self`` (``self.registry``)."""
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+def _is_field(target: ast.expr, attribute: str) -> bool:
+    """Whether an assignment's target is ``self.attribute``."""
+    return _self_field(target) and target.attr == attribute  # type: ignore[attr-defined]
 
 
 def _provides(node: ast.expr) -> bool:

@@ -293,7 +293,7 @@ class Project:
             kind = export_kind(value) if isinstance(value, Value) else value
             if kind is not None:
                 exports[name] = kind
-                if name.endswith(("(*)", "(sent)", "(~)")) and "()." in name:  # Budget().render(*): one made elsewhere
+                if "()." in name:  # Budget().render(*), Registry().names: of an object made elsewhere
                     exports[name.partition("()")[0] + "(.)"] = OBJECT
                 elif name.endswith("(sets)"):  # ToolsConfig(sets): its set fields are read through its objects
                     exports[name.removesuffix("(sets)") + "(.)"] = OBJECT

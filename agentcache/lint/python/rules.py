@@ -6,7 +6,7 @@ import ast
 from dataclasses import dataclass, field
 
 from agentcache.lint.core import Rule
-from agentcache.lint.python.values import CLOCK, FRESH_ID, RANDOM, SHUFFLE, Origin
+from agentcache.lint.python.values import CLOCK, FRESH_ID, PROCESS, RANDOM, SHUFFLE, Origin
 
 VOLATILE_SYSTEM_PROMPT = Rule(
     "AC101",
@@ -50,6 +50,7 @@ _KIND_WORDS = {
     RANDOM: "a random value",
     FRESH_ID: "a fresh unique id",
     SHUFFLE: "a random order",
+    PROCESS: "a value of the running process",
 }
 
 
@@ -89,6 +90,11 @@ def message(report: Report) -> str:
         return (
             f"{report.sink} includes {_describe(frozenset(report.origins))}: it is sent before the messages, so "
             "every request misses the cache from there on"
+        )
+    if all(origin.kind == PROCESS for origin in report.origins):
+        return (
+            f"{report.sink} includes {_describe(frozenset(report.origins))}: it differs between processes, so no "
+            "process reuses the prefix another cached from this point on"
         )
     return (
         f"{report.sink} includes {_describe(frozenset(report.origins))}: it differs between calls, so no request "

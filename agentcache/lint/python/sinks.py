@@ -409,12 +409,16 @@ class Sinks:
     def consumes(self, node: ast.expr) -> bool:
         """Whether a call or a dict display keeps nothing of what it is given as it is: a call that measures it (a
         token estimate), keeps nothing of its order (``sorted``, ``all_tools.update(tools)``) or reads a part of it
-        (``getattr(tools, name)``), a report."""
+        (``getattr(tools, name)``), a report, a record's constructor (``ResponseConfigOverview(active_tools=...)``,
+        what a dashboard shows)."""
         if self.words.reports(node):
             return True
         called = last_name(node.func) if isinstance(node, ast.Call) else None
         return called is not None and (
-            called in ORDER_CONSUMERS or called in PART_READERS or self.words.measures(called)
+            called in ORDER_CONSUMERS
+            or called in PART_READERS
+            or self.words.measures(called)
+            or (called[:1].isupper() and self.words.is_record(called))
         )
 
     def system_sink(self, node: ast.expr, value: Value, taken: bool = False) -> None:

@@ -224,8 +224,18 @@ class Statements(ABC):
         if node.value is not None and self.stack and self.makes_system_prompt(self.stack[-1]):
             self.sinks.system_sink(node.value, value)
         if node.value is not None and self.stack and self.words.lists_tools(self.stack[-1].returns):
-            self.sinks.tools_sink(node.value, value)  # -> list[Tool]: the caller hands it on as the agent's tools
+            # -> list[Tool]: the caller hands it on as the agent's tools; what it made itself, not its caller's
+            self.sinks.tools_sink(node.value, self.made_here(value))
         returns.append(value)
+
+    def made_here(self, value: Value) -> Value:
+        """``value`` with the origins made in the running function's body (at module level: all), and the
+        parameters of a run that looks for those sent: a function that hands one on sends it too."""
+        if not self.stack:
+            return value
+        first, last = self.stack[-1].lineno, self.stack[-1].end_lineno or self.stack[-1].lineno
+        here = frozenset(o for o in value.origins if first <= o.line <= last or o.kind == PARAM)
+        return value if here == value.origins else Value(here)
 
     def makes_system_prompt(self, function: Function) -> bool:
         """Whether a function returns a system prompt: its name says so, or a decorator registers it as one
@@ -544,12 +554,16 @@ class Statements(ABC):
     def field_set(self, target: ast.Attribute, value: Value, scope: Scope) -> None:
         """``config.branch_prefix = f"run_{now}"`` on an object bound to a name here (not ``self``): the object
         holds the value under that field, where a function it is given reads it (``config.branch_prefix``), but its
-        other fields do not, and neither does the object whole (a record's ids and times are its bookkeeping)."""
+        other fields do not, and neither does the object whole (a record's ids and times are its bookkeeping). Not
+        on a module's object in a function: the module's other functions would see it or not by the order they
+        run in."""
         holder = target.value
         if not isinstance(holder, ast.Name) or holder.id in ("self", "cls") or self.words.is_bookkeeping(target.attr):
             return
         if not (value.origins or value.unordered is not None):
             return
+        if self.stack and scope.binder(holder.id) is self.globals:
+            return  # a module's object set in a function: which function runs first is not known
         old = scope.lookup(holder.id)
         if old is not None and old.text is None and old.items is None:
             scope.update(holder.id, replace(old, entries=with_entry(old, target.attr, value)))

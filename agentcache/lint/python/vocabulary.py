@@ -10,7 +10,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from agentcache.lint.python.syntax import constant, last_name
-from agentcache.lint.python.values import CLOCK, FRESH_ID, RANDOM
+from agentcache.lint.python.values import CLOCK, FRESH_ID, PROCESS, RANDOM
 
 CLOCK_CALLS = frozenset(
     {
@@ -43,7 +43,9 @@ CLOCK_UNLESS_GIVEN = {
     "django.utils.timezone.localtime": 1,
     "django.utils.timezone.localdate": 1,
 }
-ID_CALLS = frozenset({"uuid.uuid1", "uuid.uuid4"})
+ID_CALLS = frozenset({"uuid.uuid1", "uuid.uuid4", "uuid.uuid6", "uuid.uuid7"})
+#: Calls whose value is the running process's own: the same on every call, another in the next process.
+PROCESS_CALLS = frozenset({"os.getpid", "os.getppid", "threading.get_ident", "threading.get_native_id"})
 #: Module functions that draw nothing: seeding, state, in-place shuffles (handled as a mutation).
 NOT_DRAWS = frozenset({"random.seed", "random.getstate", "random.setstate", "random.shuffle", "secrets.compare_digest"})
 #: What :meth:`Vocabulary.role_named` and the sinks call the role of a system message (any of ``system_roles``).
@@ -162,7 +164,6 @@ class Vocabulary:
     schema_keywords: frozenset[str] = frozenset(
         {"response_format", "text_format"}  # OpenAI's chat completions and responses, LiteLLM
         | {"output_type", "response_model", "output_schema"}  # pydantic-ai and the Agents SDK, instructor, ADK
-        | {"output_config"}  # Anthropic's structured outputs (not the beta's output_format: a TTS call's too)
     )
     """Keyword arguments that take an output schema (structured output), which is sent before the messages."""
     schema_binders: frozenset[str] = frozenset({"set_output_format"})
@@ -206,6 +207,11 @@ class Vocabulary:
     )
     """Words that name a record of what happened (``RunOutput``, ``ToolExecution``, ``run.tools``): its ids and
     times are bookkeeping, and its ``tools=`` are the tool calls made, not tool definitions sent."""
+    prompt_part_words: frozenset[str] = frozenset(
+        {"text", "texts", "prompt", "part", "parts", "message", "content", "section", "block", "fragment", "snippet"}
+    )
+    """Words of a class's name that say its objects are parts of a prompt, rendered whenever it is sent
+    (architext's ``Texts``, ``PromptSection``): a function of no parameters given to one is called then."""
     schema_words: frozenset[str] = frozenset({"format", "schema"})
     """Last words of a name that say it describes the shape of a record, not one (``OAIResponseFormatSchema``,
     ``OutputSchema``): a schema to send, whatever :attr:`record_words` it has before."""
@@ -371,16 +377,39 @@ class Vocabulary:
         named = base.value if isinstance(base, ast.Subscript) else base
         return (last_name(named) or "").endswith(self.tool_classes)
 
+    def counts_tokens(self, function: str) -> bool:
+        """Whether a function's name says it counts or estimates tokens (``count_tokens``, ``_estimate_tokens``,
+        ``num_tokens_from_messages``): what it returns is a number for a budget, not what it counts."""
+        words = _words(function)
+        return not words.isdisjoint(_COUNTING) and not words.isdisjoint(("token", "tokens"))
+
+    def is_prompt_part(self, name: str) -> bool:
+        """Whether a class's name says its objects are parts of a prompt (:attr:`prompt_part_words`), not a tool's
+        (``TextTool``: :attr:`tool_classes`)."""
+        return not name.endswith(self.tool_classes) and not self.prompt_part_words.isdisjoint(_words(name))
+
     def lists_tools(self, annotation: ast.expr | None) -> bool:
         """Whether a function's return annotation says it returns a list of tools (``list[Tool]``,
-        ``Sequence[BaseTool] | None``: an element class named as :attr:`tool_classes` say): what it returns is a tool
-        list in the order its caller gives it on, whoever that is."""
+        ``Optional[Sequence[BaseTool]]``, ``"list[Tool]"``: an element class named as :attr:`tool_classes` say):
+        what it returns is a tool list in the order its caller gives it on, whoever that is."""
+        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+            try:
+                annotation = ast.parse(annotation.value, mode="eval").body
+            except (SyntaxError, ValueError):
+                return False
         if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
             return self.lists_tools(annotation.left) or self.lists_tools(annotation.right)
-        if not (isinstance(annotation, ast.Subscript) and last_name(annotation.value) in _SEQUENCES):
+        if not isinstance(annotation, ast.Subscript):
             return False
+        outer = last_name(annotation.value)
         elements = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
-        return bool(elements) and (last_name(elements[0]) or "").endswith(self.tool_classes)
+        if outer in ("Optional", "Union"):
+            return any(self.lists_tools(element) for element in elements)
+        if outer not in _SEQUENCES or not elements:
+            return False
+        element = elements[0]
+        named = element.value if isinstance(element, ast.Constant) else last_name(element)
+        return isinstance(named, str) and named.endswith(self.tool_classes)
 
     def builds_prompt(self, function: str) -> bool:
         """Whether a function's name says it builds a prompt (``prompt_timeinfo``, ``get_prompt``)."""
@@ -520,6 +549,8 @@ def _word_list(name: str) -> tuple[str, ...]:
     return tuple(word.lower() for word in _WORD.findall(name))
 
 
+#: Words of a function's name that say it counts what it is given (with ``tokens``: :meth:`Vocabulary.counts_tokens`).
+_COUNTING = frozenset({"count", "counts", "estimate", "num", "number", "measure"})
 #: Generic sequences a function's return annotation may name (``list[Tool]``).
 _SEQUENCES = frozenset({"list", "List", "Sequence", "tuple", "Tuple"})
 #: Where a function's name goes on from what it makes to what it is made of (``_from_memory``, ``_async``).
@@ -629,12 +660,14 @@ SET_OPERATORS = (ast.BitOr, ast.BitAnd, ast.Sub, ast.BitXor)
 
 
 def source_kind(name: str, given: int, words: Vocabulary = VOCABULARY) -> str | None:
-    """The origin kind of a call to the imported ``name`` with ``given`` arguments: a clock read, a random draw or
-    a fresh id; None for any other call."""
+    """The origin kind of a call to the imported ``name`` with ``given`` arguments: a clock read, a random draw, a
+    fresh id or a value of the running process (its id); None for any other call."""
     if name in words.clock_calls or (name in CLOCK_UNLESS_GIVEN and given < CLOCK_UNLESS_GIVEN[name]):
         return CLOCK
     if name in words.id_calls:
         return FRESH_ID
+    if name in PROCESS_CALLS:
+        return PROCESS
     if name == "os.urandom" or (name.startswith(("random.", "secrets.")) and name not in NOT_DRAWS):
         return None if name == "random.Random" and given else RANDOM  # seeded: the same draws on every run
     return None
