@@ -457,6 +457,7 @@ POSITIVE = {
             )
     """,
     "a_field_set_on_an_object_and_read_by_the_function_it_is_given_to": """
+        import time
         from datetime import datetime
 
         from .config import load_config
@@ -469,6 +470,25 @@ POSITIVE = {
             config.branch_prefix = f"run_{datetime.now():%Y%m%d_%H%M%S}"
             prompt = system_prompt(config)
             return [{"role": "system", "content": prompt}, {"role": "user", "content": question}]  # expect: AC101
+
+        def where(config):
+            return f"You work in {config.cwd}."
+
+        def quiet(path, question):  # a field the prompt does not read, ids and times, a module's object
+            config = load_config(path)
+            config.branch_prefix = f"run_{datetime.now():%Y%m%d_%H%M%S}"
+            config.started = datetime.now()
+            config.run_id = time.time()
+            config.last_seen_at = time.time()
+            return [{"role": "system", "content": where(config)}, {"role": "user", "content": question}]
+
+        SETTINGS = load_config(".")
+
+        def start():
+            SETTINGS.branch_prefix = f"run_{datetime.now():%H%M%S}"
+
+        def settings_prompt():
+            return [{"role": "system", "content": f"Branch prefix: {SETTINGS.branch_prefix}"}]
     """,
     "an_output_schema_wrapped_in_a_format_class": """
         from .schemas import OAIJSONSchema, OAIResponseFormatSchema
@@ -738,31 +758,6 @@ NEGATIVE = {
         def overview(agent):
             active_tools = list(set(agent.tool_names))
             return ResponseOverview(active_tools=active_tools)
-    """,
-    "fields_set_on_an_object_that_the_prompt_does_not_read": """
-        import time
-        from datetime import datetime
-
-        from .config import load_config
-
-        def system_prompt(config):
-            return f"You work in {config.cwd}."
-
-        def messages(path, question):
-            config = load_config(path)
-            config.branch_prefix = f"run_{datetime.now():%Y%m%d_%H%M%S}"
-            config.started = datetime.now()
-            config.run_id = time.time()
-            config.last_seen_at = time.time()
-            return [{"role": "system", "content": system_prompt(config)}, {"role": "user", "content": question}]
-
-        SETTINGS = load_config(".")
-
-        def start():
-            SETTINGS.branch_prefix = f"run_{datetime.now():%H%M%S}"
-
-        def settings_prompt():
-            return [{"role": "system", "content": f"Branch prefix: {SETTINGS.branch_prefix}"}]
     """,
     "a_method_several_classes_define_where_python_may_run_another": """
         import logging

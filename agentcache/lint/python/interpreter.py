@@ -999,7 +999,7 @@ class Interpreter(Statements):
         )
         if self.sinks.call_sinks(node, callee, called, args, sent, spread, default, dropped, prompt):
             return CLEAN  # a user's or an assistant's message
-        if self.words.counts_tokens(callee):
+        if self.words.measures(callee):
             return CLEAN  # _estimate_tokens(history): a budget, the same whatever time the history holds
         if name is not None:
             kind = source_kind(name, len(node.args) + len(keywords), self.words)

@@ -10,9 +10,9 @@ from dataclasses import dataclass, replace
 from agentcache.lint.python.syntax import code
 
 #: Kinds of :class:`Origin`: the first four differ between calls (SHUFFLE: ``random.shuffle``'s order); PROCESS (a
-#: process id, an object's address, a string's salted hash), ORDER (a set's iteration order), KEYS (that order as
-#: the order of a dict's keys, which sorting the keys removes) and KEY_ORDER (``json.dumps`` without ``sort_keys`` of
-#: data ordered by a set) differ between processes.
+#: process's or a thread's id), ORDER (a set's iteration order), KEYS (that order as the order of a dict's keys,
+#: which sorting the keys removes) and KEY_ORDER (``json.dumps`` without ``sort_keys`` of data ordered by a set)
+#: differ between processes.
 CLOCK, RANDOM, FRESH_ID, SHUFFLE, PROCESS = "clock", "random", "id", "shuffle", "process"
 ORDER, KEYS, KEY_ORDER = "order", "keys", "key-order"
 _ORDERS = frozenset({ORDER, KEYS, KEY_ORDER})

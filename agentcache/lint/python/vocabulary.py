@@ -377,12 +377,6 @@ class Vocabulary:
         named = base.value if isinstance(base, ast.Subscript) else base
         return (last_name(named) or "").endswith(self.tool_classes)
 
-    def counts_tokens(self, function: str) -> bool:
-        """Whether a function's name says it counts or estimates tokens (``count_tokens``, ``_estimate_tokens``,
-        ``num_tokens_from_messages``): what it returns is a number for a budget, not what it counts."""
-        words = _words(function)
-        return not words.isdisjoint(_COUNTING) and not words.isdisjoint(("token", "tokens"))
-
     def is_prompt_part(self, name: str) -> bool:
         """Whether a class's name says its objects are parts of a prompt (:attr:`prompt_part_words`), not a tool's
         (``TextTool``: :attr:`tool_classes`)."""
@@ -487,7 +481,8 @@ class Vocabulary:
         return False
 
     def measures(self, called: str) -> bool:
-        """Whether a call measures what it is given (a token count) rather than sends it (:attr:`measure_verbs`)."""
+        """Whether a call measures what it is given (a token count) rather than sends it (:attr:`measure_verbs`):
+        what it returns is a number, whatever time what it measures holds."""
         return called.lstrip("_").partition("_")[0] in self.measure_verbs
 
     def replies(self, called: str | None) -> bool:
@@ -549,8 +544,6 @@ def _word_list(name: str) -> tuple[str, ...]:
     return tuple(word.lower() for word in _WORD.findall(name))
 
 
-#: Words of a function's name that say it counts what it is given (with ``tokens``: :meth:`Vocabulary.counts_tokens`).
-_COUNTING = frozenset({"count", "counts", "estimate", "num", "number", "measure"})
 #: Generic sequences a function's return annotation may name (``list[Tool]``).
 _SEQUENCES = frozenset({"list", "List", "Sequence", "tuple", "Tuple"})
 #: Where a function's name goes on from what it makes to what it is made of (``_from_memory``, ``_async``).
