@@ -25,7 +25,9 @@ from agentcache.lint.python.syntax import (
     definitions,
     dotted,
     imports,
+    is_self_field,
     last_name,
+    of_self,
     returns_own_class,
     returns_text,
     role_default,
@@ -527,7 +529,7 @@ class Interpreter(Statements):
             if read is not None:
                 return read
         receiver = self.part_of_parameter(self.expr(node.value, scope))
-        typed = receiver.cls or type(node.value) is ast.Name or _self_field(node.value)
+        typed = receiver.cls or type(node.value) is ast.Name or of_self(node.value)
         owners = self.owners_of(node.value, receiver, scope) if typed else ()
         if owners and isinstance(node.value, ast.Name) and node.value.id == "self" and self.stack:
             own = self.owners.get(id(self.stack[-1]))  # a field its class binds again: not an imported base's
@@ -607,7 +609,7 @@ class Interpreter(Statements):
         if type(node) is ast.Call and type(node.func) is ast.Name:
             owner = self.constructed(node.func, scope)
             return (owner,) if owner and _capitalized(node.func.id) else ()
-        if isinstance(node, ast.Attribute) and _self_field(node):
+        if isinstance(node, ast.Attribute) and of_self(node):
             return self.field_classes(node.attr)
         return self.classes_of(node.id) if type(node) is ast.Name else ()
 
@@ -632,11 +634,11 @@ class Interpreter(Statements):
             if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.target.id == attribute
         ]
         for statement in ast.walk(init) if init is not None else ():
-            if isinstance(statement, ast.AnnAssign) and _is_field(statement.target, attribute):
+            if isinstance(statement, ast.AnnAssign) and is_self_field(statement.target, attribute):
                 annotations.append(statement.annotation)
             elif (
                 isinstance(statement, ast.Assign)
-                and any(_is_field(target, attribute) for target in statement.targets)
+                and any(is_self_field(target, attribute) for target in statement.targets)
                 and isinstance(statement.value, ast.Name)
                 and statement.value.id in parameters
             ):
@@ -1187,7 +1189,7 @@ class Interpreter(Statements):
         if not (node.args or node.keywords):  # a method of a class in another module
             kind = self.learned_of(self.owners_of(func.value, receiver, scope), f".{attr}()")
             return read_export(kind, node) if kind else None
-        if receiver.cls or (type(func.value) is ast.Name and func.value.id != "self") or _self_field(func.value):
+        if receiver.cls or (type(func.value) is ast.Name and func.value.id != "self") or of_self(func.value):
             owners = self.owners_of(func.value, receiver, scope)
             for owner in owners:
                 self.given_to_sent(f"{owner}().{attr}(sent)", node, args, kwargs)
@@ -1275,9 +1277,7 @@ class Interpreter(Statements):
             kind = self.learned.get(f"{name}(~)")
             if kind:
                 return kind
-        if isinstance(func, ast.Attribute) and (
-            receiver.cls or type(func.value) is ast.Name or _self_field(func.value)
-        ):
+        if isinstance(func, ast.Attribute) and (receiver.cls or type(func.value) is ast.Name or of_self(func.value)):
             return self.learned_of(self.owners_of(func.value, receiver, scope), f".{func.attr}(~)")
         return None
 
@@ -1776,16 +1776,6 @@ def _gives(call: ast.Call, words: Vocabulary) -> bool:
     """Whether a constructor call gives what may be an object's id or time: a positional argument, a spread
     mapping, or a keyword that names one (``Actor("planner", stored_id)``, ``Actor(**row)``, ``Actor(id=...)``)."""
     return bool(call.args) or any(kw.arg is None or words.is_bookkeeping(kw.arg) for kw in call.keywords)
-
-
-def _self_field(node: ast.expr) -> bool:
-    """Whether ``node`` reads a field of ``self`` (``self.registry``)."""
-    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
-
-
-def _is_field(target: ast.expr, attribute: str) -> bool:
-    """Whether an assignment's target is ``self.attribute``."""
-    return _self_field(target) and target.attr == attribute  # type: ignore[attr-defined]
 
 
 def _provides(node: ast.expr) -> bool:

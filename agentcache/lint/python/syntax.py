@@ -341,7 +341,7 @@ def rebuilt_before_read(tree: ast.Module, cls: ast.ClassDef, constructor: Functi
             if not any(_binds_self(statement, attribute) for statement in node.body[:first]):
                 return False
             rebuilt = True
-        elif _reads(node, attribute) and (own or not _of_self(node)):
+        elif _reads(node, attribute) and (own or not of_self(node)):
             return False
         else:
             if isinstance(node, ast.ClassDef):
@@ -362,7 +362,7 @@ def bases_of(cls: ast.ClassDef, classes: dict[str, ast.ClassDef]) -> set[str]:
     return found
 
 
-def _of_self(node: ast.AST) -> bool:
+def of_self(node: ast.AST) -> bool:
     """Whether an attribute read or augmented assignment is of ``self``."""
     target = node.target if isinstance(node, ast.AugAssign) else node
     value = target.value if isinstance(target, ast.Attribute) else None
@@ -388,9 +388,12 @@ def _binds_self(statement: ast.stmt, attribute: str) -> bool:
     targets = statement.targets if isinstance(statement, ast.Assign) else []
     if isinstance(statement, ast.AnnAssign) and statement.value is not None:
         targets = [statement.target]
-    return any(
-        isinstance(target, ast.Attribute) and target.attr == attribute and _of_self(target) for target in targets
-    )
+    return any(is_self_field(target, attribute) for target in targets)
+
+
+def is_self_field(target: ast.expr, attribute: str) -> bool:
+    """Whether an expression (an assignment's target) is ``self.attribute``."""
+    return isinstance(target, ast.Attribute) and target.attr == attribute and of_self(target)
 
 
 def calls_super(function: Function, name: str) -> bool:

@@ -387,10 +387,7 @@ class Vocabulary:
         ``Optional[Sequence[BaseTool]]``, ``"list[Tool]"``: an element class named as :attr:`tool_classes` say):
         what it returns is a tool list in the order its caller gives it on, whoever that is."""
         if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
-            try:
-                annotation = ast.parse(annotation.value, mode="eval").body
-            except (SyntaxError, ValueError):
-                return False
+            annotation = _annotation(annotation.value)
         if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
             return self.lists_tools(annotation.left) or self.lists_tools(annotation.right)
         if not isinstance(annotation, ast.Subscript):
@@ -536,6 +533,15 @@ _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 def _words(name: str) -> frozenset[str]:
     """The words of an identifier, lowercased: asked of every class and method called, most of them many times."""
     return frozenset(_word_list(name))
+
+
+@lru_cache(maxsize=1 << 10)
+def _annotation(text: str) -> ast.expr | None:
+    """A string annotation (``"list[Tool]"``) parsed, once per text: asked at every ``return`` of its function."""
+    try:
+        return ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError):
+        return None
 
 
 @lru_cache(maxsize=1 << 14)
