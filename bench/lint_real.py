@@ -28,7 +28,8 @@ lint of 2026-12-06 (commit c87b870); ``twentyninth``, judged against the lint of
 ``thirtythird``, judged against the lint of 2026-12-06 (commit 1165960); ``thirtyfourth``, judged against the lint
 of 2026-12-06 (commit 5e4eba0); ``thirtyfifth``, judged against the lint of 2026-12-06 (commit 2ef15f8);
 ``thirtysixth``, judged against the lint of 2026-12-07 (commit e6eabc7); ``thirtyseventh``, judged against the lint of
-2026-12-07 (commit 14d3c78); ``thirtyeighth``, judged against the lint of 2026-12-07 (commit 00c01a9).
+2026-12-07 (commit 14d3c78); ``thirtyeighth``, judged against the lint of 2026-12-07 (commit 00c01a9);
+``thirtyninth``, judged against the lint of 2026-12-07 (commit b2da2aa).
 Targets, per corpus: precision >= 90%, recall >= 80%, >= 300 files/s, peak RSS < 300 MB on a 4 MB file. Exits 1
 when a target is missed or a finding is unlabelled.
 
@@ -97,6 +98,7 @@ CORPORA = (
     "thirtysixth",
     "thirtyseventh",
     "thirtyeighth",
+    "thirtyninth",
 )
 DEFAULT_CACHE = Path.home() / ".cache" / "agentcache" / "lint"
 PRECISION, RECALL, FILES_PER_SECOND, RSS_MB, BIG_FILE_MB = 0.90, 0.80, 300, 300, 4
@@ -141,6 +143,7 @@ FLOORS = {
     "thirtysixth": (0.8, 1.0),
     "thirtyseventh": (1.0, 0.87),
     "thirtyeighth": (0.5, 1.0),
+    "thirtyninth": (1.0, 1.0),
 }
 #: Worker processes of the wall-clock run: the issue's target is for a 2-core machine.
 JOBS = 2

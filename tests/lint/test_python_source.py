@@ -50,6 +50,18 @@ SLOT_SETTER = """
 """
 
 POSITIVE = {
+    "a_message_list_measured_and_sent": """
+        from datetime import date
+
+        from .tokens import count_tokens
+
+        def ask(client, question):
+            messages = [{"role": "system", "content": f"Today is {date.today()}."}]  # expect: AC101
+            messages.append({"role": "user", "content": question})
+            if count_tokens(messages) > 8000:
+                raise ValueError("too long")
+            return client.chat.completions.create(model="m", messages=messages)
+    """,
     "a_message_list_given_to_a_tool_run_and_sent": """
         from datetime import date
 
@@ -833,6 +845,18 @@ NEGATIVE = {
                 result = run(client, messages=search_messages)
                 messages.append({"role": "tool", "content": result})
             return client.chat.completions.create(model="m", messages=messages)
+    """,
+    "system_messages_written_only_to_be_measured": """
+        from datetime import datetime
+
+        from .compaction import estimate_tokens
+
+        def context_report(parts):
+            def _est(text):
+                return estimate_tokens([{"role": "system", "content": text}]) if text else 0
+
+            dated = [{"role": "system", "content": f"Today is {datetime.now():%A}."}]
+            return {"system": _est(parts["system"] + str(datetime.now())), "dated": estimate_tokens(dated)}
     """,
     "a_record_made_of_a_dict_read_field_by_field": """
         import time

@@ -25,12 +25,12 @@ from agentcache.lint.python.syntax import (
     definitions,
     dotted,
     imports,
-    is_self_field,
     last_name,
     of_self,
     returns_own_class,
     returns_text,
     role_default,
+    self_field,
     takes_arguments,
     top_level_bindings,
     unread_parameters,
@@ -156,8 +156,8 @@ class Interpreter(Statements):
         """Method (by id) -> the module's class that defines it (:meth:`own_method`), made once asked."""
         self.resolved: dict[tuple[int, str], Function | None] = {}
         """(class by id, method name) -> what ``self.name(...)`` calls in its methods (:meth:`own_method`)."""
-        self.declared_fields: dict[tuple[int, str], tuple[str, ...]] = {}
-        """(class by id, field) -> the class the field is declared with (:meth:`field_classes`)."""
+        self.declared_fields: dict[int, dict[str, tuple[str, ...]]] = {}
+        """Class (by id) -> its fields declared with one class, and that class (:meth:`field_classes`)."""
         self.package_top = module.partition(".")[0] + "."
         """The module's top-level package, as the prefix of its names: summaries are looked up there."""
         self.dispatch: dict[str, dict[str, ast.Lambda | Function]] | None = None
@@ -620,31 +620,33 @@ class Interpreter(Statements):
         cls = self.running_class()
         if cls is None:
             return ()
-        key = (id(cls), attribute)
-        if key not in self.declared_fields:
-            self.declared_fields[key] = self.declared_class(cls, attribute)
-        return self.declared_fields[key]
+        if id(cls) not in self.declared_fields:
+            self.declared_fields[id(cls)] = self.declared_classes(cls)
+        return self.declared_fields[id(cls)].get(attribute, ())
 
-    def declared_class(self, cls: ast.ClassDef, attribute: str) -> tuple[str, ...]:
+    def declared_classes(self, cls: ast.ClassDef) -> dict[str, tuple[str, ...]]:
+        """Each field of ``cls`` declared with exactly one class of the project (see :meth:`field_classes`), read
+        in one walk of the class: a method's fields are asked for at every ``self.x.y`` it reads."""
         init = next((item for item in cls.body if isinstance(item, ast.FunctionDef) and item.name == "__init__"), None)
         parameters = {arg.arg: arg.annotation for arg in (init.args.args if init else ()) if arg.annotation}
-        annotations = [
-            item.annotation
-            for item in cls.body
-            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.target.id == attribute
-        ]
+        annotations: dict[str, list[ast.expr]] = {}
+        for item in cls.body:
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                annotations.setdefault(item.target.id, []).append(item.annotation)
         for statement in ast.walk(init) if init is not None else ():
-            if isinstance(statement, ast.AnnAssign) and is_self_field(statement.target, attribute):
-                annotations.append(statement.annotation)
-            elif (
-                isinstance(statement, ast.Assign)
-                and any(is_self_field(target, attribute) for target in statement.targets)
-                and isinstance(statement.value, ast.Name)
-                and statement.value.id in parameters
-            ):
-                annotations.append(parameters[statement.value.id])
-        owners = {owner for annotation in annotations if (owner := self.annotated(_class_named(annotation)))}
-        return tuple(sorted(owners)) if len(owners) == 1 else ()
+            if isinstance(statement, ast.AnnAssign) and (field := self_field(statement.target)):
+                annotations.setdefault(field, []).append(statement.annotation)
+            elif isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Name):
+                annotation = parameters.get(statement.value.id)
+                for target in statement.targets if annotation is not None else ():
+                    if field := self_field(target):
+                        annotations.setdefault(field, []).append(annotation)
+        declared = {}
+        for field, written in annotations.items():
+            owners = {owner for annotation in written if (owner := self.annotated(_class_named(annotation)))}
+            if len(owners) == 1:
+                declared[field] = (owners.pop(),)
+        return declared
 
     def own_method(self, name: str) -> Function | None:
         """The method ``self.name(...)`` calls in a method: the module's only method of that name, else, where

@@ -17,7 +17,7 @@ from agentcache.lint.python.rules import (
     Report,
     message,
 )
-from agentcache.lint.python.syntax import Function, constant, entry_at, escaping, last_name, tool_run_messages
+from agentcache.lint.python.syntax import Function, constant, entry_at, escaping, last_name, unsent_messages
 from agentcache.lint.python.values import (
     CLOCK,
     KEY_ORDER,
@@ -59,9 +59,9 @@ class Sinks:
         self.stack = stack
         """The functions being run, innermost last (the interpreter's call stack)."""
         self.tree = tree
-        self.given_to_tools: frozenset[int] | None = None
-        """The message dicts (by id) only given to a tool run (:func:`~.syntax.tool_run_messages`), worked out when
-        the module's first system message is met."""
+        self.unsent: frozenset[int] | None = None
+        """The message dicts (by id) only given to a tool run or measured (:func:`~.syntax.unsent_messages`), worked
+        out when the module's first system message is met."""
         self.reports: dict[tuple[str, int, int], Report] = {}
         self.definitions: dict[tuple[str, int, int], Report] = {}
         """Reports at a tool's definition (:meth:`definition_sink`): kept only for what no tool sink reports."""
@@ -236,10 +236,10 @@ class Sinks:
         index = fields.get("role")
         role = self.role(node.values[index], values[index]) if index is not None else None
         if role == SYSTEM:
-            if self.given_to_tools is None:
-                self.given_to_tools = tool_run_messages(self.tree, self.words.holds_tools)
-            if id(node) in self.given_to_tools:
-                return False  # a tool's argument, not a request's system prompt
+            if self.unsent is None:
+                self.unsent = unsent_messages(self.tree, self.words.holds_tools, self.words.measures)
+            if id(node) in self.unsent:
+                return False  # a tool's argument or a measure's, not a request's system prompt
             self.system_messages.add(id(node))
             for field in MESSAGE_FIELDS:
                 if field in fields:

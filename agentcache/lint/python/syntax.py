@@ -388,12 +388,12 @@ def _binds_self(statement: ast.stmt, attribute: str) -> bool:
     targets = statement.targets if isinstance(statement, ast.Assign) else []
     if isinstance(statement, ast.AnnAssign) and statement.value is not None:
         targets = [statement.target]
-    return any(is_self_field(target, attribute) for target in targets)
+    return any(self_field(target) == attribute for target in targets)
 
 
-def is_self_field(target: ast.expr, attribute: str) -> bool:
-    """Whether an expression (an assignment's target) is ``self.attribute``."""
-    return isinstance(target, ast.Attribute) and target.attr == attribute and of_self(target)
+def self_field(target: ast.expr) -> str | None:
+    """The field an expression (an assignment's target) is of ``self`` (``self.tools``: ``tools``), else None."""
+    return target.attr if isinstance(target, ast.Attribute) and of_self(target) else None
 
 
 def calls_super(function: Function, name: str) -> bool:
@@ -490,12 +490,14 @@ def _parameter_default(function: ast.FunctionDef, value: ast.expr) -> ast.expr |
     return None if any(arg.arg == value.id for arg in (*positional, *spec.kwonlyargs)) else value
 
 
-def tool_run_messages(tree: ast.Module, tables: Callable[[str], bool]) -> frozenset[int]:
-    """The message dicts (by id) of the lists a function only gives to a tool it runs: a list display bound to a
-    name (``search_messages = [{"role": "system", ...}]``) that the function only adds to and passes to a callable
-    it took from a table of tools by name (``run = available_functions[name]``, ``tools.get(name)``: ``tables``
-    says which names hold tools), never returns, keeps or sends otherwise. What a tool is given are its arguments:
-    bambooai's search tool keeps only the last (user) message of the list it is handed."""
+def unsent_messages(tree: ast.Module, tables: Callable[[str], bool], measures: Callable[[str], bool]) -> frozenset[int]:
+    """The message dicts (by id) that a function writes only to give to a tool it runs or to a call that measures
+    them (``measures`` says which by name: ``estimate_tokens([{"role": "system", ...}])``): written in the call, or
+    in a list display bound to a name (``search_messages = [{"role": "system", ...}]``) that the function only adds
+    to and passes to such a call, never returns, keeps or sends otherwise. A tool runs a callable the function took
+    from a table of tools by name (``run = available_functions[name]``, ``tools.get(name)``: ``tables`` says which
+    names hold tools). What a tool is given are its arguments (bambooai's search tool keeps only the last, user,
+    message of the list it is handed); what is measured is counted, not sent."""
     found: set[int] = set()
     for function in ast.walk(tree):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -509,7 +511,11 @@ def tool_run_messages(tree: ast.Module, tables: Callable[[str], bool]) -> frozen
                     lists[name] = value
                 elif _looked_up(value, tables):
                     runners.add(name)
-        if not lists or not runners:
+            elif isinstance(node, ast.Call) and measures(last_name(node.func) or ""):
+                for given in (*node.args, *(keyword.value for keyword in node.keywords)):
+                    items = given.elts if isinstance(given, (ast.List, ast.Tuple)) else [given]
+                    found.update(id(item) for item in items if isinstance(item, ast.Dict))
+        if not lists:
             continue
         parents = {id(child): parent for parent in ast.walk(function) for child in ast.iter_child_nodes(parent)}
         for name, made in lists.items():
@@ -518,7 +524,7 @@ def tool_run_messages(tree: ast.Module, tables: Callable[[str], bool]) -> frozen
                 for node in ast.walk(function)
                 if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
             ]
-            if uses and all(_given_to_a_tool(parents, use, runners) for use in uses):
+            if uses and all(_only_run_or_measured(parents, use, runners, measures) for use in uses):
                 found.update(id(item) for item in made.elts if isinstance(item, ast.Dict))
     return frozenset(found)
 
@@ -534,11 +540,15 @@ def _looked_up(value: ast.expr, tables: Callable[[str], bool]) -> bool:
     return table is not None and tables(table)
 
 
-def _given_to_a_tool(parents: dict[int, ast.AST], use: ast.Name, runners: set[str]) -> bool:
-    """Whether a list's name is only added to here (``messages.append(...)``) or given to a tool run."""
+def _only_run_or_measured(
+    parents: dict[int, ast.AST], use: ast.Name, runners: set[str], measures: Callable[[str], bool]
+) -> bool:
+    """Whether a list's name is only added to here (``messages.append(...)``), given to a tool run or measured."""
     parent = parents.get(id(use))
     if isinstance(parent, ast.Attribute) and parent.attr in ("append", "extend", "insert"):
         return isinstance(parents.get(id(parent)), ast.Call)
     if isinstance(parent, ast.keyword):
         parent = parents.get(id(parent))
-    return isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id in runners
+    if not isinstance(parent, ast.Call):
+        return False
+    return (isinstance(parent.func, ast.Name) and parent.func.id in runners) or measures(last_name(parent.func) or "")
