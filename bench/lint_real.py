@@ -29,7 +29,8 @@ lint of 2026-12-06 (commit c87b870); ``twentyninth``, judged against the lint of
 of 2026-12-06 (commit 5e4eba0); ``thirtyfifth``, judged against the lint of 2026-12-06 (commit 2ef15f8);
 ``thirtysixth``, judged against the lint of 2026-12-07 (commit e6eabc7); ``thirtyseventh``, judged against the lint of
 2026-12-07 (commit 14d3c78); ``thirtyeighth``, judged against the lint of 2026-12-07 (commit 00c01a9);
-``thirtyninth``, judged against the lint of 2026-12-07 (commit b2da2aa).
+``thirtyninth``, judged against the lint of 2026-12-07 (commit b2da2aa); ``fortieth``, judged against the lint of
+2026-12-07 (commit 82cc0b4).
 Targets, per corpus: precision >= 90%, recall >= 80%, >= 300 files/s, peak RSS < 300 MB on a 4 MB file. Exits 1
 when a target is missed or a finding is unlabelled.
 
@@ -99,6 +100,7 @@ CORPORA = (
     "thirtyseventh",
     "thirtyeighth",
     "thirtyninth",
+    "fortieth",
 )
 DEFAULT_CACHE = Path.home() / ".cache" / "agentcache" / "lint"
 PRECISION, RECALL, FILES_PER_SECOND, RSS_MB, BIG_FILE_MB = 0.90, 0.80, 300, 300, 4
@@ -107,7 +109,7 @@ PRECISION, RECALL, FILES_PER_SECOND, RSS_MB, BIG_FILE_MB = 0.90, 0.80, 300, 300,
 FLOORS = {
     "tuned": (PRECISION, RECALL),
     "second": (1.0, 0.73),
-    "third": (0.91, 0.84),
+    "third": (0.9, 0.8),
     "fourth": (0.95, 0.71),
     "fifth": (0.75, 1.0),
     "sixth": (1.0, 1.0),
@@ -139,11 +141,12 @@ FLOORS = {
     "thirtysecond": (1.0, 0.66),
     "thirtythird": (1.0, 0.8),
     "thirtyfourth": (0.88, 0.94),
-    "thirtyfifth": (0.5, 0.75),
+    "thirtyfifth": (0.6, 0.75),
     "thirtysixth": (0.8, 1.0),
     "thirtyseventh": (1.0, 0.87),
     "thirtyeighth": (0.5, 1.0),
     "thirtyninth": (1.0, 1.0),
+    "fortieth": (1.0, 0.5),
 }
 #: Worker processes of the wall-clock run: the issue's target is for a 2-core machine.
 JOBS = 2

@@ -50,6 +50,81 @@ SLOT_SETTER = """
 """
 
 POSITIVE = {
+    "tools_in_a_set_order_stored_as_a_policy_and_as_tools": """
+        class Profiles:
+            def __init__(self, default_tools):
+                self.default_tools = default_tools
+
+            def get_profile(self, name):
+                all_tools = list(set(self.default_tools))  # expect: AC103
+                return {"name": name, "allowed_tools": all_tools, "tools": all_tools}
+    """,
+    "fields_declared_sets_made_empty_for_each_object": """
+        from dataclasses import dataclass, field
+
+        from openai import OpenAI
+        from pydantic import BaseModel, Field
+
+        class Agent(BaseModel):
+            tools: set[str] = Field(default_factory=set)
+
+            def run(self):
+                tools = [{"name": name} for name in self.tools]  # expect: AC103
+                return OpenAI().chat.completions.create(model="m", messages=[], tools=tools)
+
+        @dataclass
+        class Task:
+            depends_on: frozenset[str] = field(default_factory=lambda: frozenset())
+
+        def tools_of(task: Task):
+            tools = [{"name": name} for name in task.depends_on]  # expect: AC103
+            return OpenAI().chat.completions.create(model="m", messages=[], tools=tools)
+    """,
+    "functions_run_on_a_worker_thread": """
+        import asyncio
+        import time
+        from datetime import date
+
+        from anthropic import AsyncAnthropic
+
+        def environment_block(cwd):
+            return f"cwd: {cwd}, date: {date.today()}"
+
+        def clock_line():
+            return f"now: {time.time()}"
+
+        async def ask(cwd, question):
+            block = await asyncio.to_thread(environment_block, cwd)
+            system = "You help. " + block
+            return await AsyncAnthropic().messages.create(model="m", system=system, messages=question)  # expect: AC101
+
+        async def ask_later(question):
+            line = await asyncio.get_running_loop().run_in_executor(None, clock_line)
+            return await AsyncAnthropic().messages.create(model="m", system=line, messages=question)  # expect: AC101
+    """,
+    "branches_on_a_flag_its_calls_give_differently_or_that_is_handed_on": """
+        import time
+
+        def _header(dated):
+            if not dated:
+                return "You help."
+            return f"You help. It is {time.time()}."
+
+        def _footer(dated=False):
+            if dated:
+                return f"Sent at {time.time()}"
+            return ""
+
+        def request(question, fast):
+            system = _header(True) if fast else _header(False)
+            return [{"role": "system", "content": system}, {"role": "user", "content": question}]  # expect: AC101
+
+        def request_later(question, run):
+            return run(_footer, question)
+
+        def request_now(question):
+            return [{"role": "system", "content": _footer()}, {"role": "user", "content": question}]  # expect: AC101
+    """,
     "a_message_list_measured_and_sent": """
         from datetime import date
 
@@ -857,6 +932,66 @@ NEGATIVE = {
 
             dated = [{"role": "system", "content": f"Today is {datetime.now():%A}."}]
             return {"system": _est(parts["system"] + str(datetime.now())), "dated": estimate_tokens(dated)}
+    """,
+    "branches_every_call_of_a_private_function_decides": """
+        import time
+        from datetime import datetime
+
+        from openai import OpenAI
+
+        class Agent:
+            def __init__(self, base):
+                self.system = self._build_system_prompt(base, use_compiled=True)
+
+            def _build_system_prompt(self, base, task="", use_compiled=False):
+                if use_compiled:
+                    return self._compiled(task)
+                return f"{base} Now: {datetime.now()}"
+
+            def _compiled(self, task):
+                return "You help." + task
+
+            def ask(self, question):
+                messages = [{"role": "system", "content": self.system}, {"role": "user", "content": question}]
+                return OpenAI().chat.completions.create(model="m", messages=messages)
+
+        def _header(verbose=False):
+            if not verbose:
+                return "You help."
+            return f"You help. It is {time.time()}."
+
+        def request(question):
+            return [{"role": "system", "content": _header()}, {"role": "user", "content": question}]
+    """,
+    "a_worker_thread_given_a_time_only_to_write_it": """
+        import asyncio
+        import time
+
+        from anthropic import AsyncAnthropic
+
+        def write_log(path, line):
+            with open(path, "a") as log:
+                log.write(line)
+            return "You help."
+
+        async def ask(question):
+            system = await asyncio.to_thread(write_log, "run.log", f"asked at {time.time()}")
+            return await AsyncAnthropic().messages.create(model="m", system=system, messages=question)
+    """,
+    "tools_in_a_set_order_stored_only_as_a_policy": """
+        class Profiles:
+            def __init__(self, profiles, default_tools):
+                self.profiles, self.default_tools = profiles, default_tools
+
+            def get_profile(self, name):
+                profile = dict(self.profiles[name])
+                all_tools = list(set(self.default_tools + profile.get("allowed_tools", [])))
+                profile["allowed_tools"] = all_tools
+                return profile
+
+            def summary(self, name):
+                merged_tools = list(set(self.default_tools))
+                return {"name": name, "allowed_tools": merged_tools}
     """,
     "a_record_made_of_a_dict_read_field_by_field": """
         import time
@@ -2423,8 +2558,9 @@ def test_a_set_given_to_a_field_declared_as_a_set_is_judged_where_the_field_is_r
     field its registration only tests for membership: the object keeps a set whatever order it was given in, so
     the order is the reader's to fix. A field declared as a set is read as one, in this module or another: iterated
     into a tool list, reported there. A field declared as a list keeps the order it is given. Still reported at the
-    call: a field with a default of its own, a ``TypedDict``'s, a class with its own ``__init__`` given a list in a
-    set's order. Not a set field declared again as a list by a subclass, or sorted by ``__init__``."""
+    call: a field with a default of its own (not an empty set), a ``TypedDict``'s, a class with its own
+    ``__init__`` given a list in a set's order. Not a set field declared again as a list by a subclass, or sorted
+    by ``__init__``."""
     head = "from dataclasses import dataclass, field\n\nREGISTRY = {'search': {'name': 'search'}}\n\n"
     write_package(
         tmp_path / "pkg",
@@ -2444,7 +2580,7 @@ def test_a_set_given_to_a_field_declared_as_a_set_is_judged_where_the_field_is_r
         "    return client.chat.completions.create(tools=[REGISTRY[n] for n in config.tools])\n",
         others="from dataclasses import dataclass, field\nfrom typing import TypedDict\n"
         "from .config import REGISTRY\n\n"
-        "@dataclass\nclass Defaulted:\n    tools: set[str] = field(default_factory=set)\n\n"
+        "@dataclass\nclass Defaulted:\n    tools: set[str] = field(default_factory=lambda: {'search'})\n\n"
         "class Options(TypedDict, total=False):\n    tools: set[str]\n\n"
         "class Agent:\n    tools: set[str] | None = None\n\n"
         "    def __init__(self, tools=None):\n        self.schemas = [REGISTRY[n] for n in tools or ()]\n\n"

@@ -96,6 +96,7 @@ from agentcache.lint.python.vocabulary import (
     TEMPLATE_MAKERS,
     TEMPLATE_SOURCES,
     TEXT_METHODS,
+    THREAD_RUNNERS,
     VOCABULARY,
     Vocabulary,
     is_property,
@@ -157,6 +158,8 @@ class Interpreter(Statements):
         self.resolved: dict[tuple[int, str], Function | None] = {}
         """(class by id, method name) -> what ``self.name(...)`` calls in its methods (:meth:`own_method`)."""
         self.declared_fields: dict[int, dict[str, tuple[str, ...]]] = {}
+        self.relayed: dict[int, ast.Call] = {}
+        """A thread runner's call (by id) -> the call it makes of the function it is given (:meth:`relayed_call`)."""
         """Class (by id) -> its fields declared with one class, and that class (:meth:`field_classes`)."""
         self.package_top = module.partition(".")[0] + "."
         """The module's top-level package, as the prefix of its names: summaries are looked up there."""
@@ -638,10 +641,10 @@ class Interpreter(Statements):
                 annotations.setdefault(field, []).append(statement.annotation)
             elif isinstance(statement, ast.Assign) and isinstance(statement.value, ast.Name):
                 annotation = parameters.get(statement.value.id)
-                for target in statement.targets if annotation is not None else ():
-                    if field := self_field(target):
+                for field in map(self_field, statement.targets):
+                    if field and annotation is not None:
                         annotations.setdefault(field, []).append(annotation)
-        declared = {}
+        declared: dict[str, tuple[str, ...]] = {}
         for field, written in annotations.items():
             owners = {owner for annotation in written if (owner := self.annotated(_class_named(annotation)))}
             if len(owners) == 1:
@@ -973,7 +976,33 @@ class Interpreter(Statements):
     def bounds(self, node: ast.Slice, scope: Scope) -> Value:
         return combine(*(self.expr(part, scope) for part in (node.lower, node.upper, node.step)))
 
+    def relayed_call(self, node: ast.Call, scope: Scope) -> ast.Call | None:
+        """The call a thread runner makes of the function it is given (:data:`THREAD_RUNNERS`,
+        ``loop.run_in_executor(None, build_block, cwd)``), whose value it returns: ``build_block(cwd)``, made once
+        per runner call (its node is kept: findings and memos know nodes by id)."""
+        func = node.func
+        callee = last_name(func)
+        if callee == "run_in_executor" and isinstance(func, ast.Attribute):
+            first, keywords = 1, False
+        elif callee in ("to_thread", "run_sync", "run_in_threadpool"):
+            runner = THREAD_RUNNERS.get(self.qualname(func, scope) or "")
+            if runner is None:
+                return None
+            first, keywords = 0, runner
+        else:
+            return None
+        if len(node.args) <= first or isinstance(node.args[first], ast.Starred):
+            return None
+        made = self.relayed.get(id(node))
+        if made is None:
+            made = ast.Call(node.args[first], node.args[first + 1 :], node.keywords if keywords else [])
+            self.relayed[id(node)] = ast.copy_location(made, node)
+        return made
+
     def call(self, node: ast.Call, scope: Scope) -> Value:
+        relayed = self.relayed_call(node, scope)
+        if relayed is not None:
+            return self.call(relayed, scope)
         func, keywords = node.func, node.keywords
         args = [self.expr(arg, scope) for arg in node.args] if node.args else []
         kwargs = {kw.arg: self.expr(kw.value, scope) for kw in keywords if kw.arg is not None} if keywords else {}

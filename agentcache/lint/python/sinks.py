@@ -410,7 +410,12 @@ class Sinks:
         """Whether a call or a dict display keeps nothing of what it is given as it is: a call that measures it (a
         token estimate), keeps nothing of its order (``sorted``, ``all_tools.update(tools)``) or reads a part of it
         (``getattr(tools, name)``), a report, a record's constructor (``ResponseConfigOverview(active_tools=...)``,
-        what a dashboard shows)."""
+        what a dashboard shows); or whether a place a value is stored in (an assignment's target, a dict's key)
+        holds a policy over tools, applied by membership (``profile["allowed_tools"] = tools``)."""
+        if isinstance(node, (ast.Subscript, ast.Attribute, ast.Constant)):
+            place = constant(node.slice) if isinstance(node, ast.Subscript) else None
+            place = node.attr if isinstance(node, ast.Attribute) else constant(node) if place is None else place
+            return isinstance(place, str) and self.words.is_policy(place, None)
         if self.words.reports(node):
             return True
         called = last_name(node.func) if isinstance(node, ast.Call) else None

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from agentcache.lint.python.sinks import TOOL_SCHEMA, Sinks
 from agentcache.lint.python.syntax import (
     Function,
+    agreed_arguments,
     bound_names,
     constant,
     dotted,
@@ -61,6 +62,8 @@ MAX_REPEATED_LOOPS = 3
 #: (function, bindings) -> what it returned, and how many calls deep it could follow when it cut one short.
 Memo = dict[tuple[int, tuple[tuple[str, Value], ...]], tuple[Value, int]]
 _TRIES: tuple[type[ast.stmt], ...] = tuple(getattr(ast, name) for name in ("Try", "TryStar") if hasattr(ast, name))
+#: What :meth:`Statements.known_literal` says of a parameter whose value it does not know.
+_UNKNOWN = object()
 
 StatementHandler = Callable[["Statements", Any, Scope, list[Value]], None]
 
@@ -97,6 +100,9 @@ class Statements(ABC):
         """Top-level class (by name) -> the ``self.x`` its body and ``__init__`` set that may differ: exported."""
         self.unbound: dict[int, frozenset[str]] = {}
         """Function id -> the parameters it never rebinds (:meth:`fixed`)."""
+        self.agreed: dict[int, dict[str, object]] | None = None
+        """Function id -> the literals every call of it in the module gives its parameters (:meth:`known_literal`),
+        worked out when first asked."""
         self.bases: dict[int, tuple[str, ...]] = {}
         """Method (by id) -> the imported classes its class derives from, by dotted name: their fields are read
         from the project's exports."""
@@ -113,6 +119,9 @@ class Statements(ABC):
         """Whether the run keeps only what every call reaches (:meth:`Interpreter.own`): the branches of an ``if``,
         a ``match``, a loop (run or not) and a ``try``'s handlers meet (:meth:`Scope.meet`) instead of joining."""
         self.loops = 0
+        self.ended = False
+        """Whether the statement just run was an ``if`` decided to run only a branch that returns or raises
+        (:meth:`decided`): the block it is in ends there."""
         self.order: frozenset[Origin] = frozenset()
         """The undefined orders of the loops being run (a set's, a shuffle's): what a loop body adds to a
         collection or a string that outlives an iteration is built in that order."""
@@ -171,6 +180,9 @@ class Statements(ABC):
     def block(self, body: Sequence[ast.stmt], scope: Scope, returns: list[Value]) -> None:
         for statement in body:
             self.statement(statement, scope, returns)
+            if self.ended:  # an ``if`` decided to run only a branch that returns or raises: nothing after runs
+                self.ended = False
+                return
 
     def statement(self, node: ast.stmt, scope: Scope, returns: list[Value]) -> None:
         """Run ``node`` in ``scope``; a ``return`` adds its value to ``returns``. Other statements (imports,
@@ -320,10 +332,12 @@ class Statements(ABC):
         ``elif`` of a long chain costs three Python frames, not four, before the recursion limit."""
         bodies: list[Sequence[ast.stmt]]
         script: ast.If | None = None
+        ends = False
         if isinstance(node, ast.If):
             self.expr(node.test, scope)
             taken = self.decided(node.test, scope)
             bodies = [node.body, node.orelse] if taken is None else [node.body if taken else node.orelse]
+            ends = taken is not None and _exits(bodies[0])
             if not self.stack and _runs_as_script(node.test):
                 script = node
         else:
@@ -340,6 +354,7 @@ class Statements(ABC):
             self.block(body, fork, returns)
             forks.append(fork)
         self.sinks.script = outer
+        self.ended = ends
         if not self.must:
             scope.merge(*forks)
             return
@@ -348,10 +363,19 @@ class Statements(ABC):
             scope.meet(*going)
 
     def decided(self, test: ast.expr, scope: Scope) -> bool | None:
-        """Whether an ``if`` that compares a parameter the running function was called with a literal for, and never
-        rebinds, with a string holds: ``self._set_message(message, "state")`` does not take the branch ``if
-        message_type == "system":``. None: not known (any other test, a function run on its own), both branches
-        run."""
+        """Whether an ``if`` on a parameter the running function never rebinds holds, where the parameter's value is
+        known: a literal the function was called with, or that every call of it in the module gives it
+        (:func:`~.syntax.agreed_arguments`). The tests decided are the parameter itself, ``not`` it, and its
+        comparison with a string: ``self._set_message(message, "state")`` does not take the branch ``if
+        message_type == "system":``, and ``_build_system_prompt(base, use_compiled=True)``, its only call, never
+        builds the legacy prompt after ``if use_compiled: return ...``. None: not known (any other test, a function
+        run on its own with nothing agreed), both branches run."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            taken = self.decided(test.operand, scope)
+            return None if taken is None else not taken
+        if isinstance(test, ast.Name):
+            known = self.known_literal(test, scope)
+            return None if known is _UNKNOWN else bool(known)
         if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq))):
             return None
         sides = []
@@ -359,13 +383,25 @@ class Statements(ABC):
             if isinstance(side, ast.Constant) and isinstance(side.value, str):
                 sides.append(side.value)
                 continue
-            if not (isinstance(side, ast.Name) and self.stack and side.id in self.fixed(self.stack[-1])):
+            known = self.known_literal(side, scope) if isinstance(side, ast.Name) else _UNKNOWN
+            if not isinstance(known, str):
                 return None
-            known = scope.lookup(side.id)
-            if known is None or known.origins or not isinstance(known.text, str):
-                return None
-            sides.append(known.text)
+            sides.append(known)
         return (sides[0] == sides[1]) == isinstance(test.ops[0], ast.Eq)
+
+    def known_literal(self, name: ast.Name, scope: Scope) -> object:
+        """The literal a parameter of the running function that it never rebinds holds (:meth:`decided`): the
+        string it was called with, else what every call in the module gives it; :data:`_UNKNOWN` otherwise."""
+        if not (self.stack and name.id in self.fixed(self.stack[-1])):
+            return _UNKNOWN
+        known = scope.lookup(name.id)
+        if known is not None and not known.origins and isinstance(known.text, str):
+            return known.text
+        if known is not None and known != CLEAN:
+            return _UNKNOWN
+        if self.agreed is None:
+            self.agreed = agreed_arguments(self.tree)
+        return self.agreed.get(id(self.stack[-1]), {}).get(name.id, _UNKNOWN)
 
     def fixed(self, function: Function) -> frozenset[str]:
         """The parameters ``function`` never rebinds (asked once per function)."""
@@ -726,7 +762,7 @@ def set_fields(node: ast.ClassDef) -> dict[str, ast.expr]:
     annotations: of a class whose constructor keeps what it is given (no ``__init__`` of its own: a dataclass, a
     pydantic or attrs model; not a ``TypedDict`` nor a ``NamedTuple``, read by key or position), the fields
     annotated as sets (:func:`declares_set`) with no default of their own (``tools: set[str]``, ``= None``,
-    ``= Field(default=None)``; a field with a default is followed from it)."""
+    ``= Field(default=None)``, ``= Field(default_factory=set)``; a field with a default is followed from it)."""
     if any(
         isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "__init__" for item in node.body
     ) or any(last_name(base) in ("TypedDict", "NamedTuple") for base in node.bases):
@@ -743,14 +779,21 @@ def set_fields(node: ast.ClassDef) -> dict[str, ast.expr]:
 
 def _no_default(value: ast.expr | None) -> bool:
     """Whether a field is declared with no value of its own: none, ``None``, or pydantic's ``Field(None)`` and
-    dataclasses' ``field(default=None)`` (no ``default_factory``)."""
+    dataclasses' ``field(default=None)``; or an empty set made for each object (``Field(default_factory=set)``),
+    which holds nothing until it is given or filled, then in hash order."""
     if value is None or (isinstance(value, ast.Constant) and value.value is None):
         return True
     if not (isinstance(value, ast.Call) and last_name(value.func) in ("Field", "field")):
         return False
     given = {keyword.arg: keyword.value for keyword in value.keywords}
+    factory = given.get("default_factory")
+    if factory is not None:
+        made = factory.body if isinstance(factory, ast.Lambda) else factory
+        if isinstance(made, ast.Call) and not made.args and not made.keywords:
+            made = made.func  # lambda: set()
+        return isinstance(made, ast.Name) and made.id in ("set", "frozenset")
     default = value.args[0] if value.args else given.get("default")
-    return "default_factory" not in given and isinstance(default, ast.Constant) and default.value is None
+    return isinstance(default, ast.Constant) and default.value is None
 
 
 def _tabled(table: Value, value: Value) -> tuple[tuple[tuple[str, Value], ...] | None, str | None]:

@@ -98,12 +98,15 @@ def escaping(function: Function | ast.If, consumes: Callable[[ast.expr], bool] =
     """The names whose object leaves ``function`` (or a script's block) as it is (or through a function nested in
     it): returned or yielded, given to a call, bound to another name or stored, or put in a collection. A name only
     iterated, tested or combined with others (``requested & KNOWN``, ``for name in supported``), or given to a call
-    or put in a dict that ``consumes`` says keeps nothing of it (a token estimate, ``sorted``, a report), is
-    consumed where it is."""
+    or put in a dict that ``consumes`` says keeps nothing of it (a token estimate, ``sorted``, a report), or stored
+    only in places ``consumes`` says keep no order (an assignment's targets, a dict's key: a policy), is consumed
+    where it is."""
     found: set[str] = set()
     for node in ast.walk(function):
         if isinstance(node, (ast.Call, ast.Dict)) and consumes(node):
             continue
+        if isinstance(node, ast.Assign) and all(consumes(target) for target in node.targets):
+            continue  # stored only where a policy is kept: profile["allowed_tools"] = tools
         if isinstance(node, _HOLDERS):
             held = [node.value]
         elif isinstance(node, ast.Call):
@@ -111,7 +114,7 @@ def escaping(function: Function | ast.If, consumes: Callable[[ast.expr], bool] =
         elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             held = list(node.elts)
         elif isinstance(node, ast.Dict):
-            held = list(node.values)
+            held = [value for key, value in zip(node.keys, node.values, strict=True) if not (key and consumes(key))]
         else:
             continue
         for value in held:
@@ -552,3 +555,77 @@ def _only_run_or_measured(
     if not isinstance(parent, ast.Call):
         return False
     return (isinstance(parent.func, ast.Name) and parent.func.id in runners) or measures(last_name(parent.func) or "")
+
+
+def agreed_arguments(tree: ast.Module) -> dict[int, dict[str, object]]:
+    """Function (by id) -> the parameters every call of it in the module gives the same literal, by position, by
+    keyword or by a literal default (``use_compiled=True`` at the only call of ``_build_system_prompt``): a branch on
+    one is decided. Only private functions, defined once, undecorated, whose name the module only calls (with no
+    ``*args`` or ``**kwargs``): nothing else may call them with another value."""
+    defined: dict[str, list[Function]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            defined.setdefault(node.name, []).append(node)
+    private = {
+        name: found[0]
+        for name, found in defined.items()
+        if len(found) == 1 and name.startswith("_") and not name.endswith("__") and not found[0].decorator_list
+    }
+    if not private:
+        return {}
+    calls: dict[str, list[ast.Call]] = {}
+    named: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and (name := last_name(node.func)) in private:
+            calls.setdefault(name, []).append(node)
+        elif isinstance(node, ast.Name) and node.id in private:
+            named[node.id] = named.get(node.id, 0) + 1
+        elif isinstance(node, ast.Attribute) and node.attr in private:
+            named[node.attr] = named.get(node.attr, 0) + 1
+    agreed: dict[int, dict[str, object]] = {}
+    for name, found in calls.items():
+        if named.get(name, 0) != len(found):  # its name read otherwise too: handed on, called with anything
+            continue
+        function = private[name]
+        given = [_literal_arguments(function, call) for call in found]
+        common = given[0]
+        for arguments in given[1:]:
+            if common is None or arguments is None:
+                common = None
+                break
+            common = {key: value for key, value in common.items() if arguments.get(key, _UNGIVEN) == value}
+        if common:
+            agreed[id(function)] = {key: value[1] for key, value in common.items()}
+    return agreed
+
+
+#: A parameter a call gives no literal for.
+_UNGIVEN = object()
+
+
+def _literal_arguments(function: Function, call: ast.Call) -> dict[str, tuple[type, object]] | None:
+    """The parameters ``call`` gives ``function`` a literal for (by type and value: ``True`` is not ``1``), given or
+    by default; None when it unpacks arguments, which may give any."""
+    if any(isinstance(arg, ast.Starred) for arg in call.args) or any(kw.arg is None for kw in call.keywords):
+        return None
+    receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
+    if isinstance(receiver, ast.Name) and receiver.id[:1].isupper():
+        return None  # Base._build(self, ...): the object given first
+    spec = function.args
+    positional = [*spec.posonlyargs, *spec.args]
+    if receiver is not None and positional and positional[0].arg in ("self", "cls"):
+        positional = positional[1:]  # self._build(...): the object is the first
+    values: dict[str, ast.expr] = {}
+    defaults = spec.defaults
+    for arg, default in zip(positional[len(positional) - len(defaults) :], defaults, strict=True):
+        values[arg.arg] = default
+    for arg, keyword_default in zip(spec.kwonlyargs, spec.kw_defaults, strict=True):
+        if keyword_default is not None:
+            values[arg.arg] = keyword_default
+    values.update((arg.arg, given) for arg, given in zip(positional, call.args, strict=False))
+    values.update((kw.arg, kw.value) for kw in call.keywords if kw.arg is not None)
+    return {
+        key: (type(value.value), value.value)
+        for key, value in values.items()
+        if isinstance(value, ast.Constant) and not isinstance(value.value, bytes)
+    }

@@ -643,6 +643,15 @@ TABLE = "builtins.dict[record]"
 MAPPING_ANNOTATIONS = frozenset({"dict", "Dict", "defaultdict", "DefaultDict", "Mapping", "MutableMapping"})
 #: Calls that return a copy of their argument: a dict of variables copied keeps its entries.
 COPIES = frozenset({"copy.copy", "copy.deepcopy"})
+#: Calls that run the function given first on a worker thread and return what it returns (``await
+#: asyncio.to_thread(build_block, cwd)`` is ``build_block(cwd)``), by dotted name -> whether they hand it their
+#: keyword arguments too. ``loop.run_in_executor(executor, f, *args)``, by its method name, gives none.
+THREAD_RUNNERS = {
+    "asyncio.to_thread": True,
+    "anyio.to_thread.run_sync": False,
+    "starlette.concurrency.run_in_threadpool": True,
+    "fastapi.concurrency.run_in_threadpool": True,
+}
 #: Methods that make an object of a dict, its fields the dict's items (pydantic's): a field read is that item, by
 #: its name or its camel-case alias. The class (:attr:`~agentcache.lint.python.values.Value.cls`) of such an object.
 RECORD_LOADERS = frozenset({"model_validate", "parse_obj"})
