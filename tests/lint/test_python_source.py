@@ -50,6 +50,41 @@ SLOT_SETTER = """
 """
 
 POSITIVE = {
+    "private_functions_something_else_may_call_keep_both_branches": """
+        from datetime import date
+
+        from langchain_core.language_models import BaseChatModel
+        from openai import OpenAI
+
+        class DatedChat(BaseChatModel):
+            def _generate(self, messages, stop=None, run_manager=None, stream=False, **kwargs):
+                if stream:
+                    return OpenAI().chat.completions.create(model="m", messages=messages, stream=True)
+                system = {"role": "system", "content": f"Today is {date.today()}."}  # expect: AC101
+                return OpenAI().chat.completions.create(model="m", messages=[system, *messages])
+
+            def _stream(self, messages, stop=None, run_manager=None, **kwargs):
+                return self._generate(messages, stop, run_manager, stream=True)
+
+        def _send(question, dated=False):
+            if not dated:
+                return OpenAI().chat.completions.create(model="m", messages=[{"role": "user", "content": question}])
+            messages = [{"role": "system", "content": f"Today is {date.today()}."}]  # expect: AC101
+            return OpenAI().chat.completions.create(model="m", messages=messages)
+
+        def ask(question):
+            return _send(question)
+
+        class Agent:
+            def _ask(me, question, dated=False):
+                if not dated:
+                    return OpenAI().chat.completions.create(model="m", messages=[{"role": "user", "content": question}])
+                messages = [{"role": "system", "content": f"Today is {date.today()}."}]  # expect: AC101
+                return OpenAI().chat.completions.create(model="m", messages=messages)
+
+            def run(me, question):
+                return me._ask(question, True)
+    """,
     "tools_in_a_set_order_stored_as_a_policy_and_as_tools": """
         class Profiles:
             def __init__(self, default_tools):
@@ -83,9 +118,11 @@ POSITIVE = {
     "functions_run_on_a_worker_thread": """
         import asyncio
         import time
-        from datetime import date
+        import uuid
+        from asyncio import to_thread as in_thread
+        from datetime import date, datetime
 
-        from anthropic import AsyncAnthropic
+        from anthropic import Anthropic, AsyncAnthropic
 
         def environment_block(cwd):
             return f"cwd: {cwd}, date: {date.today()}"
@@ -101,6 +138,21 @@ POSITIVE = {
         async def ask_later(question):
             line = await asyncio.get_running_loop().run_in_executor(None, clock_line)
             return await AsyncAnthropic().messages.create(model="m", system=line, messages=question)  # expect: AC101
+
+        async def ask_aliased(question):
+            line = await in_thread(dated_line)
+            return await AsyncAnthropic().messages.create(model="m", system=line, messages=question)  # expect: AC101
+
+        def dated_line():
+            return f"today: {datetime.now()}"
+
+        class Agent:
+            def run_in_executor(self, label, unit):
+                return f"{label}: {uuid.uuid4()} {unit}"
+
+            def ask(self, question):
+                line = self.run_in_executor("now", "s")
+                return Anthropic().messages.create(model="m", system=line, messages=question)  # expect: AC101
     """,
     "branches_on_a_flag_its_calls_give_differently_or_that_is_handed_on": """
         import time
@@ -955,12 +1007,23 @@ NEGATIVE = {
                 messages = [{"role": "system", "content": self.system}, {"role": "user", "content": question}]
                 return OpenAI().chat.completions.create(model="m", messages=messages)
 
-        def _header(verbose=False):
-            if not verbose:
-                return "You help."
-            return f"You help. It is {time.time()}."
+        class Briefs:
+            def _mode_prompt(self, mode="short"):
+                if mode == "long":
+                    return "You help at length."
+                elif mode == "short":
+                    return "You help."
+                return f"You help. {time.time()}"
+
+            def brief(self, question):
+                return [{"role": "system", "content": self._mode_prompt()}, {"role": "user", "content": question}]
 
         def request(question):
+            def _header(verbose=False):
+                if not verbose:
+                    return "You help."
+                return f"You help. It is {time.time()}."
+
             return [{"role": "system", "content": _header()}, {"role": "user", "content": question}]
     """,
     "a_worker_thread_given_a_time_only_to_write_it": """
@@ -992,6 +1055,12 @@ NEGATIVE = {
             def summary(self, name):
                 merged_tools = list(set(self.default_tools))
                 return {"name": name, "allowed_tools": merged_tools}
+
+            def annotated(self, name):
+                profile: dict[str, list[str]] = dict(self.profiles[name])
+                chosen_tools = list(set(self.default_tools))
+                profile["allowed_tools"]: list[str] = chosen_tools
+                return profile
     """,
     "a_record_made_of_a_dict_read_field_by_field": """
         import time

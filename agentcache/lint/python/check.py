@@ -122,6 +122,8 @@ class PythonSession:
             for part in itertools.chain([tree], trees):
                 analysis = Interpreter(part, self.words, package, reading, scope, templates, module)
                 analysis.imports = self.project.located(source.path, analysis.imports)
+                if len(text) > PART_BYTES:  # a part holds only some of the module's calls: none agree
+                    analysis.agreed = {}
                 analysis.run()
                 results.extend(analysis.sinks.results())
                 flags.update(analysis.sinks.flag_items)

@@ -85,6 +85,7 @@ from agentcache.lint.python.vocabulary import (
     RECORD,
     RECORD_LOADERS,
     RENDERERS,
+    RUNNER_NAMES,
     SEQUENCE_MUTATORS,
     SEQUENCERS,
     SET_ALGEBRA,
@@ -158,9 +159,9 @@ class Interpreter(Statements):
         self.resolved: dict[tuple[int, str], Function | None] = {}
         """(class by id, method name) -> what ``self.name(...)`` calls in its methods (:meth:`own_method`)."""
         self.declared_fields: dict[int, dict[str, tuple[str, ...]]] = {}
+        """Class (by id) -> its fields declared with one class, and that class (:meth:`field_classes`)."""
         self.relayed: dict[int, ast.Call] = {}
         """A thread runner's call (by id) -> the call it makes of the function it is given (:meth:`relayed_call`)."""
-        """Class (by id) -> its fields declared with one class, and that class (:meth:`field_classes`)."""
         self.package_top = module.partition(".")[0] + "."
         """The module's top-level package, as the prefix of its names: summaries are looked up there."""
         self.dispatch: dict[str, dict[str, ast.Lambda | Function]] | None = None
@@ -982,9 +983,11 @@ class Interpreter(Statements):
         per runner call (its node is kept: findings and memos know nodes by id)."""
         func = node.func
         callee = last_name(func)
-        if callee == "run_in_executor" and isinstance(func, ast.Attribute):
+        if isinstance(func, ast.Attribute) and callee == "run_in_executor":
+            if of_self(func):  # the class's own method of that name
+                return None
             first, keywords = 1, False
-        elif callee in ("to_thread", "run_sync", "run_in_threadpool"):
+        elif (isinstance(func, ast.Name) and func.id in self.imports) or callee in RUNNER_NAMES:  # or an alias
             runner = THREAD_RUNNERS.get(self.qualname(func, scope) or "")
             if runner is None:
                 return None

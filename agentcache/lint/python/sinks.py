@@ -413,8 +413,12 @@ class Sinks:
         what a dashboard shows); or whether a place a value is stored in (an assignment's target, a dict's key)
         holds a policy over tools, applied by membership (``profile["allowed_tools"] = tools``)."""
         if isinstance(node, (ast.Subscript, ast.Attribute, ast.Constant)):
-            place = constant(node.slice) if isinstance(node, ast.Subscript) else None
-            place = node.attr if isinstance(node, ast.Attribute) else constant(node) if place is None else place
+            if isinstance(node, ast.Subscript):
+                place = constant(node.slice)  # profile["allowed_tools"]
+            elif isinstance(node, ast.Attribute):
+                place = node.attr  # profile.allowed_tools
+            else:
+                place = constant(node)  # a dict's key
             return isinstance(place, str) and self.words.is_policy(place, None)
         if self.words.reports(node):
             return True

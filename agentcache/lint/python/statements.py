@@ -102,7 +102,7 @@ class Statements(ABC):
         """Function id -> the parameters it never rebinds (:meth:`fixed`)."""
         self.agreed: dict[int, dict[str, object]] | None = None
         """Function id -> the literals every call of it in the module gives its parameters (:meth:`known_literal`),
-        worked out when first asked."""
+        worked out when first asked (set empty for a part of a module cut in parts: it does not hold all calls)."""
         self.bases: dict[int, tuple[str, ...]] = {}
         """Method (by id) -> the imported classes its class derives from, by dotted name: their fields are read
         from the project's exports."""
@@ -177,12 +177,15 @@ class Statements(ABC):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.invoke(node, {})
 
-    def block(self, body: Sequence[ast.stmt], scope: Scope, returns: list[Value]) -> None:
+    def block(self, body: Sequence[ast.stmt], scope: Scope, returns: list[Value]) -> bool:
+        """Run a body's statements in order; whether it ends there, returning or raising: at its last statement, or
+        at an ``if`` decided to run only a branch that ends (nothing after it runs)."""
         for statement in body:
             self.statement(statement, scope, returns)
-            if self.ended:  # an ``if`` decided to run only a branch that returns or raises: nothing after runs
+            if self.ended:
                 self.ended = False
-                return
+                return True
+        return _exits(body)
 
     def statement(self, node: ast.stmt, scope: Scope, returns: list[Value]) -> None:
         """Run ``node`` in ``scope``; a ``return`` adds its value to ``returns``. Other statements (imports,
@@ -332,18 +335,18 @@ class Statements(ABC):
         ``elif`` of a long chain costs three Python frames, not four, before the recursion limit."""
         bodies: list[Sequence[ast.stmt]]
         script: ast.If | None = None
-        ends = False
+        taken: bool | None = None  # a match's cases are never decided
         if isinstance(node, ast.If):
             self.expr(node.test, scope)
             taken = self.decided(node.test, scope)
             bodies = [node.body, node.orelse] if taken is None else [node.body if taken else node.orelse]
-            ends = taken is not None and _exits(bodies[0])
             if not self.stack and _runs_as_script(node.test):
                 script = node
         else:
             self.expr(node.subject, scope)
             bodies = [*(case.body for case in node.cases), []]
         forks = []
+        ends = False
         outer = self.sinks.script
         if script is not None and self.sinks.globals_read is None:
             self.sinks.globals_read = read_as_globals(self.nodes)
@@ -351,10 +354,10 @@ class Statements(ABC):
             fork = scope.fork()
             if script is not None:  # the body is a script's: its names are the script's locals, not the module's
                 self.sinks.script = script if body is script.body else outer
-            self.block(body, fork, returns)
+            ends = self.block(body, fork, returns)
             forks.append(fork)
         self.sinks.script = outer
-        self.ended = ends
+        self.ended = ends and taken is not None
         if not self.must:
             scope.merge(*forks)
             return
@@ -395,10 +398,8 @@ class Statements(ABC):
         if not (self.stack and name.id in self.fixed(self.stack[-1])):
             return _UNKNOWN
         known = scope.lookup(name.id)
-        if known is not None and not known.origins and isinstance(known.text, str):
-            return known.text
         if known is not None and known != CLEAN:
-            return _UNKNOWN
+            return known.text if not known.origins and isinstance(known.text, str) else _UNKNOWN
         if self.agreed is None:
             self.agreed = agreed_arguments(self.tree)
         return self.agreed.get(id(self.stack[-1]), {}).get(name.id, _UNKNOWN)

@@ -105,7 +105,7 @@ def escaping(function: Function | ast.If, consumes: Callable[[ast.expr], bool] =
     for node in ast.walk(function):
         if isinstance(node, (ast.Call, ast.Dict)) and consumes(node):
             continue
-        if isinstance(node, ast.Assign) and all(consumes(target) for target in node.targets):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and all(map(consumes, _targets(node))):
             continue  # stored only where a policy is kept: profile["allowed_tools"] = tools
         if isinstance(node, _HOLDERS):
             held = [node.value]
@@ -123,6 +123,11 @@ def escaping(function: Function | ast.If, consumes: Callable[[ast.expr], bool] =
             if isinstance(value, ast.Name):
                 found.add(value.id)
     return frozenset(found)
+
+
+def _targets(node: ast.Assign | ast.AnnAssign | ast.AugAssign) -> list[ast.expr]:
+    """Where an assignment stores its value."""
+    return node.targets if isinstance(node, ast.Assign) else [node.target]
 
 
 def read_as_globals(nodes: Iterable[ast.stmt]) -> frozenset[str]:
@@ -560,16 +565,33 @@ def _only_run_or_measured(
 def agreed_arguments(tree: ast.Module) -> dict[int, dict[str, object]]:
     """Function (by id) -> the parameters every call of it in the module gives the same literal, by position, by
     keyword or by a literal default (``use_compiled=True`` at the only call of ``_build_system_prompt``): a branch on
-    one is decided. Only private functions, defined once, undecorated, whose name the module only calls (with no
-    ``*args`` or ``**kwargs``): nothing else may call them with another value."""
+    one is decided. Only private functions that nothing outside the module calls: a method of a class with no bases
+    (a framework calls the hooks a subclass of its own class defines: LangChain's ``_generate``), or a function
+    nested in another (a module-level one may be imported by another module of the package); defined once,
+    undecorated, and whose name the module only calls, with no ``*args`` or ``**kwargs``."""
+    candidates: dict[int, bool] = {}  # function id -> whether it is a method (called on its object)
     defined: dict[str, list[Function]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            defined.setdefault(node.name, []).append(node)
+    pending: list[tuple[ast.AST, str]] = [(tree, "module")]  # (node, what its direct statements are in)
+    while pending:
+        node, within = pending.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                defined.setdefault(child.name, []).append(child)
+                if within in ("function", "class"):
+                    candidates[id(child)] = within == "class"
+                pending.append((child, "function"))
+            elif isinstance(child, ast.ClassDef):
+                pending.append((child, "class" if not child.bases and not child.keywords else "derived"))
+            else:
+                pending.append((child, within))
     private = {
         name: found[0]
         for name, found in defined.items()
-        if len(found) == 1 and name.startswith("_") and not name.endswith("__") and not found[0].decorator_list
+        if len(found) == 1
+        and id(found[0]) in candidates
+        and name.startswith("_")
+        and not name.endswith("__")
+        and not found[0].decorator_list
     }
     if not private:
         return {}
@@ -587,34 +609,29 @@ def agreed_arguments(tree: ast.Module) -> dict[int, dict[str, object]]:
         if named.get(name, 0) != len(found):  # its name read otherwise too: handed on, called with anything
             continue
         function = private[name]
-        given = [_literal_arguments(function, call) for call in found]
-        common = given[0]
-        for arguments in given[1:]:
+        common = _literal_arguments(function, found[0], candidates[id(function)])
+        for call in found[1:]:
+            arguments = _literal_arguments(function, call, candidates[id(function)])
             if common is None or arguments is None:
                 common = None
                 break
-            common = {key: value for key, value in common.items() if arguments.get(key, _UNGIVEN) == value}
+            common = {key: value for key, value in common.items() if arguments.get(key) == value}
         if common:
             agreed[id(function)] = {key: value[1] for key, value in common.items()}
     return agreed
 
 
-#: A parameter a call gives no literal for.
-_UNGIVEN = object()
-
-
-def _literal_arguments(function: Function, call: ast.Call) -> dict[str, tuple[type, object]] | None:
+def _literal_arguments(function: Function, call: ast.Call, method: bool) -> dict[str, tuple[type, object]] | None:
     """The parameters ``call`` gives ``function`` a literal for (by type and value: ``True`` is not ``1``), given or
-    by default; None when it unpacks arguments, which may give any."""
+    by default; None when it unpacks arguments, which may give any, or calls a method otherwise than on an object
+    (``Base._build(self, ...)``, the object given first)."""
     if any(isinstance(arg, ast.Starred) for arg in call.args) or any(kw.arg is None for kw in call.keywords):
         return None
     receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
-    if isinstance(receiver, ast.Name) and receiver.id[:1].isupper():
-        return None  # Base._build(self, ...): the object given first
+    if method != (receiver is not None) or (isinstance(receiver, ast.Name) and receiver.id[:1].isupper()):
+        return None
     spec = function.args
-    positional = [*spec.posonlyargs, *spec.args]
-    if receiver is not None and positional and positional[0].arg in ("self", "cls"):
-        positional = positional[1:]  # self._build(...): the object is the first
+    positional = [*spec.posonlyargs, *spec.args][1 if method else 0 :]  # a method's object, whatever it is named
     values: dict[str, ast.expr] = {}
     defaults = spec.defaults
     for arg, default in zip(positional[len(positional) - len(defaults) :], defaults, strict=True):

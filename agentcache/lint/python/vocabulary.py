@@ -652,6 +652,7 @@ THREAD_RUNNERS = {
     "starlette.concurrency.run_in_threadpool": True,
     "fastapi.concurrency.run_in_threadpool": True,
 }
+RUNNER_NAMES = frozenset(name.rpartition(".")[2] for name in THREAD_RUNNERS)
 #: Methods that make an object of a dict, its fields the dict's items (pydantic's): a field read is that item, by
 #: its name or its camel-case alias. The class (:attr:`~agentcache.lint.python.values.Value.cls`) of such an object.
 RECORD_LOADERS = frozenset({"model_validate", "parse_obj"})
