@@ -117,9 +117,12 @@ POSITIVE = {
     """,
     "functions_run_on_a_worker_thread": """
         import asyncio
+        import os
         import time
         import uuid
         from asyncio import to_thread as in_thread
+
+        import anyio
         from datetime import date, datetime
 
         from anthropic import Anthropic, AsyncAnthropic
@@ -142,6 +145,13 @@ POSITIVE = {
         async def ask_aliased(question):
             line = await in_thread(dated_line)
             return await AsyncAnthropic().messages.create(model="m", system=line, messages=question)  # expect: AC101
+
+        async def ask_anyio(question):
+            line = await anyio.to_thread.run_sync(process_line, "pid")
+            return await AsyncAnthropic().messages.create(model="m", system=line, messages=question)  # expect: AC101
+
+        def process_line(label):
+            return f"{label}: {os.getpid()}"
 
         def dated_line():
             return f"today: {datetime.now()}"

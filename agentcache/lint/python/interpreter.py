@@ -982,16 +982,20 @@ class Interpreter(Statements):
         ``loop.run_in_executor(None, build_block, cwd)``), whose value it returns: ``build_block(cwd)``, made once
         per runner call (its node is kept: findings and memos know nodes by id)."""
         func = node.func
-        callee = last_name(func)
-        if isinstance(func, ast.Attribute) and callee == "run_in_executor":
-            if of_self(func):  # the class's own method of that name
+        if type(func) is ast.Attribute:  # asked of every call: the cheap tests first
+            if func.attr == "run_in_executor":
+                if of_self(func):  # the class's own method of that name
+                    return None
+                first, keywords = 1, False
+            elif func.attr in RUNNER_NAMES:
+                runner = THREAD_RUNNERS.get(self.qualname(func, scope) or "")
+                if runner is None:
+                    return None
+                first, keywords = 0, runner
+            else:
                 return None
-            first, keywords = 1, False
-        elif (isinstance(func, ast.Name) and func.id in self.imports) or callee in RUNNER_NAMES:  # or an alias
-            runner = THREAD_RUNNERS.get(self.qualname(func, scope) or "")
-            if runner is None:
-                return None
-            first, keywords = 0, runner
+        elif type(func) is ast.Name and self.imports.get(func.id) in THREAD_RUNNERS and scope.lookup(func.id) is None:
+            first, keywords = 0, THREAD_RUNNERS[self.imports[func.id]]  # to_thread, or an alias of it
         else:
             return None
         if len(node.args) <= first or isinstance(node.args[first], ast.Starred):

@@ -19,6 +19,7 @@ from agentcache.lint.python.syntax import (
     constant,
     dotted,
     last_name,
+    private_functions,
     read_as_globals,
     rebuilt_before_read,
     statements,
@@ -100,6 +101,8 @@ class Statements(ABC):
         """Top-level class (by name) -> the ``self.x`` its body and ``__init__`` set that may differ: exported."""
         self.unbound: dict[int, frozenset[str]] = {}
         """Function id -> the parameters it never rebinds (:meth:`fixed`)."""
+        self.private: dict[str, tuple[Function, bool]] | None = None
+        """The module's private functions nothing outside it calls (:func:`~.syntax.private_functions`), once asked."""
         self.agreed: dict[int, dict[str, object]] | None = None
         """Function id -> the literals every call of it in the module gives its parameters (:meth:`known_literal`),
         worked out when first asked (set empty for a part of a module cut in parts: it does not hold all calls)."""
@@ -178,14 +181,14 @@ class Statements(ABC):
                 self.invoke(node, {})
 
     def block(self, body: Sequence[ast.stmt], scope: Scope, returns: list[Value]) -> bool:
-        """Run a body's statements in order; whether it ends there, returning or raising: at its last statement, or
-        at an ``if`` decided to run only a branch that ends (nothing after it runs)."""
+        """Run a body's statements in order; whether it stopped at an ``if`` decided to run only a branch that
+        returns or raises (nothing after it runs)."""
         for statement in body:
             self.statement(statement, scope, returns)
             if self.ended:
                 self.ended = False
                 return True
-        return _exits(body)
+        return False
 
     def statement(self, node: ast.stmt, scope: Scope, returns: list[Value]) -> None:
         """Run ``node`` in ``scope``; a ``return`` adds its value to ``returns``. Other statements (imports,
@@ -357,7 +360,7 @@ class Statements(ABC):
             ends = self.block(body, fork, returns)
             forks.append(fork)
         self.sinks.script = outer
-        self.ended = ends and taken is not None
+        self.ended = taken is not None and (ends or _exits(bodies[0]))  # the one branch run returns or raises
         if not self.must:
             scope.merge(*forks)
             return
@@ -394,15 +397,23 @@ class Statements(ABC):
 
     def known_literal(self, name: ast.Name, scope: Scope) -> object:
         """The literal a parameter of the running function that it never rebinds holds (:meth:`decided`): the
-        string it was called with, else what every call in the module gives it; :data:`_UNKNOWN` otherwise."""
-        if not (self.stack and name.id in self.fixed(self.stack[-1])):
+        string it was called with, else what every call in the module gives it; :data:`_UNKNOWN` otherwise. The
+        cheap questions first: this is asked at every ``if`` on a name."""
+        if not self.stack:
             return _UNKNOWN
+        function = self.stack[-1]
         known = scope.lookup(name.id)
         if known is not None and known != CLEAN:
-            return known.text if not known.origins and isinstance(known.text, str) else _UNKNOWN
+            if known.origins or not isinstance(known.text, str) or name.id not in self.fixed(function):
+                return _UNKNOWN
+            return known.text
+        if self.private is None:
+            self.private = private_functions(self.tree)
+        if self.private.get(function.name, (None, False))[0] is not function or name.id not in self.fixed(function):
+            return _UNKNOWN  # the module's calls are read only for a function that may agree
         if self.agreed is None:
-            self.agreed = agreed_arguments(self.tree)
-        return self.agreed.get(id(self.stack[-1]), {}).get(name.id, _UNKNOWN)
+            self.agreed = agreed_arguments(self.tree, self.private)
+        return self.agreed.get(id(function), {}).get(name.id, _UNKNOWN)
 
     def fixed(self, function: Function) -> frozenset[str]:
         """The parameters ``function`` never rebinds (asked once per function)."""

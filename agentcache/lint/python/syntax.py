@@ -562,30 +562,33 @@ def _only_run_or_measured(
     return (isinstance(parent.func, ast.Name) and parent.func.id in runners) or measures(last_name(parent.func) or "")
 
 
-def agreed_arguments(tree: ast.Module) -> dict[int, dict[str, object]]:
-    """Function (by id) -> the parameters every call of it in the module gives the same literal, by position, by
-    keyword or by a literal default (``use_compiled=True`` at the only call of ``_build_system_prompt``): a branch on
-    one is decided. Only private functions that nothing outside the module calls: a method of a class with no bases
-    (a framework calls the hooks a subclass of its own class defines: LangChain's ``_generate``), or a function
-    nested in another (a module-level one may be imported by another module of the package); defined once,
-    undecorated, and whose name the module only calls, with no ``*args`` or ``**kwargs``."""
-    candidates: dict[int, bool] = {}  # function id -> whether it is a method (called on its object)
+def private_functions(tree: ast.Module) -> dict[str, tuple[Function, bool]]:
+    """The private functions of a module that nothing outside it calls, by name, and whether each is a method
+    (called on its object): a method of a class with no bases (a framework calls the hooks a subclass of its own
+    class defines: LangChain's ``_generate``), or a function nested in another (a module-level one may be imported
+    by another module of the package); defined once and undecorated. Found among statements only."""
+    candidates: dict[int, bool] = {}
     defined: dict[str, list[Function]] = {}
-    pending: list[tuple[ast.AST, str]] = [(tree, "module")]  # (node, what its direct statements are in)
+    pending: list[tuple[list[ast.stmt], str]] = [(tree.body, "module")]  # (a block, what it is the body of)
     while pending:
-        node, within = pending.pop()
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                defined.setdefault(child.name, []).append(child)
+        block, within = pending.pop()
+        for statement in block:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                defined.setdefault(statement.name, []).append(statement)
                 if within in ("function", "class"):
-                    candidates[id(child)] = within == "class"
-                pending.append((child, "function"))
-            elif isinstance(child, ast.ClassDef):
-                pending.append((child, "class" if not child.bases and not child.keywords else "derived"))
+                    candidates[id(statement)] = within == "class"
+                pending.append((statement.body, "function"))
+            elif isinstance(statement, ast.ClassDef):
+                pending.append((statement.body, "class" if not statement.bases and not statement.keywords else ""))
             else:
-                pending.append((child, within))
-    private = {
-        name: found[0]
+                for field in _NESTED[type(statement)]:
+                    part = getattr(statement, field)
+                    if field in ("handlers", "cases"):
+                        pending.extend((item.body, within) for item in part)
+                    else:
+                        pending.append((part, within))
+    return {
+        name: (found[0], candidates[id(found[0])])
         for name, found in defined.items()
         if len(found) == 1
         and id(found[0]) in candidates
@@ -593,8 +596,13 @@ def agreed_arguments(tree: ast.Module) -> dict[int, dict[str, object]]:
         and not name.endswith("__")
         and not found[0].decorator_list
     }
-    if not private:
-        return {}
+
+
+def agreed_arguments(tree: ast.Module, private: dict[str, tuple[Function, bool]]) -> dict[int, dict[str, object]]:
+    """Function (by id) -> the parameters every call of it in the module gives the same literal, by position, by
+    keyword or by a literal default (``use_compiled=True`` at the only call of ``_build_system_prompt``), for the
+    ``private`` functions (:func:`private_functions`) whose name the module only calls, with no ``*args`` or
+    ``**kwargs``: a branch on such a parameter is decided."""
     calls: dict[str, list[ast.Call]] = {}
     named: dict[str, int] = {}
     for node in ast.walk(tree):
@@ -608,10 +616,10 @@ def agreed_arguments(tree: ast.Module) -> dict[int, dict[str, object]]:
     for name, found in calls.items():
         if named.get(name, 0) != len(found):  # its name read otherwise too: handed on, called with anything
             continue
-        function = private[name]
-        common = _literal_arguments(function, found[0], candidates[id(function)])
+        function, method = private[name]
+        common = _literal_arguments(function, found[0], method)
         for call in found[1:]:
-            arguments = _literal_arguments(function, call, candidates[id(function)])
+            arguments = _literal_arguments(function, call, method)
             if common is None or arguments is None:
                 common = None
                 break
