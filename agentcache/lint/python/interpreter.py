@@ -32,6 +32,7 @@ from agentcache.lint.python.syntax import (
     role_default,
     self_field,
     takes_arguments,
+    targets_of,
     top_level_bindings,
     unread_parameters,
 )
@@ -1915,7 +1916,7 @@ def _makes_own_object(function: Function) -> bool:
         target.id
         for node in ast.walk(function)
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _calls_cls(node.value)
-        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        for target in targets_of(node)
         if isinstance(target, ast.Name)
     }
     return any(

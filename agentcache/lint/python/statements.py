@@ -23,6 +23,7 @@ from agentcache.lint.python.syntax import (
     read_as_globals,
     rebuilt_before_read,
     statements,
+    targets_of,
     unpacked,
 )
 from agentcache.lint.python.values import (
@@ -703,7 +704,7 @@ def _bound_on_self(init: Function | None) -> set[str]:
         f"self.{target.attr}"
         for node in ast.walk(init)
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
-        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        for target in targets_of(node)
         if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"
     }
 

@@ -105,7 +105,7 @@ def escaping(function: Function | ast.If, consumes: Callable[[ast.expr], bool] =
     for node in ast.walk(function):
         if isinstance(node, (ast.Call, ast.Dict)) and consumes(node):
             continue
-        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and all(map(consumes, _targets(node))):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and all(map(consumes, targets_of(node))):
             continue  # stored only where a policy is kept: profile["allowed_tools"] = tools
         if isinstance(node, _HOLDERS):
             held = [node.value]
@@ -125,7 +125,7 @@ def escaping(function: Function | ast.If, consumes: Callable[[ast.expr], bool] =
     return frozenset(found)
 
 
-def _targets(node: ast.Assign | ast.AnnAssign | ast.AugAssign) -> list[ast.expr]:
+def targets_of(node: ast.Assign | ast.AnnAssign | ast.AugAssign) -> list[ast.expr]:
     """Where an assignment stores its value."""
     return node.targets if isinstance(node, ast.Assign) else [node.target]
 
@@ -225,8 +225,7 @@ def returns_text(function: Function, parts: bool = False) -> bool:
         if isinstance(node, ast.Return) and node.value is not None:
             returned.append(node.value)
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
+            for target in targets_of(node):
                 if isinstance(target, ast.Name):
                     bound.setdefault(target.id, []).append(node.value)
         pending.extend(ast.iter_child_nodes(node))
