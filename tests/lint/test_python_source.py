@@ -50,6 +50,153 @@ SLOT_SETTER = """
 """
 
 POSITIVE = {
+    "clients_stored_as_gathered_connections_finish_listed_as_tools": """
+        import asyncio
+
+        from openai import OpenAI
+
+        class Servers:
+            def __init__(self, profiles):
+                self.profiles = profiles
+                self.clients = {}
+
+            async def start_all(self):
+                async def connect_one(name, profile):
+                    client = Client(profile)
+                    await client.connect()
+                    self.clients[name] = client
+
+                await asyncio.gather(*(connect_one(n, p) for n, p in self.profiles.items()))
+
+            def definitions(self):
+                return [tool.schema() for client in self.clients.values() for tool in client.tools]
+
+            def ask(self, text):
+                return OpenAI().chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": text}], tools=self.definitions()  # expect: AC102
+                )
+    """,
+    "tasks_in_a_loop_append_tools_to_the_list_around_them": """
+        import asyncio
+
+        from anthropic import Anthropic
+
+        async def ask(servers, text):
+            listed = []
+
+            async def fetch(server):
+                tools = await server.list_tools()
+                listed.extend(tools)
+
+            tasks = []
+            for server in servers:
+                tasks.append(asyncio.create_task(fetch(server)))
+            await asyncio.wait(tasks)
+            return Anthropic().messages.create(
+                model="m", max_tokens=64, messages=[{"role": "user", "content": text}], tools=listed  # expect: AC102
+            )
+    """,
+    "two_coroutines_run_together_adding_to_one_tool_list": """
+        import asyncio
+
+        from openai import OpenAI
+
+        class Loader:
+            def __init__(self):
+                self.tools = []
+
+            async def load_builtin(self):
+                self.tools.extend(await builtin_tools())
+
+            async def load_mcp(self):
+                for server in SERVERS:
+                    self.tools.extend(await server.list_tools())
+
+            async def start(self):
+                await asyncio.gather(self.load_builtin(), self.load_mcp())
+
+            def ask(self):
+                return OpenAI().chat.completions.create(model="m", messages=[], tools=self.tools)  # expect: AC102
+    """,
+    "cards_stored_by_endpoint_as_futures_complete_joined_not_looked_up": """
+        from concurrent.futures import ThreadPoolExecutor, as_completed
+
+        from openai import OpenAI
+
+        def ask(configs, text):
+            cards = {}
+            with ThreadPoolExecutor() as pool:
+                futures = {pool.submit(fetch_card, config): config for config in configs}
+                for future in as_completed(futures):
+                    cards[futures[future].endpoint] = future.result()
+            first = cards[configs[0].endpoint]
+            OpenAI().chat.completions.create(model="m", messages=[{"role": "system", "content": first}])
+            every = "\\n".join(cards.values())
+            return OpenAI().chat.completions.create(
+                model="m", messages=[{"role": "system", "content": every}]  # expect: AC101
+            )
+    """,
+    "date_given_by_keyword_to_a_prompt_builders_method": """
+        from datetime import datetime
+
+        from openai import OpenAI
+
+        TEMPLATE = "You are a coworker. Conversation started: {conversation_started}."
+
+        class ChatSystemPromptBuilder:
+            def build(self, conversation_started, notes=""):
+                return TEMPLATE.format(conversation_started=conversation_started) + notes
+
+        def system_text(started_at=None):
+            started = (started_at or datetime.now()).strftime("%A, %B %d, %Y")
+            prompt_builder = ChatSystemPromptBuilder()
+            return prompt_builder.build(conversation_started=started)
+
+        def ask(text):
+            messages = [{"role": "system", "content": system_text()}, {"role": "user", "content": text}]  # expect: AC101
+            return OpenAI().chat.completions.create(model="m", messages=messages)
+    """,
+    "tool_lists_read_as_futures_complete": """
+        from concurrent.futures import ThreadPoolExecutor, as_completed
+
+        from openai import OpenAI
+
+        def ask(servers, text):
+            with ThreadPoolExecutor() as pool:
+                futures = [pool.submit(server.list_tools) for server in servers]
+                tools = []
+                for future in as_completed(futures):
+                    tools.extend(future.result())  # expect: AC102
+            return OpenAI().chat.completions.create(
+                model="m", messages=[{"role": "user", "content": text}], tools=tools
+            )
+    """,
+    "skills_described_by_threads_as_they_finish_in_the_system_prompt": """
+        from concurrent.futures import ThreadPoolExecutor
+
+        from openai import OpenAI
+
+        class Skills:
+            def __init__(self, paths):
+                self.paths = paths
+                self.lines = []
+
+            def load(self, path):
+                text = path.read_text()
+                self.lines.append(text.splitlines()[0])
+
+            def load_all(self):
+                with ThreadPoolExecutor() as pool:
+                    for path in self.paths:
+                        pool.submit(self.load, path)
+
+            def ask(self, text):
+                system = "Skills:\\n" + "\\n".join(self.lines)
+                return OpenAI().chat.completions.create(
+                    model="m",
+                    messages=[{"role": "system", "content": system}, {"role": "user", "content": text}],  # expect: AC101
+                )
+    """,
     "private_functions_something_else_may_call_keep_both_branches": """
         from datetime import date
 
@@ -893,6 +1040,143 @@ POSITIVE = {
 }
 
 NEGATIVE = {
+    "coroutines_run_together_each_filling_its_own_list": """
+        import asyncio
+
+        from openai import OpenAI
+
+        class Loader:
+            def __init__(self):
+                self.tools = []
+                self.prompts = []
+
+            async def load_tools(self):
+                for tool in await fetch_tools():
+                    self.tools.append(tool)
+
+            async def load_prompts(self):
+                self.prompts.extend(await fetch_prompts())
+
+            async def stream(self):
+                async for chunk in source():
+                    self.tools.append(chunk)
+                    yield chunk
+
+            async def start(self):
+                await asyncio.gather(self.load_tools(), self.load_prompts())
+                for _ in range(2):
+                    async for chunk in self.stream():
+                        print(chunk)
+
+            def ask(self):
+                system = "\\n".join(self.prompts)
+                return OpenAI().chat.completions.create(
+                    model="m", messages=[{"role": "system", "content": system}], tools=self.tools
+                )
+    """,
+    "keywords_given_to_an_object_not_named_a_prompt_builder": """
+        from datetime import datetime
+
+        from openai import OpenAI
+
+        TEMPLATE = "You are a coworker. Conversation started: {conversation_started}."
+
+        def system_text(builder, client):
+            prompt_store = builder.make()
+            text = prompt_store.save(conversation_started=datetime.now())
+            return text + client.compose(conversation_started=datetime.now())
+
+        def ask(builder, client, text):
+            messages = [{"role": "system", "content": system_text(builder, client)}]
+            return OpenAI().chat.completions.create(model="m", messages=messages)
+    """,
+    "concurrent_results_in_the_order_given_or_sorted_or_looked_up": """
+        import asyncio
+
+        import anyio
+
+        from openai import OpenAI
+
+        class Servers:
+            def __init__(self, profiles):
+                self.profiles = profiles
+                self.clients = {}
+                self.order = []
+
+            async def start_all(self):
+                async def connect_one(name, profile):
+                    client = Client(profile)
+                    self.order.append(name)  # before it waits: in the order the tasks start
+                    await client.connect()
+                    self.clients[name] = client
+
+                await asyncio.gather(*(connect_one(n, p) for n, p in self.profiles.items()))
+
+            def one(self, name):
+                return OpenAI().chat.completions.create(model="m", messages=[], tools=self.clients[name].tools)
+
+            def named(self):
+                tools = [tool for name in self.order for tool in self.clients[name].tools]
+                return OpenAI().chat.completions.create(model="m", messages=[], tools=tools)
+
+            def by_name(self):
+                tools = sorted((tool for client in self.clients.values() for tool in client.tools), key=str)
+                return OpenAI().chat.completions.create(model="m", messages=[], tools=tools)
+
+        async def gathered(servers):
+            groups = await asyncio.gather(*(server.list_tools() for server in servers))
+            tools = [tool for group in groups for tool in group]
+            return OpenAI().chat.completions.create(model="m", messages=[], tools=tools)
+
+        async def gather_in_order(*coros):
+            results = [None] * len(coros)
+
+            async def run(index: int, coro):
+                results[index] = await coro
+
+            async with anyio.create_task_group() as group:
+                for i, coro in enumerate(coros):
+                    group.start_soon(run, i, coro)
+            return results
+
+        async def all_tools(toolsets):
+            groups = await gather_in_order(*(toolset.get_tools() for toolset in toolsets))
+            tools = [tool for group in groups for tool in group]
+            return OpenAI().chat.completions.create(model="m", messages=[], tools=tools)
+
+        async def checks(guards):
+            passed = []
+            for done in asyncio.as_completed([guard.run() for guard in guards]):
+                passed.append(await done)
+            return passed
+
+        async def turn(guards, agent):
+            passed, tools = await asyncio.gather(checks(guards), agent.get_tools())
+            return OpenAI().chat.completions.create(model="m", messages=[], tools=tools)
+
+        async def one_after_another(servers):
+            listed = []
+
+            async def fetch(server):
+                listed.extend(await server.list_tools())
+
+            for server in servers:
+                await fetch(server)
+            for server in servers:
+                asyncio.run(fetch(server))
+            for server in servers:
+                await asyncio.wait_for(fetch(server), 10)
+            while servers:
+                task = asyncio.create_task(fetch(servers.pop()))
+                await task
+
+            def read(server):
+                listed.extend(server.read_tools())
+
+            for server in servers:
+                await asyncio.to_thread(read, server)
+            return OpenAI().chat.completions.create(model="m", messages=[], tools=listed)
+    """,
     "a_token_count_of_a_dated_history_and_the_tools_a_response_record_shows": """
         from datetime import datetime
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from agentcache.errors import InputError
 from agentcache.lint.core import UNPARSABLE, Checked, Finding, Rule, SourceFile
+from agentcache.lint.python.arrival import starting_lines
 from agentcache.lint.python.interpreter import Interpreter
 from agentcache.lint.python.project import Lesson, Project
 from agentcache.lint.python.unreached import Callers
@@ -118,9 +119,10 @@ class PythonSession:
         flags: dict[tuple[int, int], str] = {}
         scope = None
         reading = self.project.reading()
+        starting = starting_lines(text)
         try:
             for part in itertools.chain([tree], trees):
-                analysis = Interpreter(part, self.words, package, reading, scope, templates, module)
+                analysis = Interpreter(part, self.words, package, reading, scope, templates, module, starting)
                 analysis.imports = self.project.located(source.path, analysis.imports)
                 if len(text) > PART_BYTES:  # a part holds only some of the module's calls: none agree
                     analysis.agreed = {}

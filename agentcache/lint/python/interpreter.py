@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from functools import reduce
 from typing import Any, ClassVar
 
+from agentcache.lint.python.arrival import arrivals
 from agentcache.lint.python.project import Reading, Sent, Summary
 from agentcache.lint.python.sinks import TOOL_LIST, is_call_record, is_tool_call, sorts_keys
 from agentcache.lint.python.statements import MAX_CALL_DEPTH, Memo, Statements, declares_set, set_fields
@@ -38,6 +39,7 @@ from agentcache.lint.python.syntax import (
 )
 from agentcache.lint.python.templates import TemplateFiles, reads
 from agentcache.lint.python.values import (
+    ARRIVAL,
     CLEAN,
     KEY_ORDER,
     MAX_ITEMS,
@@ -71,6 +73,7 @@ from agentcache.lint.python.values import (
 )
 from agentcache.lint.python.vocabulary import (
     AGENT,
+    AS_FINISHED,
     COPIES,
     DUMPS,
     FACTORY_KEYWORDS,
@@ -127,12 +130,15 @@ class Interpreter(Statements):
         scope: Scope | None = None,
         templates: TemplateFiles | None = None,
         module: str = "",
+        starting: frozenset[int] | None = None,
     ) -> None:
         """``package`` resolves relative imports; ``learned`` holds what other modules export
         (:class:`~agentcache.lint.python.project.Project`): ``mod.f()`` for a helper, ``mod.NAME`` for a constant.
         ``scope``: the module-level names an earlier part of the same module bound. ``templates``: the template
         files and modules of the module's package, that a template rendered by name or class is read from.
-        ``module``: the module's dotted name, that its classes are known by."""
+        ``module``: the module's dotted name, that its classes are known by. ``starting``: the lines of its text that
+        start tasks (:func:`~agentcache.lint.python.arrival.starting_lines`; None: any may), where what they fill
+        in finishing order is looked for."""
         super().__init__(tree, words)
         self.module = module
         self.sinks.compaction = words.compacts(module.rpartition(".")[2])
@@ -142,6 +148,7 @@ class Interpreter(Statements):
         self.data_keys = self.templates.keys()
         """The last keys of the strings in the package's data files (:meth:`data_text`)."""
         self.imports = imports(self.nodes, package)
+        self.arrivals = arrivals(tree, iter(self.imports.values()), starting)
         self.functions, self.methods = definitions(self.nodes)
         self.learned = learned if learned is not None else Reading({})
         self.typed: dict[int, dict[str, tuple[str, ...]]] = {}
@@ -1008,6 +1015,11 @@ class Interpreter(Statements):
         return made
 
     def call(self, node: ast.Call, scope: Scope) -> Value:
+        marks = self.arrivals.by_call.get(id(node)) if self.arrivals.by_call else None
+        if marks is not None:  # started at once with others: what it fills is in the order they finish
+            for place, origin in marks:
+                before = scope.lookup(place) or CLEAN
+                scope.update(place, Value(before.origins, origin, entries=before.entries))
         relayed = self.relayed_call(node, scope)
         if relayed is not None:
             return self.call(relayed, scope)
@@ -1051,6 +1063,11 @@ class Interpreter(Statements):
                 return read_export(kind, node)
             if name in DUMPS:
                 return dump(node, name, args)
+            if name in AS_FINISHED:
+                return Value(combine(*args).origins, Origin.at(node, ARRIVAL))
+            spread_out = any(isinstance(arg, ast.Starred) for arg in node.args)
+            if name == "asyncio.gather" and len(args) <= MAX_ITEMS and not spread_out:
+                return Value(combine(*args).origins, items=tuple(args))  # each result where its awaitable was given
             if name == "random.shuffle" and node.args:
                 key = dotted(node.args[0])
                 if key:
@@ -1105,7 +1122,9 @@ class Interpreter(Statements):
                 if not self.words.is_bookkeeping(key, prompt=not made, context=context)
                 and not (reads and self.words.names_a_location(key))
             ]
-        elif self.words.makes_prompt(callee):
+        elif self.words.makes_prompt(callee) or (
+            isinstance(func, ast.Attribute) and kwargs and self.words.builds_prompts(_object_name(func.value))
+        ):  # build_prompt(name, date=today), prompt_builder.build(conversation_started=today)
             filled = self.variables(kwargs)
         else:
             filled = []
@@ -1182,6 +1201,9 @@ class Interpreter(Statements):
             return self.join_text(receiver.text, node, args[0], scope)
         if attr in ("values", "items") and receiver.cls == SETS and not node.args:
             return receiver  # each value a set: see Statements.element_of
+        arrived = receiver.unordered is not None and receiver.unordered.kind == ARRIVAL
+        if arrived and attr in ("values", "items", "keys") and not node.args:
+            return Value(receiver.origins, receiver.unordered)  # filled as tasks finished: its views in that order
         if attr in ("get", "pop", "setdefault") and receiver.cls == SETS and node.args:
             # by_tag.get(tag, set()) of a defaultdict(set): what a dict of sets holds under a key is a set
             return made_set(node, receiver, args[0])
@@ -1815,6 +1837,14 @@ def _gives(call: ast.Call, words: Vocabulary) -> bool:
     """Whether a constructor call gives what may be an object's id or time: a positional argument, a spread
     mapping, or a keyword that names one (``Actor("planner", stored_id)``, ``Actor(**row)``, ``Actor(id=...)``)."""
     return bool(call.args) or any(kw.arg is None or words.is_bookkeeping(kw.arg) for kw in call.keywords)
+
+
+def _object_name(node: ast.expr) -> str:
+    """The name an object is known by: its variable's or field's (``prompt_builder``), else its class's where it is
+    made in place (``ChatSystemPromptBuilder()``)."""
+    if isinstance(node, ast.Call):
+        node = node.func
+    return last_name(node) or ""
 
 
 def _provides(node: ast.expr) -> bool:

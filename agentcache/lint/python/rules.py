@@ -6,18 +6,19 @@ import ast
 from dataclasses import dataclass, field
 
 from agentcache.lint.core import Rule
-from agentcache.lint.python.values import CLOCK, FRESH_ID, PROCESS, RANDOM, SHUFFLE, Origin
+from agentcache.lint.python.values import ARRIVAL, CLOCK, FRESH_ID, PROCESS, RANDOM, SHUFFLE, Origin
 
 VOLATILE_SYSTEM_PROMPT = Rule(
     "AC101",
     "volatile-system-prompt",
-    "the current time, a random value or a fresh id flows into a system prompt",
+    "the current time, a random value, a fresh id or the order concurrent tasks finish in flows into a system prompt",
     "keep the system prompt constant: move the value into the latest user message, or drop it",
 )
 VOLATILE_TOOLS = Rule(
     "AC102",
     "volatile-tools",
-    "the current time, a random value or a fresh id flows into a tool list or an output schema",
+    "the current time, a random value, a fresh id or the order concurrent tasks finish in flows into a tool list or "
+    "an output schema",
     "build tool definitions once, from constants; pass per-call values as tool arguments or in the latest message",
 )
 SET_ORDER = Rule(
@@ -50,6 +51,7 @@ _KIND_WORDS = {
     RANDOM: "a random value",
     FRESH_ID: "a fresh unique id",
     SHUFFLE: "a random order",
+    ARRIVAL: "the order concurrent tasks finish in, at",
     PROCESS: "a value of the running process",
 }
 

@@ -24,6 +24,7 @@ from agentcache.lint.python.values import (
     PARAM,
     Origin,
     Value,
+    changing,
     is_part,
     orders,
     stable_tail,
@@ -381,7 +382,7 @@ class Sinks:
                 (owner and self.words.is_record(owner))
                 or self.words.is_policy(name, node)  # allowed_tools, {"allow": [...]}: which tools may run
                 or (self.stack and self.words.returns_tool_calls(self.stack[-1].name))
-                or not (volatile(value.origins) or orders(value, taken=True))  # nothing to report: spare the walk
+                or not (changing(value, taken=True) or orders(value, taken=True))  # nothing to report: spare the walk
                 or (local and (self.stack or self.script) and not self.leaves(name))
                 or (local and self.words.reports(node))  # tools = self._compute_tool_breakdown(usage)
             ):
@@ -434,21 +435,21 @@ class Sinks:
         self.reached(value)
         if self.compacts():
             return
-        changing = volatile(value.origins)
-        if changing:
+        differs = changing(value, taken)
+        if differs:
             tail = stable_tail(value)
             if tail is not None and tail[2] >= MIN_STABLE_TAIL and tail[2] > tail[1]:
-                report = self.report(VOLATILE_BEFORE_STABLE, node, changing, "the system prompt")
+                report = self.report(VOLATILE_BEFORE_STABLE, node, differs, "the system prompt")
                 report.first, report.stable_after = tail[0], tail[2]
             else:
-                self.report(VOLATILE_SYSTEM_PROMPT, node, changing, "the system prompt")
+                self.report(VOLATILE_SYSTEM_PROMPT, node, differs, "the system prompt")
         self.order_sink(node, orders(value, taken), "the system prompt")
 
     def tools_sink(self, node: ast.expr, value: Value, taken: bool = False, sink: str = TOOL_LIST) -> None:
         """A tool list, or an output schema (``response_format=``): both are sent before the messages."""
-        changing = volatile(value.origins)
-        if changing:
-            self.report(VOLATILE_TOOLS, node, changing, sink)
+        differs = changing(value, taken)
+        if differs:
+            self.report(VOLATILE_TOOLS, node, differs, sink)
         self.order_sink(node, orders(value, taken), sink)
 
     def definition_sink(self, node: ast.expr, value: Value, declared: bool = False) -> None:

@@ -11,6 +11,7 @@ from dataclasses import replace
 from functools import reduce
 from typing import Any, ClassVar
 
+from agentcache.lint.python.arrival import Arrivals
 from agentcache.lint.python.sinks import TOOL_SCHEMA, Sinks
 from agentcache.lint.python.syntax import (
     Function,
@@ -33,6 +34,7 @@ from agentcache.lint.python.values import (
     Origin,
     Scope,
     Value,
+    arrival_of,
     combine,
     concat,
     element,
@@ -131,6 +133,8 @@ class Statements(ABC):
         collection or a string that outlives an iteration is built in that order."""
         self.items: frozenset[str] = frozenset()
         """The names those loops bind to each item (:meth:`Sinks.ordered_messages`)."""
+        self.arrivals = Arrivals()
+        """The collections the module's concurrent tasks fill in the order they finish (the interpreter reads them)."""
 
     @abstractmethod
     def expr(self, node: ast.expr | None, scope: Scope) -> Value:
@@ -173,6 +177,9 @@ class Statements(ABC):
                         found = dict(fields)  # (only adds: __init__ may set again what a helper resets)
                         self.invoke(helper, {}, found)
                         fields.update((key, value) for key, value in found.items() if _kept(value))
+                for key, origin in self.arrivals.by_class.get(id(node), {}).items():  # filled as tasks finish
+                    held = fields.get(key, CLEAN)
+                    fields[key] = Value(held.origins, origin, entries=held.entries)
                 made[id(node)] = fields
                 if id(node) in top:
                     self.instance_fields[node.name] = fields
@@ -540,13 +547,14 @@ class Statements(ABC):
             name = target.slice.value if isinstance(target.slice, ast.Constant) else None
             if key:
                 old = scope.lookup(key) or CLEAN
-                held = old.origins | value.origins | keyed(self.order)
+                order, arrived = arrival_of(self.order)  # keys added as tasks finish: read in that order, not by key
+                held = old.origins | value.origins | keyed(order)
                 if old.cls == TABLE or (name is None and value.entries and old.entries is None and old.cls is None):
                     entries, kept = _tabled(old, value)  # sessions[session_id] = {"id": session_id, ...}
                 else:
                     entries = with_entry(old, name, value) if isinstance(name, str) else old.entries
                     kept = SETS if old.cls == SETS and value.unordered is not None else None  # given one more set
-                scope.update(key, Value(held, old.unordered, entries=entries, cls=kept))
+                scope.update(key, Value(held, old.unordered or arrived, entries=entries, cls=kept))
                 self.store(key, value)
             else:  # d["function"]["description"] = ..., tool.info.properties()[k] = ...: a key added in the loop's
                 order = keyed(self.order) if name is None else frozenset()  # order when it is not a constant

@@ -9,11 +9,12 @@ from dataclasses import dataclass, replace
 
 from agentcache.lint.python.syntax import code
 
-#: Kinds of :class:`Origin`: the first four differ between calls (SHUFFLE: ``random.shuffle``'s order); PROCESS (a
+#: Kinds of :class:`Origin`: the first five differ between calls (SHUFFLE: ``random.shuffle``'s order, ARRIVAL: the
+#: order concurrent tasks finished in, :mod:`~agentcache.lint.python.arrival`); PROCESS (a
 #: process's or a thread's id), ORDER (a set's iteration order), KEYS (that order as the order of a dict's keys,
 #: which sorting the keys removes) and KEY_ORDER (``json.dumps`` without ``sort_keys`` of data ordered by a set)
 #: differ between processes.
-CLOCK, RANDOM, FRESH_ID, SHUFFLE, PROCESS = "clock", "random", "id", "shuffle", "process"
+CLOCK, RANDOM, FRESH_ID, SHUFFLE, ARRIVAL, PROCESS = "clock", "random", "id", "shuffle", "arrival", "process"
 ORDER, KEYS, KEY_ORDER = "order", "keys", "key-order"
 _ORDERS = frozenset({ORDER, KEYS, KEY_ORDER})
 #: A parameter's value, where a function is run to learn what it returns of its arguments (a summary): neither
@@ -23,10 +24,14 @@ _NOT_VOLATILE = _ORDERS | {PARAM}
 #: What a module exports that is a set not yet iterated (a kind of export, no :class:`Origin`'s): in the module that
 #: reads it, it is a set, whose order is taken where it is iterated.
 SET = "set"
+#: What a module exports that is a collection filled in the order concurrent tasks finished, not yet iterated: it
+#: takes that order where it is iterated, as a set takes its hash order.
+ARRIVED = "arrived"
 #: Elements a tuple value keeps one by one (:attr:`Value.items`): enough for a function's several results.
 MAX_ITEMS = 8
 #: The kinds that are a sequence's order, not its items': an item read from the sequence does not carry them.
-_SEQUENCE_ORDERS = frozenset({ORDER, KEYS, SHUFFLE})
+_DRAWN_ORDERS = frozenset({SHUFFLE, ARRIVAL})
+_SEQUENCE_ORDERS = _DRAWN_ORDERS | {ORDER, KEYS}
 
 
 @dataclass(frozen=True, order=True)
@@ -239,7 +244,7 @@ def volatile(origins: frozenset[Origin]) -> frozenset[Origin]:
 def order_free(origins: frozenset[Origin]) -> frozenset[Origin]:
     """The origins left when the order of what was read is dropped (``sorted``, ``.sort()``, ``sum``): a set's
     order and a shuffle's go, clocks, draws and ids stay."""
-    return frozenset(origin for origin in origins if origin.kind not in _ORDERS and origin.kind != SHUFFLE)
+    return frozenset(origin for origin in origins if origin.kind not in _ORDERS and origin.kind not in _DRAWN_ORDERS)
 
 
 def given_by_caller(origins: frozenset[Origin]) -> bool:
@@ -250,12 +255,23 @@ def given_by_caller(origins: frozenset[Origin]) -> bool:
 def orders(value: Value, taken: bool = False) -> frozenset[Origin]:
     """Where ``value`` took, or (unless ``taken``) would take when iterated, the hash order of a set."""
     found = frozenset(origin for origin in value.origins if origin.kind in _ORDERS)
-    return found | {value.unordered} if value.unordered and not taken else found
+    if value.unordered is None or taken or value.unordered.kind == ARRIVAL:
+        return found
+    return found | {value.unordered}
+
+
+def changing(value: Value, taken: bool = False) -> frozenset[Origin]:
+    """What of ``value`` differs between calls: its volatile origins, and (unless ``taken``) the order of a
+    collection filled as concurrent tasks finished, which it is read in (``tools=self.collected``)."""
+    found = volatile(value.origins)
+    if value.unordered is None or taken or value.unordered.kind != ARRIVAL:
+        return found
+    return found | {value.unordered}
 
 
 def kind_rank(kind: str) -> tuple[int, str]:
     """Which of two kinds an export keeps: what differs between calls before a set's order, before a set."""
-    return (2 if kind == SET else 1 if kind in _ORDERS else 0, kind)
+    return (2 if kind in (SET, ARRIVED) else 1 if kind in _ORDERS else 0, kind)
 
 
 def export_kind(value: Value) -> str | None:
@@ -263,14 +279,14 @@ def export_kind(value: Value) -> str | None:
     volatile origins, else of the set orders it took, else :data:`SET` for a set; None for a stable value."""
     kinds = [origin.kind for origin in value.origins if origin.kind != PARAM]
     if value.unordered is not None:
-        kinds.append(SET)
+        kinds.append(ARRIVED if value.unordered.kind == ARRIVAL else SET)
     return min(kinds, key=kind_rank, default=None)
 
 
 def read_export(kind: str, node: ast.expr) -> Value:
     """A name another module exports as ``kind`` (:func:`export_kind`), read at ``node``."""
-    if kind == SET:
-        return Value(unordered=Origin.at(node, ORDER))
+    if kind in (SET, ARRIVED):
+        return Value(unordered=Origin.at(node, ORDER if kind == SET else ARRIVAL))
     return Value(frozenset({Origin.at(node, kind)}))
 
 
@@ -289,12 +305,20 @@ def ordered(value: Value, site: ast.expr) -> Value:
     """``value`` read in iteration order at ``site`` (a sequence, a loop, printed): a set leaves hash order, and a
     dict whose keys came in a set's order gives a sequence in that order."""
     if value.unordered is not None:
-        return Value(value.origins | {Origin.at(site, ORDER)})
+        taken = value.unordered if value.unordered.kind == ARRIVAL else Origin.at(site, ORDER)
+        return Value(value.origins | {taken})
     if value.origins and any(origin.kind == KEYS for origin in value.origins):
         return Value(
             frozenset(replace(origin, kind=ORDER) if origin.kind == KEYS else origin for origin in value.origins)
         )
     return value
+
+
+def arrival_of(order: frozenset[Origin]) -> tuple[frozenset[Origin], Origin | None]:
+    """A loop's ``order`` without the order concurrent tasks finish in, and that order (None: not in it): the keys
+    a dict is given in it come in that order where it is iterated, while an item looked up by its key is the same."""
+    arrived = min((origin for origin in order if origin.kind == ARRIVAL), default=None)
+    return (order if arrived is None else order - {arrived}), arrived
 
 
 def keyed(origins: frozenset[Origin]) -> frozenset[Origin]:

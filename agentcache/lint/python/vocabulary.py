@@ -192,6 +192,12 @@ class Vocabulary:
     prompt_names: tuple[str, ...] = ("prompt", "prompt_template")
     """A function named by a verb of ``system_makers`` and a name ending so makes a prompt of its keyword arguments
     (``prompts.get_cached_prompt(name, inputs={"date": today})``): those a text of the package prints fill it."""
+    prompt_builders: frozenset[str] = frozenset(
+        {"builder", "composer", "renderer", "assembler", "formatter", "generator", "factory"}
+    )
+    """Last words of an object's name that, after a name ending as ``prompt_names`` or ``system_names`` say, make
+    it a maker of prompts (``prompt_builder = ChatSystemPromptBuilder()``, ``self.prompt_renderer``): a method
+    called on it makes a prompt of its keyword arguments, as a function named so does (:meth:`makes_prompt`)."""
     system_makers: frozenset[str] = frozenset(
         {"get", "build", "compile", "render", "make", "create", "generate", "format", "compose", "construct"}
     )
@@ -306,6 +312,13 @@ class Vocabulary:
         """Whether a function's name says it makes a prompt of what it is given (``get_cached_prompt``,
         ``build_prompt``), as :meth:`makes_system_prompt` reads names."""
         return _makes(function, self.system_makers, self.prompt_names)
+
+    def builds_prompts(self, name: str) -> bool:
+        """Whether an object's name (a variable's, a field's, its class's: ``ChatSystemPromptBuilder``) says it makes
+        prompts (:attr:`prompt_builders`)."""
+        words = _CAMEL.sub("_", name.lstrip("_")).lower()
+        made, _, last = words.rpartition("_")
+        return last in self.prompt_builders and made.endswith((*self.prompt_names, *self.system_names))
 
     def is_system_message(self, owner: str | None, method: str) -> bool:
         """Whether ``owner.method(...)`` makes a system message: a factory method of ``system_messages``
@@ -563,6 +576,9 @@ def _makes(function: str, verbs: frozenset[str], names: tuple[str, ...]) -> bool
     return verb in verbs and _MADE_OF.split(made, maxsplit=1)[0].endswith(names)
 
 
+#: Where a class's CamelCase name starts a new word (``SystemPromptBuilder``: system_prompt_builder).
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
 #: Words that say a function makes tool definitions, even when it names tool calls (``tool_call_schema``).
 _DEFINITION_WORDS = frozenset({"schema", "schemas", "spec", "specs", "definition", "definitions", "param", "params"})
 
@@ -653,6 +669,8 @@ THREAD_RUNNERS = {
     "fastapi.concurrency.run_in_threadpool": True,
 }
 RUNNER_NAMES = frozenset(name.rpartition(".")[2] for name in THREAD_RUNNERS)
+#: Calls that yield the tasks they are given as they finish: iterated, in an order that differs from call to call.
+AS_FINISHED = frozenset({"asyncio.as_completed", "concurrent.futures.as_completed"})
 #: Methods that make an object of a dict, its fields the dict's items (pydantic's): a field read is that item, by
 #: its name or its camel-case alias. The class (:attr:`~agentcache.lint.python.values.Value.cls`) of such an object.
 RECORD_LOADERS = frozenset({"model_validate", "parse_obj"})
