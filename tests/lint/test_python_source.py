@@ -153,8 +153,64 @@ POSITIVE = {
             return prompt_builder.build(conversation_started=started)
 
         def ask(text):
-            messages = [{"role": "system", "content": system_text()}, {"role": "user", "content": text}]  # expect: AC101
-            return OpenAI().chat.completions.create(model="m", messages=messages)
+            system = {"role": "system", "content": system_text()}  # expect: AC101
+            return OpenAI().chat.completions.create(model="m", messages=[system, {"role": "user", "content": text}])
+    """,
+    "threads_and_tasks_given_one_by_one_fill_one_list_a_subclass_starts_too": """
+        import asyncio
+
+        from openai import OpenAI
+
+        class Skills:
+            def __init__(self):
+                self.lines = []
+
+            def load_local(self):
+                self.lines.append(read_local())
+
+            def load_remote(self):
+                self.lines.append(read_remote())
+
+            async def start(self):
+                await asyncio.gather(asyncio.to_thread(self.load_local), asyncio.to_thread(self.load_remote))
+
+            def ask(self):
+                system = "\\n".join(self.lines)
+                return OpenAI().chat.completions.create(
+                    model="m", messages=[{"role": "system", "content": system}]  # expect: AC101
+                )
+
+        class Loader:
+            def __init__(self, servers):
+                self.servers = servers
+                self.tools = []
+
+            async def load_local(self):
+                self.tools.extend(await local_tools())
+
+            async def load_builtin(self):
+                self.tools.extend(await builtin_tools())
+
+            async def start(self):
+                await asyncio.wait([asyncio.create_task(self.load_builtin()), asyncio.create_task(self.load_local())])
+
+            def ask(self):
+                return OpenAI().chat.completions.create(model="m", messages=[], tools=self.tools)  # expect: AC102
+
+        class Fetcher:
+            def __init__(self, servers):
+                self.servers = servers
+                self.tools = []
+
+            async def load(self, server):
+                self.tools.extend(await server.list_tools())
+
+        class Remote(Fetcher):
+            async def start(self):
+                await asyncio.gather(*(self.load(server) for server in self.servers))
+
+            def ask_remote(self):
+                return OpenAI().chat.completions.create(model="m", messages=[], tools=self.tools)  # expect: AC102
     """,
     "tool_lists_read_as_futures_complete": """
         from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -190,12 +246,10 @@ POSITIVE = {
                     for path in self.paths:
                         pool.submit(self.load, path)
 
-            def ask(self, text):
+            def ask(self, t):
                 system = "Skills:\\n" + "\\n".join(self.lines)
-                return OpenAI().chat.completions.create(
-                    model="m",
-                    messages=[{"role": "system", "content": system}, {"role": "user", "content": text}],  # expect: AC101
-                )
+                message = {"role": "system", "content": system}  # expect: AC101
+                return OpenAI().chat.completions.create(model="m", messages=[message, {"role": "user", "content": t}])
     """,
     "private_functions_something_else_may_call_keep_both_branches": """
         from datetime import date
@@ -1074,7 +1128,7 @@ NEGATIVE = {
                     model="m", messages=[{"role": "system", "content": system}], tools=self.tools
                 )
     """,
-    "keywords_given_to_an_object_not_named_a_prompt_builder": """
+    "keywords_given_to_no_prompt_builder_or_to_a_method_that_makes_nothing": """
         from datetime import datetime
 
         from openai import OpenAI
@@ -1084,11 +1138,86 @@ NEGATIVE = {
         def system_text(builder, client):
             prompt_store = builder.make()
             text = prompt_store.save(conversation_started=datetime.now())
+            prompt_builder = builder.make()
+            text += prompt_builder.log_timing(conversation_started=datetime.now())
             return text + client.compose(conversation_started=datetime.now())
 
         def ask(builder, client, text):
             messages = [{"role": "system", "content": system_text(builder, client)}]
             return OpenAI().chat.completions.create(model="m", messages=messages)
+    """,
+    "finishing_order_sorted_after_or_tasks_waited_one_at_a_time": """
+        import asyncio
+        import json
+        from concurrent.futures import ThreadPoolExecutor, as_completed
+
+        from openai import OpenAI
+
+        class Servers:
+            def __init__(self, servers):
+                self.servers = servers
+                self.tools = []
+                self.names = []
+
+            async def load(self, server):
+                self.tools.extend(await server.list_tools())
+
+            async def name(self, server):
+                self.names.append(await server.name())
+
+            async def start(self):
+                await asyncio.gather(*(self.load(s) for s in self.servers))
+                self.tools.sort(key=lambda tool: tool["name"])
+                await asyncio.gather(*(self.name(s) for s in self.servers))
+                self.names = sorted(self.names)
+
+            def ask(self):
+                system = ", ".join(self.names)
+                return OpenAI().chat.completions.create(
+                    model="m", messages=[{"role": "system", "content": system}], tools=self.tools
+                )
+
+        async def described(servers):
+            schemas = {}
+
+            async def fetch(server):
+                schemas[server.name] = await server.describe()
+
+            await asyncio.gather(*(fetch(s) for s in servers))
+            system = "Servers: " + json.dumps(schemas, sort_keys=True)
+            return OpenAI().chat.completions.create(model="m", messages=[{"role": "system", "content": system}])
+
+        async def one_at_a_time(servers, paths, forms):
+            listed = []
+
+            async def fetch(server):
+                listed.extend(await server.list_tools())
+
+            def read(path):
+                listed.append(path.read_text())
+
+            def fill(form):
+                listed.append(form.read())
+
+            for server in servers:
+                task = asyncio.create_task(fetch(server))
+                await task
+            with ThreadPoolExecutor() as pool:
+                for path in paths:
+                    pool.submit(read, path).result()
+            for form in forms:
+                form.submit(fill, form)
+            return OpenAI().chat.completions.create(model="m", messages=[], tools=listed)
+
+        def by_position(skills):
+            results = [""] * len(skills)
+            with ThreadPoolExecutor() as pool:
+                started = {pool.submit(describe, skill): index for index, skill in enumerate(skills)}
+                for future in as_completed(started):
+                    index = started[future]
+                    results[index] = future.result()
+            system = "Skills: " + "; ".join(results)
+            return OpenAI().chat.completions.create(model="m", messages=[{"role": "system", "content": system}])
     """,
     "concurrent_results_in_the_order_given_or_sorted_or_looked_up": """
         import asyncio

@@ -9,11 +9,11 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 
-from agentcache.lint.python.syntax import Function, code, last_name
-from agentcache.lint.python.values import ARRIVAL, Origin
+from agentcache.lint.python.syntax import Function, code, dotted, last_name, statements
+from agentcache.lint.python.values import ARRIVAL, ARRIVAL_KEYS, Origin
 
 #: Calls that run the coroutines or tasks in their arguments at once: a call made in them is started with others.
 _RUNNERS = frozenset({"gather", "wait", "as_completed"})
@@ -35,10 +35,14 @@ _STARTERS = {
 _BLOCKING = frozenset({"run", "run_until_complete", "wait_for", "shield"})
 #: Methods that add to a collection in place.
 _ADDERS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "appendleft", "extendleft"})
+#: Of those, the ones that add keys to a dict.
+_KEYED_ADDERS = frozenset({"update", "setdefault"})
 #: Names of a position in a sequence: a task that stores its result there keeps the order the tasks started in.
 _INDEX_NAMES = frozenset({"i", "j", "idx", "index", "position", "pos", "slot", "ordinal"})
-#: Modules whose import makes a module worth reading for this.
-_CONCURRENCY = frozenset({"asyncio", "concurrent", "anyio", "trio"})
+#: Calls on a task or a future that wait for it to finish: a task made and waited for in one iteration runs alone.
+_WAITS = frozenset({"result", "wait", "join"})
+#: Words of the name of what ``submit`` is called on that say it runs functions on threads (not a web form's).
+_POOL_WORDS = ("pool", "executor")
 
 #: Nodes that hold no call: the walk does not enter them.
 _BARE = (
@@ -78,13 +82,11 @@ def starting_lines(text: str) -> frozenset[int]:
     return frozenset(text.count("\n", 0, match.start()) + 1 for match in _STARTS.finditer(text))
 
 
-def arrivals(tree: ast.Module, imported: Iterator[str], lines: frozenset[int] | None = None) -> Arrivals:
+def arrivals(tree: ast.Module, lines: frozenset[int] | None = None) -> Arrivals:
     """The module's concurrent starts and what they fill: in the top-level statements (the methods, in a class)
-    that hold one of ``lines`` (None: all), where the module imports a concurrency module."""
+    that hold one of ``lines`` (None: all)."""
     found = Arrivals()
     if lines is not None and not lines:
-        return found
-    if not any(name.partition(".")[0] in _CONCURRENCY for name in imported):
         return found
     scan = _Scan(tree, found)
     for node in tree.body:
@@ -107,15 +109,19 @@ def _holds(node: ast.stmt, lines: frozenset[int]) -> bool:
 
 
 class _Scan(ast.NodeVisitor):
-    """One walk of the module, knowing the class and the functions around each node and whether it repeats."""
+    """One walk of the module, knowing the class and the functions around each node, whether it repeats, and the
+    tasks the iteration it is in waits for."""
 
     def __init__(self, tree: ast.Module, found: Arrivals) -> None:
         self.found = found
         self.top = {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self.class_nodes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
         self.classes: list[ast.ClassDef | None] = [None]
         self.functions: list[Function] = []
-        self.repeated = 0  # inside a for loop's body or a comprehension (not a while loop's: an agent's turns)
+        self.loops: list[list[ast.stmt]] = []  # the bodies of the for loops around (not a while loop's: turns)
+        self.comprehensions = 0  # how many comprehensions are around
         self.nested: dict[int, dict[str, Function]] = {}  # function id -> the functions defined in it, by name
+        self.stored: dict[tuple[int, bool], Marks] = {}  # (function id, on a thread) -> what it stores as it finishes
 
     def visit(self, node: ast.AST) -> None:
         if not isinstance(node, _BARE):
@@ -130,29 +136,37 @@ class _Scan(ast.NodeVisitor):
 
     def visit_FunctionDef(self, node: Function) -> None:
         self.functions.append(node)
-        outer, self.repeated = self.repeated, 0
+        outer, self.loops, self.comprehensions = (self.loops, self.comprehensions), [], 0
         self.generic_visit(node)
-        self.repeated = outer
+        self.loops, self.comprehensions = outer
         self.functions.pop()
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
-    def repeat(self, node: ast.AST) -> None:
-        self.repeated += 1
+    def comprehension_around(self, node: ast.AST) -> None:
+        self.comprehensions += 1
         self.generic_visit(node)
-        self.repeated -= 1
+        self.comprehensions -= 1
 
-    visit_ListComp = visit_SetComp = visit_GeneratorExp = visit_DictComp = repeat
+    visit_ListComp = visit_SetComp = visit_GeneratorExp = visit_DictComp = comprehension_around
 
     def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
         self.visit(node.iter)  # made once: ``async for chunk in self.stream()`` starts nothing with others
-        self.visit(node.target)
-        self.repeated += 1
+        self.loops.append(node.body)
         for statement in (*node.body, *node.orelse):
             self.visit(statement)
-        self.repeated -= 1
+        self.loops.pop()
 
     visit_AsyncFor = visit_For
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        names = [target.id for target in node.targets if isinstance(target, ast.Name)]
+        value = node.value
+        started = _started(value) if self.loops and names and isinstance(value, ast.Call) else None
+        if isinstance(value, ast.Call) and started and self.stores(*started) and _waited_in(self.loops[-1], names):
+            self.run_through(value)  # task = create_task(fetch(s)); await task: one at a time
+        else:
+            self.generic_visit(node)
 
     def visit_Await(self, node: ast.Await) -> None:
         if isinstance(node.value, ast.Call) and last_name(node.value.func) not in _RUNNERS:
@@ -178,23 +192,25 @@ class _Scan(ast.NodeVisitor):
                 self.together(node.args)
             self.run_through(node)
             return
-        if called in _STARTERS and self.repeated:
-            position, threaded = _STARTERS[called]
-            if len(node.args) > position:
-                run = node.args[position]
-                self.record(node, self.stores(run.func if isinstance(run, ast.Call) else run, threaded))
-        elif self.repeated:  # a coroutine made with others, to be run with them
-            self.record(node, self.stores(node.func, False))
+        if called in _WAITS and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Call):
+            self.run_through(node.func.value)  # pool.submit(load, path).result(): waited for where it is started
+            for argument in (*node.args, *(keyword.value for keyword in node.keywords)):
+                self.visit(argument)
+            return
+        if self.loops or self.comprehensions:  # a coroutine made with others, a task or a thread started with others
+            started = _started(node)
+            if started is not None:
+                self.record(node, self.stores(*started))
         self.generic_visit(node)
 
-    def together(self, calls: list[ast.expr]) -> None:
+    def together(self, arguments: list[ast.expr]) -> None:
         """Coroutines run at once by one call, one each: what two or more of them add to is in finishing order."""
+        items = [item for arg in arguments for item in (arg.elts if isinstance(arg, (ast.List, ast.Tuple)) else [arg])]
         started = []
-        for call in calls:
-            if isinstance(call, ast.Call) and last_name(call.func) in _STARTERS and call.args:
-                call = call.args[0]  # gather(create_task(a()), create_task(b()))
-            if isinstance(call, ast.Call):
-                started.append((call, self.stores(call.func, False)))
+        for call in items:
+            run = _started(call) if isinstance(call, ast.Call) else None
+            if isinstance(call, ast.Call) and run is not None:  # gather(create_task(a()), to_thread(load))
+                started.append((call, self.stores(*run)))
         counts = Counter(key for _, marks in started for key, _ in marks)
         for call, marks in started:
             self.record(call, tuple((key, origin) for key, origin in marks if counts[key] > 1))
@@ -205,54 +221,106 @@ class _Scan(ast.NodeVisitor):
         function = self.resolve(target)
         if function is None or (not threaded and not isinstance(function, ast.AsyncFunctionDef)):
             return ()
-        nodes = list(_own_nodes(function))
-        if not threaded and any(isinstance(node, (ast.Yield, ast.YieldFrom)) for node in nodes):
-            return ()
-        return tuple(_stores(function, nodes, waited=threaded).items())
+        known = self.stored.get((id(function), threaded))
+        if known is None:
+            nodes = list(_own_nodes(function))
+            generator = not threaded and any(isinstance(node, (ast.Yield, ast.YieldFrom)) for node in nodes)
+            known = self.stored[id(function), threaded] = (
+                () if generator else tuple(_stores(function, nodes, waited=threaded).items())
+            )
+        return known
 
     def record(self, call: ast.Call, marks: Marks) -> None:
-        """Note the collections a start fills in finishing order, at its call and as its class's fields."""
+        """Note the collections a start fills in finishing order, at its call and as its class's fields (unless the
+        method that starts them sorts or rebinds the field after: ``self.tools.sort(key=...)``)."""
         if not marks:
             return
         self.found.by_call[id(call)] = marks
         owner = self.classes[-1]
-        if owner is not None:
-            fields = self.found.by_class.setdefault(id(owner), {})
-            for key, origin in marks:
-                if key.startswith("self."):
-                    fields.setdefault(key, origin)
+        if owner is None:
+            return
+        method = self.functions[0] if self.functions else None
+        fields = self.found.by_class.setdefault(id(owner), {})
+        for key, origin in marks:
+            if key.startswith("self.") and not (method is not None and _settled(method, key, call)):
+                fields.setdefault(key, origin)
 
     def resolve(self, target: ast.expr) -> Function | None:
         """The function a name or ``self.name`` calls: one nested in the functions around, a method of the class
-        around, or one of the module's."""
+        around or of a base of it the module defines, or one of the module's."""
         if isinstance(target, ast.Name):
             for function in reversed(self.functions):
                 nested = self.nested.get(id(function))
                 if nested is None:
                     nested = self.nested[id(function)] = {
                         item.name: item
-                        for item in ast.walk(function)
-                        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item is not function
+                        for item in statements(function)
+                        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
                     }
                 if target.id in nested:
                     return nested[target.id]
             return self.top.get(target.id)
         owner = self.classes[-1]
-        if (
-            isinstance(target, ast.Attribute)
-            and isinstance(target.value, ast.Name)
-            and target.value.id == "self"
-            and owner is not None
-        ):
-            return next(
-                (
-                    item
-                    for item in owner.body
-                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == target.attr
-                ),
-                None,
-            )
+        if not (isinstance(target, ast.Attribute) and dotted(target.value) == "self" and owner is not None):
+            return None
+        seen: set[str] = set()
+        lineage = [owner]
+        while lineage:
+            cls = lineage.pop(0)
+            for item in cls.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == target.attr:
+                    return item
+            for base in cls.bases:
+                if isinstance(base, ast.Name) and base.id in self.class_nodes and base.id not in seen:
+                    seen.add(base.id)
+                    lineage.append(self.class_nodes[base.id])
         return None
+
+
+def _started(call: ast.Call) -> tuple[ast.expr, bool] | None:
+    """What a call starts, and whether on a thread: the function a starter is given (``create_task(f(x))``,
+    ``executor.submit(f, x)``: not a web form's ``submit``), else the call's own function (a coroutine made)."""
+    called = last_name(call.func)
+    if called not in _STARTERS:
+        return call.func, False
+    if called == "submit" and not any(word in (_receiver(call.func) or "").lower() for word in _POOL_WORDS):
+        return None
+    position, threaded = _STARTERS[called]
+    if len(call.args) <= position:
+        return None
+    run = call.args[position]
+    return (run.func if isinstance(run, ast.Call) else run), threaded
+
+
+def _receiver(func: ast.expr) -> str | None:
+    """What a method is called on, dotted (``self.pool`` of ``self.pool.submit``)."""
+    return dotted(func.value) if isinstance(func, ast.Attribute) else None
+
+
+def _waited_in(body: list[ast.stmt], names: list[str]) -> bool:
+    """Whether a loop's body waits for what one of ``names`` holds (``await task``, ``future.result()``): a task bound
+    to it is waited for in the iteration that starts it."""
+    for node in (item for statement in body for item in ast.walk(statement)):
+        if isinstance(node, ast.Await) and isinstance(node.value, ast.Name) and node.value.id in names:
+            return True
+        if isinstance(node, ast.Call) and last_name(node.func) in _WAITS and _receiver(node.func) in names:
+            return True
+    return False
+
+
+def _settled(method: Function, key: str, start: ast.Call) -> bool:
+    """Whether ``method`` sorts the field ``key`` in place or binds it again after ``start``."""
+    after = (start.lineno, start.col_offset)
+    for node in ast.walk(method):
+        if (getattr(node, "lineno", 0), getattr(node, "col_offset", 0)) <= after:
+            continue
+        if isinstance(node, ast.Call) and last_name(node.func) == "sort" and _receiver(node.func) == key:
+            return True
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(dotted(target) == key for target in targets):
+                return True
+    return False
 
 
 def _many(node: ast.expr) -> bool:
@@ -282,15 +350,17 @@ def _stores(function: Function, nodes: list[ast.AST], waited: bool) -> dict[str,
     found: dict[str, Origin] = {}
     for node in nodes:
         places: list[tuple[ast.expr, ast.expr]]
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):  # a key given: the keys' order
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             places = [
                 (target.value, target)
                 for target in targets
-                if isinstance(target, ast.Subscript) and not _positional(target.slice, positions)
+                if isinstance(target, ast.Subscript) and not positional(target.slice, positions)
             ]
+            kind = ARRIVAL_KEYS
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _ADDERS:
             places = [(node.func.value, node)]
+            kind = ARRIVAL_KEYS if node.func.attr in _KEYED_ADDERS else ARRIVAL
         else:
             continue
         done = (node.end_lineno or node.lineno, node.end_col_offset or 0)  # what it awaits in itself comes first
@@ -298,14 +368,15 @@ def _stores(function: Function, nodes: list[ast.AST], waited: bool) -> dict[str,
             key = _outliving(held, local)
             if key is None or (not waited and (first_wait is None or first_wait >= done)):
                 continue
-            origin = Origin(site.lineno, site.col_offset, ARRIVAL, code(site))
+            origin = Origin(site.lineno, site.col_offset, kind, code(site))
             if key not in found or origin < found[key]:
                 found[key] = origin
     return found
 
 
-def _positional(key: ast.expr, positions: set[str]) -> bool:
-    """Whether a store's key is a position (an int, a parameter annotated ``int``, a name that says index)."""
+def positional(key: ast.expr, positions: Collection[str] = ()) -> bool:
+    """Whether a store's key is a position (an int, one of ``positions``, a name that says index): results stored
+    so keep the order their tasks were started in."""
     if isinstance(key, ast.Constant):
         return isinstance(key.value, int)
     if not isinstance(key, ast.Name):

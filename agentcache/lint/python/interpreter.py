@@ -49,6 +49,7 @@ from agentcache.lint.python.values import (
     Origin,
     Scope,
     Value,
+    arrival,
     combine,
     concat,
     element,
@@ -148,7 +149,7 @@ class Interpreter(Statements):
         self.data_keys = self.templates.keys()
         """The last keys of the strings in the package's data files (:meth:`data_text`)."""
         self.imports = imports(self.nodes, package)
-        self.arrivals = arrivals(tree, iter(self.imports.values()), starting)
+        self.arrivals = arrivals(tree, starting)
         self.functions, self.methods = definitions(self.nodes)
         self.learned = learned if learned is not None else Reading({})
         self.typed: dict[int, dict[str, tuple[str, ...]]] = {}
@@ -1019,7 +1020,8 @@ class Interpreter(Statements):
         if marks is not None:  # started at once with others: what it fills is in the order they finish
             for place, origin in marks:
                 before = scope.lookup(place) or CLEAN
-                scope.update(place, Value(before.origins, origin, entries=before.entries))
+                if before.unordered is None:  # (a set's order is its hash order, whoever adds to it)
+                    scope.update(place, replace(before, unordered=origin))
         relayed = self.relayed_call(node, scope)
         if relayed is not None:
             return self.call(relayed, scope)
@@ -1123,7 +1125,10 @@ class Interpreter(Statements):
                 and not (reads and self.words.names_a_location(key))
             ]
         elif self.words.makes_prompt(callee) or (
-            isinstance(func, ast.Attribute) and kwargs and self.words.builds_prompts(_object_name(func.value))
+            isinstance(func, ast.Attribute)
+            and kwargs
+            and callee.lstrip("_").partition("_")[0] in self.words.system_makers
+            and self.words.builds_prompts(_object_name(func.value))
         ):  # build_prompt(name, date=today), prompt_builder.build(conversation_started=today)
             filled = self.variables(kwargs)
         else:
@@ -1201,8 +1206,7 @@ class Interpreter(Statements):
             return self.join_text(receiver.text, node, args[0], scope)
         if attr in ("values", "items") and receiver.cls == SETS and not node.args:
             return receiver  # each value a set: see Statements.element_of
-        arrived = receiver.unordered is not None and receiver.unordered.kind == ARRIVAL
-        if arrived and attr in ("values", "items", "keys") and not node.args:
+        if attr in ("values", "items", "keys") and not node.args and arrival(receiver) is not None:
             return Value(receiver.origins, receiver.unordered)  # filled as tasks finished: its views in that order
         if attr in ("get", "pop", "setdefault") and receiver.cls == SETS and node.args:
             # by_tag.get(tag, set()) of a defaultdict(set): what a dict of sets holds under a key is a set

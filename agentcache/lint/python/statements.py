@@ -11,7 +11,7 @@ from dataclasses import replace
 from functools import reduce
 from typing import Any, ClassVar
 
-from agentcache.lint.python.arrival import Arrivals
+from agentcache.lint.python.arrival import Arrivals, positional
 from agentcache.lint.python.sinks import TOOL_SCHEMA, Sinks
 from agentcache.lint.python.syntax import (
     Function,
@@ -179,7 +179,8 @@ class Statements(ABC):
                         fields.update((key, value) for key, value in found.items() if _kept(value))
                 for key, origin in self.arrivals.by_class.get(id(node), {}).items():  # filled as tasks finish
                     held = fields.get(key, CLEAN)
-                    fields[key] = Value(held.origins, origin, entries=held.entries)
+                    if held.unordered is None:
+                        fields[key] = replace(held, unordered=origin)
                 made[id(node)] = fields
                 if id(node) in top:
                     self.instance_fields[node.name] = fields
@@ -548,6 +549,8 @@ class Statements(ABC):
             if key:
                 old = scope.lookup(key) or CLEAN
                 order, arrived = arrival_of(self.order)  # keys added as tasks finish: read in that order, not by key
+                if arrived is not None and positional(target.slice):
+                    arrived = None  # results[index] = future.result(): each where it was started
                 held = old.origins | value.origins | keyed(order)
                 if old.cls == TABLE or (name is None and value.entries and old.entries is None and old.cls is None):
                     entries, kept = _tabled(old, value)  # sessions[session_id] = {"id": session_id, ...}

@@ -15,6 +15,9 @@ from agentcache.lint.python.syntax import code
 #: which sorting the keys removes) and KEY_ORDER (``json.dumps`` without ``sort_keys`` of data ordered by a set)
 #: differ between processes.
 CLOCK, RANDOM, FRESH_ID, SHUFFLE, ARRIVAL, PROCESS = "clock", "random", "id", "shuffle", "arrival", "process"
+#: The order concurrent tasks finished in, as the order of a dict's keys (``d[name] = client``), held as
+#: :attr:`Value.unordered` until the dict is iterated: ``json.dumps(d, sort_keys=True)`` removes it.
+ARRIVAL_KEYS = "arrival-keys"
 ORDER, KEYS, KEY_ORDER = "order", "keys", "key-order"
 _ORDERS = frozenset({ORDER, KEYS, KEY_ORDER})
 #: A parameter's value, where a function is run to learn what it returns of its arguments (a summary): neither
@@ -253,9 +256,10 @@ def given_by_caller(origins: frozenset[Origin]) -> bool:
 
 
 def orders(value: Value, taken: bool = False) -> frozenset[Origin]:
-    """Where ``value`` took, or (unless ``taken``) would take when iterated, the hash order of a set."""
+    """Where ``value`` took, or (unless ``taken``) would take when iterated, the hash order of a set (not the
+    order concurrent tasks finished in: :func:`changing`)."""
     found = frozenset(origin for origin in value.origins if origin.kind in _ORDERS)
-    if value.unordered is None or taken or value.unordered.kind == ARRIVAL:
+    if value.unordered is None or taken or arrival(value) is not None:
         return found
     return found | {value.unordered}
 
@@ -264,9 +268,16 @@ def changing(value: Value, taken: bool = False) -> frozenset[Origin]:
     """What of ``value`` differs between calls: its volatile origins, and (unless ``taken``) the order of a
     collection filled as concurrent tasks finished, which it is read in (``tools=self.collected``)."""
     found = volatile(value.origins)
-    if value.unordered is None or taken or value.unordered.kind != ARRIVAL:
-        return found
-    return found | {value.unordered}
+    arrived = None if taken else arrival(value)
+    return found if arrived is None else found | {arrived}
+
+
+def arrival(value: Value) -> Origin | None:
+    """The order concurrent tasks finished in that a collection not yet iterated holds, as an origin."""
+    held = value.unordered
+    if held is None or held.kind not in (ARRIVAL, ARRIVAL_KEYS):
+        return None
+    return held if held.kind == ARRIVAL else replace(held, kind=ARRIVAL)
 
 
 def kind_rank(kind: str) -> tuple[int, str]:
@@ -279,7 +290,7 @@ def export_kind(value: Value) -> str | None:
     volatile origins, else of the set orders it took, else :data:`SET` for a set; None for a stable value."""
     kinds = [origin.kind for origin in value.origins if origin.kind != PARAM]
     if value.unordered is not None:
-        kinds.append(ARRIVED if value.unordered.kind == ARRIVAL else SET)
+        kinds.append(SET if arrival(value) is None else ARRIVED)
     return min(kinds, key=kind_rank, default=None)
 
 
@@ -305,8 +316,7 @@ def ordered(value: Value, site: ast.expr) -> Value:
     """``value`` read in iteration order at ``site`` (a sequence, a loop, printed): a set leaves hash order, and a
     dict whose keys came in a set's order gives a sequence in that order."""
     if value.unordered is not None:
-        taken = value.unordered if value.unordered.kind == ARRIVAL else Origin.at(site, ORDER)
-        return Value(value.origins | {taken})
+        return Value(value.origins | {arrival(value) or Origin.at(site, ORDER)})
     if value.origins and any(origin.kind == KEYS for origin in value.origins):
         return Value(
             frozenset(replace(origin, kind=ORDER) if origin.kind == KEYS else origin for origin in value.origins)
@@ -315,10 +325,13 @@ def ordered(value: Value, site: ast.expr) -> Value:
 
 
 def arrival_of(order: frozenset[Origin]) -> tuple[frozenset[Origin], Origin | None]:
-    """A loop's ``order`` without the order concurrent tasks finish in, and that order (None: not in it): the keys
-    a dict is given in it come in that order where it is iterated, while an item looked up by its key is the same."""
+    """A loop's ``order`` without the order concurrent tasks finish in, and that order as a dict's key order (None:
+    not in it): the keys a dict is given in it come in that order where it is iterated, while an item looked up by
+    its key is the same."""
     arrived = min((origin for origin in order if origin.kind == ARRIVAL), default=None)
-    return (order if arrived is None else order - {arrived}), arrived
+    if arrived is None:
+        return order, None
+    return order - {arrived}, replace(arrived, kind=ARRIVAL_KEYS)
 
 
 def keyed(origins: frozenset[Origin]) -> frozenset[Origin]:
@@ -328,10 +341,12 @@ def keyed(origins: frozenset[Origin]) -> frozenset[Origin]:
 
 
 def unkeyed(value: Value) -> Value:
-    """``value`` with its dicts' keys sorted: the set orders its keys took are gone."""
-    if not any(origin.kind == KEYS for origin in value.origins):
+    """``value`` with its dicts' keys sorted: the set orders its keys took are gone, and so is the order concurrent
+    tasks added them in."""
+    held = None if value.unordered is not None and value.unordered.kind == ARRIVAL_KEYS else value.unordered
+    if held is value.unordered and not any(origin.kind == KEYS for origin in value.origins):
         return value
-    return Value(frozenset(origin for origin in value.origins if origin.kind != KEYS), value.unordered)
+    return Value(frozenset(origin for origin in value.origins if origin.kind != KEYS), held)
 
 
 def element(iterable: Value) -> Value:

@@ -197,7 +197,8 @@ class Vocabulary:
     )
     """Last words of an object's name that, after a name ending as ``prompt_names`` or ``system_names`` say, make
     it a maker of prompts (``prompt_builder = ChatSystemPromptBuilder()``, ``self.prompt_renderer``): a method
-    called on it makes a prompt of its keyword arguments, as a function named so does (:meth:`makes_prompt`)."""
+    named by a verb of ``system_makers`` called on it makes a prompt of its keyword arguments, as a function named
+    so does (:meth:`makes_prompt`)."""
     system_makers: frozenset[str] = frozenset(
         {"get", "build", "compile", "render", "make", "create", "generate", "format", "compose", "construct"}
     )
