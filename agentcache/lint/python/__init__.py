@@ -1,9 +1,10 @@
 """Python source rules (AC1xx): a small dataflow over one module, from values that differ between calls to the
 parts of a request that form its cached prefix.
 
-Sources are clock reads, random draws, fresh ids, and the iteration order of a set (string hashes are salted per
-process, so that order differs between runs). Sinks are system prompts and tool lists: they come first in every
-request, so a byte that changes there makes the server recompute everything after it.
+Sources are clock reads, random draws, fresh ids, the iteration order of a set (string hashes are salted per
+process, so that order differs between runs) and the order concurrent tasks finish in. Sinks are system prompts
+and tool lists: they come first in every request, so a byte that changes there makes the server recompute
+everything after it.
 
 The analysis is abstract interpretation over the AST, flow-sensitive within a function: each expression evaluates
 to a :class:`~agentcache.lint.python.values.Value` (where it may come from, whether it is a set, its text when
@@ -18,7 +19,8 @@ The modules, from the bottom up: :mod:`~agentcache.lint.python.syntax` (reading 
 library names it knows), :mod:`~agentcache.lint.python.rules` (rules and messages),
 :mod:`~agentcache.lint.python.sinks`, :mod:`~agentcache.lint.python.statements` and
 :mod:`~agentcache.lint.python.interpreter` (the analysis), :mod:`~agentcache.lint.python.unreached` (private
-functions nothing calls), :mod:`~agentcache.lint.python.check` (the checker).
+functions nothing calls), :mod:`~agentcache.lint.python.arrival` (collections filled as concurrent tasks finish),
+:mod:`~agentcache.lint.python.check` (the checker).
 """
 
 from __future__ import annotations

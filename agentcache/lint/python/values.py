@@ -15,10 +15,10 @@ from agentcache.lint.python.syntax import code
 #: which sorting the keys removes) and KEY_ORDER (``json.dumps`` without ``sort_keys`` of data ordered by a set)
 #: differ between processes.
 CLOCK, RANDOM, FRESH_ID, SHUFFLE, ARRIVAL, PROCESS = "clock", "random", "id", "shuffle", "arrival", "process"
+ORDER, KEYS, KEY_ORDER = "order", "keys", "key-order"
 #: The order concurrent tasks finished in, as the order of a dict's keys (``d[name] = client``), held as
 #: :attr:`Value.unordered` until the dict is iterated: ``json.dumps(d, sort_keys=True)`` removes it.
 ARRIVAL_KEYS = "arrival-keys"
-ORDER, KEYS, KEY_ORDER = "order", "keys", "key-order"
 _ORDERS = frozenset({ORDER, KEYS, KEY_ORDER})
 #: A parameter's value, where a function is run to learn what it returns of its arguments (a summary): neither
 #: volatile nor an order, so no sink reports it; its label is the parameter's name.
