@@ -1067,9 +1067,12 @@ class Interpreter(Statements):
                 return dump(node, name, args)
             if name in AS_FINISHED:
                 return Value(combine(*args).origins, Origin.at(node, ARRIVAL))
-            spread_out = any(isinstance(arg, ast.Starred) for arg in node.args)
-            if name == "asyncio.gather" and len(args) <= MAX_ITEMS and not spread_out:
-                return Value(combine(*args).origins, items=tuple(args))  # each result where its awaitable was given
+            if (
+                name == "asyncio.gather"
+                and len(args) <= MAX_ITEMS
+                and not any(isinstance(arg, ast.Starred) for arg in node.args)
+            ):  # each result where its awaitable was given
+                return Value(combine(*args).origins, items=tuple(args))
             if name == "random.shuffle" and node.args:
                 key = dotted(node.args[0])
                 if key:

@@ -382,7 +382,7 @@ class Sinks:
                 (owner and self.words.is_record(owner))
                 or self.words.is_policy(name, node)  # allowed_tools, {"allow": [...]}: which tools may run
                 or (self.stack and self.words.returns_tool_calls(self.stack[-1].name))
-                or not (changing(value, taken=True) or orders(value, taken=True))  # nothing to report: spare the walk
+                or not (volatile(value.origins) or orders(value, taken=True))  # nothing to report: spare the walk
                 or (local and (self.stack or self.script) and not self.leaves(name))
                 or (local and self.words.reports(node))  # tools = self._compute_tool_breakdown(usage)
             ):
