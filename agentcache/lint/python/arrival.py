@@ -9,10 +9,10 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter
-from collections.abc import Collection, Iterator
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from agentcache.lint.python.syntax import Function, code, dotted, last_name, statements
+from agentcache.lint.python.syntax import Function, code, dotted, last_name, own_nodes, self_field, statements
 from agentcache.lint.python.values import ARRIVAL, ARRIVAL_KEYS, Origin
 
 #: Calls that run the coroutines or tasks in their arguments at once: a call made in them is started with others.
@@ -223,7 +223,7 @@ class _Scan(ast.NodeVisitor):
             return ()
         known = self.stored.get((id(function), threaded))
         if known is None:
-            nodes = list(_own_nodes(function))
+            nodes = list(own_nodes(function))
             generator = not threaded and any(isinstance(node, (ast.Yield, ast.YieldFrom)) for node in nodes)
             known = self.stored[id(function), threaded] = (
                 () if generator else tuple(_stores(function, nodes, waited=threaded).items())
@@ -385,20 +385,11 @@ def positional(key: ast.expr, positions: Collection[str] = ()) -> bool:
     return key.id in positions or name in _INDEX_NAMES or name.endswith(("_index", "_idx", "_position"))
 
 
-def _own_nodes(function: Function) -> Iterator[ast.AST]:
-    """The nodes of ``function``'s body, not of the functions and classes defined in it."""
-    stack: list[ast.AST] = list(function.body)
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            stack.extend(ast.iter_child_nodes(node))
-
-
 def _outliving(node: ast.expr, local: set[str]) -> str | None:
     """The scope key of a collection that outlives the function: ``self.x``, or a name it does not bind."""
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
-        return f"self.{node.attr}"
+    field = self_field(node)
+    if field is not None:
+        return f"self.{field}"
     if isinstance(node, ast.Name) and node.id not in local and node.id != "self":
         return node.id
     return None

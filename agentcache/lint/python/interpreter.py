@@ -1130,8 +1130,7 @@ class Interpreter(Statements):
         elif self.words.makes_prompt(callee) or (
             isinstance(func, ast.Attribute)
             and kwargs
-            and callee.lstrip("_").partition("_")[0] in self.words.system_makers
-            and self.words.builds_prompts(_object_name(func.value))
+            and self.words.builder_makes_prompt(_object_name(func.value), callee)
         ):  # build_prompt(name, date=today), prompt_builder.build(conversation_started=today)
             filled = self.variables(kwargs)
         else:

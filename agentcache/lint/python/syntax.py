@@ -186,18 +186,34 @@ _NESTED = {
 def statements(tree: ast.Module | Function) -> list[ast.stmt]:
     """Every statement of the module (or function), nested ones too, without descending into expressions: imports
     and definitions are statements, and a walk of every node costs a third of the analysis."""
-    found: list[ast.stmt] = []
-    pending: list[list[ast.stmt]] = [tree.body]
+    return [statement for block, _ in blocks(tree) for statement in block]
+
+
+def blocks(tree: ast.Module | Function) -> Iterator[tuple[list[ast.stmt], ast.AST]]:
+    """Every block of statements of the module (or function), nested ones too, each with the definition it is the
+    body of or nested in (the module, a class, a function): what its statements are defined in."""
+    pending: list[tuple[list[ast.stmt], ast.AST]] = [(tree.body, tree)]
     while pending:
-        for statement in pending.pop():
-            found.append(statement)
+        block, owner = pending.pop()
+        yield block, owner
+        for statement in block:
+            inner = statement if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else owner
             for name in _NESTED[type(statement)]:  # most statements hold none
-                block = getattr(statement, name)
+                part = getattr(statement, name)
                 if name in ("handlers", "cases"):
-                    pending.extend(item.body for item in block)
+                    pending.extend((item.body, inner) for item in part)
                 else:
-                    pending.append(block)
-    return found
+                    pending.append((part, inner))
+
+
+def own_nodes(function: Function) -> Iterator[ast.AST]:
+    """The nodes of ``function``'s body, not those of the functions and classes defined in it (their own)."""
+    pending: list[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            pending.extend(ast.iter_child_nodes(node))
 
 
 #: Calls that make a container (:func:`returns_text`), and the last words of those that serialize one (``json.dumps``,
@@ -217,18 +233,13 @@ def returns_text(function: Function, parts: bool = False) -> bool:
         return _text_annotation(function.returns, _PARTS_CONTAINERS if parts else _TEXT_CONTAINERS)
     bound: dict[str, list[ast.expr]] = {}
     returned: list[ast.expr] = []
-    pending: list[ast.AST] = list(function.body)
-    while pending:
-        node = pending.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue  # a nested definition's returns are its own
+    for node in own_nodes(function):  # a nested definition's returns are its own
         if isinstance(node, ast.Return) and node.value is not None:
             returned.append(node.value)
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and node.value is not None:
             for target in targets_of(node):
                 if isinstance(target, ast.Name):
                     bound.setdefault(target.id, []).append(node.value)
-        pending.extend(ast.iter_child_nodes(node))
 
     verdicts: dict[str, bool] = {}
 
@@ -568,24 +579,14 @@ def private_functions(tree: ast.Module) -> dict[str, tuple[Function, bool]]:
     by another module of the package); defined once and undecorated. Found among statements only."""
     candidates: dict[int, bool] = {}
     defined: dict[str, list[Function]] = {}
-    pending: list[tuple[list[ast.stmt], str]] = [(tree.body, "module")]  # (a block, what it is the body of)
-    while pending:
-        block, within = pending.pop()
+    for block, owner in blocks(tree):
         for statement in block:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 defined.setdefault(statement.name, []).append(statement)
-                if within in ("function", "class"):
-                    candidates[id(statement)] = within == "class"
-                pending.append((statement.body, "function"))
-            elif isinstance(statement, ast.ClassDef):
-                pending.append((statement.body, "class" if not statement.bases and not statement.keywords else ""))
-            else:
-                for field in _NESTED[type(statement)]:
-                    part = getattr(statement, field)
-                    if field in ("handlers", "cases"):
-                        pending.extend((item.body, within) for item in part)
-                    else:
-                        pending.append((part, within))
+                if isinstance(owner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    candidates[id(statement)] = False
+                elif isinstance(owner, ast.ClassDef) and not owner.bases and not owner.keywords:
+                    candidates[id(statement)] = True
     return {
         name: (found[0], candidates[id(found[0])])
         for name, found in defined.items()

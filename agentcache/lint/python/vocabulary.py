@@ -314,9 +314,12 @@ class Vocabulary:
         ``build_prompt``), as :meth:`makes_system_prompt` reads names."""
         return _makes(function, self.system_makers, self.prompt_names)
 
-    def builds_prompts(self, name: str) -> bool:
-        """Whether an object's name (a variable's, a field's, its class's: ``ChatSystemPromptBuilder``) says it makes
-        prompts (:attr:`prompt_builders`)."""
+    def builder_makes_prompt(self, name: str, method: str) -> bool:
+        """Whether ``name.method(...)`` makes a prompt of its keyword arguments: the object's name (a variable's, a
+        field's, its class's: ``ChatSystemPromptBuilder``) says it makes prompts (:attr:`prompt_builders`) and a
+        verb of ``system_makers`` starts the method's."""
+        if method.lstrip("_").partition("_")[0] not in self.system_makers:
+            return False
         words = _CAMEL.sub("_", name.lstrip("_")).lower()
         made, _, last = words.rpartition("_")
         return last in self.prompt_builders and made.endswith((*self.prompt_names, *self.system_names))
