@@ -17,7 +17,7 @@ from pathlib import Path
 from agentcache.cache.rules import MAX_BREAKPOINTS
 from agentcache.lint.core import Checked, Finding, Rule, SourceFile
 from agentcache.lint.python.check import PythonSession
-from agentcache.lint.python.syntax import dotted
+from agentcache.lint.python.syntax import dotted, walk_module
 from agentcache.lint.python.vocabulary import CLOCK_CALLS, ID_CALLS
 from agentcache.predict.prompt import MARKERS
 
@@ -94,8 +94,8 @@ class WithBreakpoints:
         self.session.resume(state)
 
 
-def _findings(tree: ast.AST) -> Iterator[tuple[Node, Rule, str]]:
-    for call in (node for node in ast.walk(tree) if isinstance(node, ast.Call)):
+def _findings(tree: ast.Module) -> Iterator[tuple[Node, Rule, str]]:
+    for call in (node for node in walk_module(tree) if isinstance(node, ast.Call)):
         markers = list(_markers(call))
         if len(markers) > MAX_BREAKPOINTS:
             yield call, TOO_MANY, f"this call sends {len(markers)} cache breakpoints; the API refuses more than 4"

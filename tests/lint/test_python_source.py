@@ -50,6 +50,32 @@ SLOT_SETTER = """
 """
 
 POSITIVE = {
+    "a_system_prompt_traced_and_sent": """
+        from datetime import datetime
+
+        from openai import OpenAI
+
+        client = OpenAI()
+
+        def turn(tracer, base, question):
+            prompt = f"{base} Started at {datetime.now():%H:%M}."
+            tracer.start_session(system_prompt=prompt)
+            system = {"role": "system", "content": prompt}  # expect: AC101
+            return client.chat.completions.create(model="m", messages=[system, {"role": "user", "content": question}])
+    """,
+    "a_date_in_a_graph_runs_configurable_dict": """
+        from datetime import datetime
+
+        from openai import OpenAI
+
+        client = OpenAI()
+
+        def run(graph, task):
+            config = {"configurable": {"thread_id": "main", "today": datetime.now().isoformat()}}
+            state = graph.invoke({"messages": [task]}, config)
+            system = {"role": "system", "content": state["summary"]}  # expect: AC101
+            return client.chat.completions.create(model="m", messages=[system])
+    """,
     "clients_stored_as_gathered_connections_finish_listed_as_tools": """
         import asyncio
 
@@ -1094,6 +1120,73 @@ POSITIVE = {
 }
 
 NEGATIVE = {
+    "a_reply_read_before_a_deadline": """
+        import json
+        import time
+
+        class Client:
+            def __init__(self, proc):
+                self.proc = proc
+                self.tools = []
+
+            def start(self):
+                self.tools = self.call("tools/list", timeout=5.0).get("tools", [])
+
+            def call(self, method, timeout):
+                self.proc.stdin.write(json.dumps({"method": method}))
+                deadline = time.monotonic() + timeout
+                while True:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise TimeoutError(f"{method} timed out after {timeout}s")
+                    frame = self.read_frame(remaining)
+                    if "id" in frame:
+                        return frame
+
+            def read_frame(self, timeout):
+                line = self.proc.stdout.readline()
+                if not line.strip():
+                    return self.read_frame(timeout)
+                return json.loads(line)
+    """,
+    "a_system_prompt_given_to_a_tracer": """
+        import logging
+        from datetime import datetime
+
+        from opentelemetry import trace
+
+        logger = logging.getLogger(__name__)
+
+        class Session:
+            def __init__(self, tracer, tools):
+                self.tracer = tracer
+                self.tools = tools
+
+            def start(self, base):
+                prompt = f"{base} Started at {datetime.now():%H:%M}."
+                self.tracer.start_session(system_prompt=prompt, tools=list(set(self.tools)))
+                with trace.get_tracer(__name__).start_as_current_span("turn") as span:
+                    span.set_attributes(system_prompt=prompt)
+                logger.info("session", system_prompt=prompt)
+                return prompt
+    """,
+    "a_graph_run_under_a_fresh_thread_id": """
+        import uuid
+
+        from openai import OpenAI
+
+        client = OpenAI()
+
+        def plan(graph, task):
+            config = {"configurable": {"thread_id": f"plan_{uuid.uuid4()}"}, "recursion_limit": 20}
+            state = graph.invoke({"messages": [task]}, config)
+            return graph.get_state(config).values["messages"][-1].content or state
+
+        def run(graph, task):
+            plan_text = plan(graph, task)
+            system = {"role": "system", "content": "Follow this plan:\\n" + plan_text}
+            return client.chat.completions.create(model="m", messages=[system])
+    """,
     "coroutines_run_together_each_filling_its_own_list": """
         import asyncio
 
@@ -3183,6 +3276,65 @@ def test_an_unreached_private_function_is_judged_the_same_from_any_folder(
     assert lint_paths(["util.py"]).findings == ()
     (tmp_path / "pkg" / "cli.py").write_text("from .util import _unused\n")
     assert [finding.line for finding in lint_paths(["util.py"]).findings] == [4]
+
+
+def test_an_id_a_caller_hands_to_another_modules_prompt_builder_is_reported(tmp_path: Path) -> None:
+    """agentouto's shape: the id is made by the method that calls the agent loop, which gives it to another
+    module's prompt builder that prints it. What a function gives a parameter another module sends was reported
+    only when the function made it itself; a caller that handed it in made it too, but for an order: fast-agent
+    hands a dict of agents, in the order of a set, to a function that sends each agent's prompt on its own."""
+    write_package(
+        tmp_path / "pkg",
+        router="from openai import OpenAI\n\nclient = OpenAI()\n\nclass Router:\n"
+        "    def build_system_prompt(self, agent, caller_loop_id=None):\n"
+        "        text = agent.instructions\n"
+        "        if caller_loop_id:\n"
+        "            text += f'Your caller is {caller_loop_id}.'\n"
+        "        return text\n\n"
+        "    def send(self, prompt, question):\n"
+        "        system = {'role': 'system', 'content': prompt}\n"
+        "        return client.chat.completions.create(model='m', messages=[system, question])\n\n"
+        "def greet_each(agents, question):\n"
+        "    for agent in agents:\n"
+        "        system = {'role': 'system', 'content': f'You are {agent}.'}\n"
+        "        client.chat.completions.create(model='m', messages=[system, question])\n",
+        runtime="import uuid\n\nfrom .router import Router, greet_each\n\nclass Runtime:\n"
+        "    def __init__(self):\n"
+        "        self._router = Router()\n\n"
+        "    async def execute(self, agent, message):\n"
+        "        loop_id = f'user_{uuid.uuid4().hex}'\n"
+        "        return await self._run_agent_loop(agent, message, caller_loop_id=loop_id)\n\n"
+        "    async def _run_agent_loop(self, agent, message, caller_loop_id=None):\n"
+        "        prompt = self._router.build_system_prompt(agent, caller_loop_id=caller_loop_id)\n"
+        "        return self._router.send(prompt, message)\n\n"
+        "    def refresh(self, agents, names):\n"
+        "        self._greet({name: agents[name] for name in set(names)})\n\n"
+        "    def _greet(self, updated):\n"
+        "        greet_each(updated.values(), 'hello')\n",
+    )
+    found = [(Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path / "pkg"]).findings]
+    assert found == [("runtime.py", 14, "AC101")]
+
+
+def test_a_project_in_a_folder_named_as_an_sdist_is_linted_from_any_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """klauso's sdist ships its package's ``__init__.py`` in ``klauso-0.1.1/``, a folder no import can name: given
+    as a relative path, lint raised IndexError finding the package's root. It is no package, and the helper of
+    another module is followed the same from the folder above and from inside."""
+    write_package(tmp_path / "pkg-1.0.0")
+    write_package(
+        tmp_path / "pkg-1.0.0" / "agent",
+        clock="from datetime import datetime\n\ndef today():\n    return datetime.now().strftime('%Y-%m-%d')\n",
+        run="from .clock import today\n\ndef ask(client):\n"
+        "    return client.chat.completions.create(\n"
+        "        model='m', messages=[{'role': 'system', 'content': f'Today is {today()}'}]\n    )\n",
+    )
+    monkeypatch.chdir(tmp_path)
+    found = [(Path(f.path).name, f.line, f.code) for f in lint_paths(["pkg-1.0.0"]).findings]
+    assert found == [("run.py", 5, "AC101")]
+    monkeypatch.chdir(tmp_path / "pkg-1.0.0" / "agent")
+    assert [(Path(f.path).name, f.line, f.code) for f in lint_paths(["."]).findings] == found
 
 
 def test_a_list_of_prompt_parts_a_helper_of_another_module_returns_is_followed(tmp_path: Path) -> None:

@@ -60,8 +60,10 @@ _BARE = (
     ast.Continue,
     ast.arguments,
 )
-#: A call of what starts or runs tasks at once, in a module's text.
-_STARTS = re.compile(r"\b(?:" + "|".join(sorted({*_RUNNERS, *_STARTERS})) + r")\s*\(")
+#: The names of what starts or runs tasks at once, looked for in a module's text.
+_STARTS = tuple(sorted({*_RUNNERS, *_STARTERS}))
+#: What follows a name that is called.
+_CALLED = re.compile(r"\s*\(")
 
 #: The collections one start fills in finishing order: the scope key (``self._clients``, ``results``) -> the store.
 Marks = tuple[tuple[str, Origin], ...]
@@ -78,8 +80,18 @@ class Arrivals:
 
 def starting_lines(text: str) -> frozenset[int]:
     """The lines of a module's text that call what starts or runs tasks at once: only the statements around them
-    are walked (a tree's walk costs as much as a fifth of the analysis)."""
-    return frozenset(text.count("\n", 0, match.start()) + 1 for match in _STARTS.finditer(text))
+    are walked (a tree's walk costs as much as a fifth of the analysis). Each name is looked for with ``find``,
+    several times faster than a regular expression's alternation tried at every word."""
+    found: set[int] = set()
+    for name in _STARTS:
+        start = text.find(name)
+        while start >= 0:
+            end = start + len(name)
+            before = text[start - 1] if start else " "
+            if not (before.isalnum() or before == "_") and _CALLED.match(text, end):
+                found.add(text.count("\n", 0, start) + 1)
+            start = text.find(name, end)
+    return frozenset(found)
 
 
 def arrivals(tree: ast.Module, lines: frozenset[int] | None = None) -> Arrivals:

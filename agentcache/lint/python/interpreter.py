@@ -909,7 +909,10 @@ class Interpreter(Statements):
     def mapping(self, node: ast.Dict, scope: Scope) -> Value:
         """A dict display: what it holds, and its entries under constant keys (``{**base, "date": today}``)."""
         keys = [self.expr(key, scope) for key in node.keys]
-        values = [self.expr(value, scope) for value in node.values]
+        values = [
+            self.addressed(value, scope) if constant(key) == "configurable" else self.expr(value, scope)
+            for key, value in zip(node.keys, node.values, strict=True)
+        ]
         if self.sinks.dict_sinks(node, values) or is_tool_call(node):
             return CLEAN  # a user's or an assistant's message, a tool call
         held = combine(*keys, *values)
@@ -923,6 +926,22 @@ class Interpreter(Statements):
             elif isinstance(name, str):
                 parts.append(Value(entries=with_entry(CLEAN, name, value)))
         return Value(held.origins, entries=merged(*parts))
+
+    def addressed(self, node: ast.expr, scope: Scope) -> Value:
+        """A LangChain run's ``configurable`` dict (``{"configurable": {"thread_id": str(uuid4())}}``): the ids in it
+        name the thread or checkpoint a graph keeps its state under, and what the graph returns or holds is that
+        state, not made of them; its other entries (a model's name, a prompt the graph reads) are what they are."""
+        value = self.expr(node, scope)
+        if not isinstance(node, ast.Dict) or not value.origins:
+            return value
+        ids = combine(
+            *(
+                self.expr(item, scope)
+                for key, item in zip(node.keys, node.values, strict=True)
+                if isinstance(name := constant(key), str) and self.words.is_identifier(name)
+            )
+        )
+        return Value(value.origins - ids.origins, entries=value.entries) if ids.origins else value
 
     def comprehension(self, node: ast.ListComp | ast.GeneratorExp | ast.SetComp | ast.DictComp, scope: Scope) -> Value:
         if self.must:  # its elements are made only for the items there are

@@ -195,8 +195,8 @@ class Project:
 
     def module(self, path: Path) -> str:
         """The dotted module name of ``path``: its name under the folders that hold an ``__init__.py`` (and the
-        folders without one below them: namespace packages inside a package)."""
-        folder = path.parent
+        folders without one below them: namespace packages inside a package), whatever folder lint runs in."""
+        folder = path.absolute().parent
         package = self._package(folder)
         name = path.stem
         if name == "__init__":
@@ -205,7 +205,7 @@ class Project:
 
     def package(self, path: Path) -> str:
         """The package a module's relative imports start from."""
-        return self.module(path) if path.stem == "__init__" else self._package(path.parent)
+        return self.module(path) if path.stem == "__init__" else self._package(path.absolute().parent)
 
     def _package(self, folder: Path) -> str:
         known = self._packages.get(folder)
@@ -213,7 +213,7 @@ class Project:
             parent = folder.parent
             if parent == folder:
                 known = ""
-            elif (folder / "__init__.py").is_file():
+            elif (folder / "__init__.py").is_file() and folder.name.isidentifier():  # (not an sdist's name-1.0/)
                 above = self._package(parent)
                 known = f"{above}.{folder.name}" if above else folder.name
             else:  # a folder without one inside a package is a namespace package of it (``pkg/utils/``)
@@ -230,7 +230,8 @@ class Project:
         ancestor folder that holds the import's first folder, so a module of the same name elsewhere is not it; an
         import whose first name no folder holds names a module beside the importer when there is one
         (``from helpers import stamp`` in a script of ``pkg/examples/``)."""
-        return {local: self._locate(path.parent, target) for local, target in names.items()}
+        folder = path.absolute().parent
+        return {local: self._locate(folder, target) for local, target in names.items()}
 
     def _locate(self, folder: Path, target: str) -> str:
         first, _, rest = target.partition(".")
@@ -276,7 +277,7 @@ class Project:
         """The template files and modules of the package ``path`` is in, found from its import root."""
         module = self.module(path)
         depth = module.count(".") + (path.stem == "__init__")
-        return TemplateFiles(path.parents[depth] if module else None, module)
+        return TemplateFiles(path.absolute().parents[depth] if module else None, module)
 
     def reading(self) -> Reading:
         """A view of :attr:`exports` for one module's analysis, that records what it reads."""
@@ -334,7 +335,8 @@ class Project:
         yield module
         if not self.package(path):  # a module of a namespace package, as its importers find it (:meth:`located`)
             yield _by_path(path)
-        folder = path.parent.parent if path.stem == "__init__" else path.parent
+        folder = path.absolute().parent
+        folder = folder.parent if path.stem == "__init__" else folder
         while (package := self._package(folder)) and self._reexported(folder, package).get(name) == module:
             yield package
             module, folder = package, folder.parent

@@ -136,10 +136,13 @@ class Sinks:
         objects when not given ``role=`` (:data:`SYSTEM`, another of ``other_roles``, ``""`` for one of its own),
         read from its body: it says what the class makes, whatever its name says. ``dropped``: the keywords the
         called function never reads (what it is given there goes nowhere). ``prompt``: its ``prompt=`` is a system
-        prompt (an agent factory's, or :meth:`Vocabulary.takes_prompt` of a class or method not the project's)."""
+        prompt (an agent factory's, or :meth:`Vocabulary.takes_prompt` of a class or method not the project's). A
+        method of an object that records what happens (:meth:`Vocabulary.records_events`: a tracer) sends nothing."""
         func = node.func
         method = isinstance(func, ast.Attribute)
         words = self.words
+        if isinstance(func, ast.Attribute) and words.records_events(last_name(func.value)):
+            return False
         role: ast.keyword | None = None
         unpacked = 0
         for keyword in node.keywords:

@@ -42,6 +42,7 @@ from agentcache.lint.python.values import (
     keyed,
     meet,
     merged,
+    order_free,
     ordered,
     sequence_order,
     with_entry,
@@ -256,12 +257,22 @@ class Statements(ABC):
         returns.append(value)
 
     def made_here(self, value: Value) -> Value:
-        """``value`` with the origins made in the running function's body (at module level: all), and the
-        parameters of a run that looks for those sent: a function that hands one on sends it too."""
+        """``value`` with the origins made in the running function's body (at module level: all), the clocks, ids
+        and draws a caller of it made and handed in (not an order: a function handed a collection may send each
+        item on its own), and the parameters of a run that looks for those sent: a function that hands one on sends
+        it too."""
         if not self.stack:
             return value
         first, last = self.stack[-1].lineno, self.stack[-1].end_lineno or self.stack[-1].lineno
-        here = frozenset(o for o in value.origins if first <= o.line <= last or o.kind == PARAM)
+        callers = [(caller.lineno, caller.end_lineno or caller.lineno) for caller in self.stack[:-1]]
+        handed = order_free(value.origins) if callers else frozenset()
+        here = frozenset(
+            origin
+            for origin in value.origins
+            if first <= origin.line <= last
+            or origin.kind == PARAM
+            or (origin in handed and any(start <= origin.line <= end for start, end in callers))
+        )
         return value if here == value.origins else Value(here)
 
     def makes_system_prompt(self, function: Function) -> bool:
@@ -650,9 +661,10 @@ class Statements(ABC):
         return tuple(Value(item.origins | rest) if rest else item for item in known)
 
     def passed(self, bindings: dict[str, Value]) -> Value:
-        """What a call not followed returns: all it is given, but a parameter's own value in a run that looks for
-        the parameters sent (:attr:`Sinks.parameters`): that the call passes it on is not known."""
-        value = combine(*bindings.values())
+        """What a call not followed returns: all it is given, but how long it waits (a parameter named so:
+        :meth:`Vocabulary.names_a_wait`), and a parameter's own value in a run that looks for the parameters sent
+        (:attr:`Sinks.parameters`): that the call passes it on is not known."""
+        value = combine(*(value for name, value in bindings.items() if not self.words.names_a_wait(name)))
         if self.sinks.parameters is None or not value.origins:
             return value
         return Value(frozenset(origin for origin in value.origins if origin.kind != PARAM))

@@ -4,6 +4,7 @@ its source text) and the facts gathered once per module (imports, functions it c
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable, Collection, Iterable, Iterator
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
@@ -30,6 +31,14 @@ def entry_at(node: ast.Dict, key: str) -> ast.expr | None:
         if constant(item_key) == key:
             return item_value
     return None
+
+
+@functools.lru_cache(maxsize=1)
+def walk_module(tree: ast.Module) -> tuple[ast.AST, ...]:
+    """Every node of ``tree``, as :func:`ast.walk` yields them, walked once for all who ask: several analyses of a
+    module walk all of it (the message dicts a function never sends, the arguments its calls agree on, the
+    breakpoint rules), and a walk costs as much as a twentieth of its analysis. The last module's is kept."""
+    return tuple(ast.walk(tree))
 
 
 def dotted(node: ast.expr) -> str | None:
@@ -517,7 +526,7 @@ def unsent_messages(tree: ast.Module, tables: Callable[[str], bool], measures: C
     names hold tools). What a tool is given are its arguments (bambooai's search tool keeps only the last, user,
     message of the list it is handed); what is measured is counted, not sent."""
     found: set[int] = set()
-    for function in ast.walk(tree):
+    for function in walk_module(tree):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         lists: dict[str, ast.List] = {}
@@ -605,7 +614,7 @@ def agreed_arguments(tree: ast.Module, private: dict[str, tuple[Function, bool]]
     ``**kwargs``: a branch on such a parameter is decided."""
     calls: dict[str, list[ast.Call]] = {}
     named: dict[str, int] = {}
-    for node in ast.walk(tree):
+    for node in walk_module(tree):
         if isinstance(node, ast.Call) and (name := last_name(node.func)) in private:
             calls.setdefault(name, []).append(node)
         elif isinstance(node, ast.Name) and node.id in private:

@@ -137,6 +137,10 @@ class Vocabulary:
     """Verbs that start the name of a call that measures a request rather than sends it
     (``estimate_request_tokens(history, system_prompt=..., tools=...)``, ``count_tokens``): none of its keywords
     is a sink."""
+    recorders: frozenset[str] = frozenset({"logger", "tracer", "telemetry", "recorder", "span", "analytics"})
+    """Last words of an object's name that say it records what happens (``tracer.start_session(system_prompt=...)``,
+    ``self.run_logger.log(tools=...)``): what its methods are given is written to a log or a trace, never sent to a
+    model, so none of their keywords is a sink."""
     tools_keywords: frozenset[str] = frozenset({"tools", "functions"})
     """Keyword arguments that take a tool list."""
     system_messages: frozenset[str] = frozenset(
@@ -246,6 +250,9 @@ class Vocabulary:
         {"path", "dir", "directory", "folder", "file", "filename", "filepath", "dirname", "logdir", "workdir"}
     )
     """Words that say a name holds a location (``log_dir``, ``config_path``, ``logdir``)."""
+    wait_words: frozenset[str] = frozenset({"timeout", "deadline", "remaining", "delay", "backoff"})
+    """Words that say a parameter holds how long a call waits (``_read_frame(self, timeout)``, given the time left
+    before a deadline): a call not followed (recursive, or too deep) returns what it read, not how long it waited."""
     completion_calls: tuple[str, ...] = (
         *("completion", "acompletion", "text_completion", "atext_completion"),  # LiteLLM
         *("completions.create", "responses.create", "messages.create"),  # OpenAI, Anthropic
@@ -423,6 +430,10 @@ class Vocabulary:
         """Whether a function's name says it builds a prompt (``prompt_timeinfo``, ``get_prompt``)."""
         return "prompt" in _words(function)
 
+    def names_a_wait(self, name: str) -> bool:
+        """Whether a parameter's name says it holds how long to wait (:attr:`wait_words`)."""
+        return not self.wait_words.isdisjoint(_words(name))
+
     def names_a_location(self, name: str | None) -> bool:
         """Whether a name says it holds a location (:attr:`location_words`)."""
         return name is not None and not self.location_words.isdisjoint(_words(name))
@@ -498,6 +509,11 @@ class Vocabulary:
         """Whether a call measures what it is given (a token count) rather than sends it (:attr:`measure_verbs`):
         what it returns is a number, whatever time what it measures holds."""
         return called.lstrip("_").partition("_")[0] in self.measure_verbs
+
+    def records_events(self, name: str | None) -> bool:
+        """Whether an object's name says it records what happens (:attr:`recorders`): ``tracer``, ``self._logger``,
+        ``run_telemetry``."""
+        return name is not None and _CAMEL.sub("_", name.lstrip("_")).lower().rpartition("_")[2] in self.recorders
 
     def replies(self, called: str | None) -> bool:
         """Whether a call, by its dotted name, returns a model's reply (:attr:`completion_calls`)."""
