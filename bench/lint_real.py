@@ -154,7 +154,7 @@ FLOORS = {
     "fortieth": (1.0, 0.5),
     "fortyfirst": (1.0, 0.5),
     "fortysecond": (1.0, 1.0),
-    "fortythird": (0.42, 0.75),
+    "fortythird": (0.8, 1.0),
 }
 #: Worker processes of the wall-clock run: the issue's target is for a 2-core machine.
 JOBS = 2

@@ -50,6 +50,34 @@ SLOT_SETTER = """
 """
 
 POSITIVE = {
+    "the_time_left_printed_deep_in_a_prompt": """
+        import time
+
+        from openai import OpenAI
+
+        client = OpenAI()
+
+        class Agent:
+            def __init__(self, budget):
+                self.deadline = time.monotonic() + budget
+
+            def step(self, question):
+                remaining = self.deadline - time.monotonic()
+                return client.chat.completions.create(model="m", messages=self._messages(question, remaining))
+
+            def _messages(self, question, remaining):
+                system = {"role": "system", "content": self._system(remaining)}  # expect: AC101
+                return [system, {"role": "user", "content": question}]
+
+            def _system(self, remaining):
+                return "You are a solver." + self._budget(remaining)
+
+            def _budget(self, remaining):
+                return "Budget: " + self._line(remaining)
+
+            def _line(self, remaining):
+                return f"You have {remaining:.0f} seconds left."
+    """,
     "a_system_prompt_traced_and_sent": """
         from datetime import datetime
 
@@ -64,6 +92,7 @@ POSITIVE = {
             return client.chat.completions.create(model="m", messages=[system, {"role": "user", "content": question}])
     """,
     "a_date_in_a_graph_runs_configurable_dict": """
+        import uuid
         from datetime import datetime
 
         from openai import OpenAI
@@ -74,6 +103,19 @@ POSITIVE = {
             config = {"configurable": {"thread_id": "main", "today": datetime.now().isoformat()}}
             state = graph.invoke({"messages": [task]}, config)
             system = {"role": "system", "content": state["summary"]}  # expect: AC101
+            return client.chat.completions.create(model="m", messages=[system])
+
+        def shared(graph, task):
+            session = str(uuid.uuid4())
+            config = {"configurable": {"thread_id": session, "system_prompt": f"Session {session}."}}
+            state = graph.invoke({"messages": [task]}, config)
+            system = {"role": "system", "content": state["summary"]}  # expect: AC101
+            return client.chat.completions.create(model="m", messages=[system])
+
+        def read_back(graph, task):
+            config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+            graph.invoke({"messages": [task]}, config)
+            system = {"role": "system", "content": f"Thread {config['configurable']['thread_id']}"}  # expect: AC101
             return client.chat.completions.create(model="m", messages=[system])
     """,
     "clients_stored_as_gathered_connections_finish_listed_as_tools": """
@@ -3316,25 +3358,44 @@ def test_an_id_a_caller_hands_to_another_modules_prompt_builder_is_reported(tmp_
     assert found == [("runtime.py", 14, "AC101")]
 
 
-def test_a_project_in_a_folder_named_as_an_sdist_is_linted_from_any_folder(
+def test_a_package_in_a_folder_named_as_an_sdist_is_linted_from_any_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """klauso's sdist ships its package's ``__init__.py`` in ``klauso-0.1.1/``, a folder no import can name: given
-    as a relative path, lint raised IndexError finding the package's root. It is no package, and the helper of
-    another module is followed the same from the folder above and from inside."""
-    write_package(tmp_path / "pkg-1.0.0")
-    write_package(
-        tmp_path / "pkg-1.0.0" / "agent",
-        clock="from datetime import datetime\n\ndef today():\n    return datetime.now().strftime('%Y-%m-%d')\n",
-        run="from .clock import today\n\ndef ask(client):\n"
+    """klauso's sdist ships its package's ``__init__.py`` in ``klauso-0.1.1/``: the dots in the folder's name were
+    counted as package levels, and lint raised IndexError finding the import root of a path given relatively. Its
+    relative imports are followed the same given relatively, absolutely, from inside it and from a subpackage."""
+    clock = "from datetime import datetime\n\ndef today():\n    return datetime.now().strftime('%Y-%m-%d')\n"
+    run = (
+        "from .clock import today\n\ndef ask(client):\n"
         "    return client.chat.completions.create(\n"
-        "        model='m', messages=[{'role': 'system', 'content': f'Today is {today()}'}]\n    )\n",
+        "        model='m', messages=[{'role': 'system', 'content': f'Today is {today()}'}]\n    )\n"
     )
+    write_package(tmp_path / "pkg-1.0.0", clock=clock, run=run)
+    write_package(tmp_path / "pkg-1.0.0" / "agent", clock=clock, run=run)
     monkeypatch.chdir(tmp_path)
     found = [(Path(f.path).name, f.line, f.code) for f in lint_paths(["pkg-1.0.0"]).findings]
-    assert found == [("run.py", 5, "AC101")]
-    monkeypatch.chdir(tmp_path / "pkg-1.0.0" / "agent")
+    assert found == [("run.py", 5, "AC101")] * 2
+    assert [(Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path / "pkg-1.0.0"]).findings] == found
+    monkeypatch.chdir(tmp_path / "pkg-1.0.0")
     assert [(Path(f.path).name, f.line, f.code) for f in lint_paths(["."]).findings] == found
+
+
+def test_a_src_layout_is_linted_the_same_from_its_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A namespace package of a src layout (``src/app/`` without ``__init__.py``) imports its helper by folders;
+    given as ``.`` or ``src`` from the project's root, the helper is found as it is from an absolute path."""
+    app = tmp_path / "src" / "app"
+    app.mkdir(parents=True)
+    (app / "utils.py").write_text(
+        "from datetime import datetime\n\ndef today():\n    return datetime.now().isoformat()\n"
+    )
+    (app / "graph.py").write_text(
+        "from openai import OpenAI\n\nfrom app.utils import today\n\nclient = OpenAI()\n\ndef ask(question):\n"
+        "    system = {'role': 'system', 'content': f'Now: {today()}'}\n"
+        "    return client.chat.completions.create(model='m', messages=[system, question])\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    for given in (".", "src", tmp_path):
+        assert [(Path(f.path).name, f.line) for f in lint_paths([given]).findings] == [("graph.py", 8)], given
 
 
 def test_a_list_of_prompt_parts_a_helper_of_another_module_returns_is_followed(tmp_path: Path) -> None:

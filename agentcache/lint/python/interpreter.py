@@ -90,6 +90,7 @@ from agentcache.lint.python.vocabulary import (
     RECORD,
     RECORD_LOADERS,
     RENDERERS,
+    RUN_CONFIG_POSITIONS,
     RUNNER_NAMES,
     SEQUENCE_MUTATORS,
     SEQUENCERS,
@@ -454,13 +455,14 @@ class Interpreter(Statements):
     def given_to_sent(self, key: str, node: ast.Call, args: list[Value], kwargs: dict[str, Value]) -> None:
         """What a call gives the parameters a function of another module sends as the system prompt
         (:meth:`sending`), reported here: of what it gives, the values this function makes itself (or a helper of
-        another module it calls makes there). A value made elsewhere came through fields and objects, which the
-        analysis follows loosely (an object's fields all in one, a branch not told apart by ``isinstance``): that
-        is reported where it is sent in this module, if it is."""
+        another module it calls makes there), and those a caller made and gave a parameter it hands on as it came
+        (:meth:`made_here`). A value made elsewhere came through fields and objects, which the analysis follows
+        loosely (an object's fields all in one, a branch not told apart by ``isinstance``): that is reported where
+        it is sent in this module, if it is."""
         text = self.learned.get(key)
         if text:
             for argument, value in Sent.decode(text).arguments(node, args, kwargs):
-                self.sinks.system_sink(argument, self.made_here(value), taken=True)
+                self.sinks.system_sink(argument, self.made_here(value, argument), taken=True)
 
     def _templates_in(self, node: ast.stmt) -> bool:
         end = node.end_lineno or node.lineno
@@ -909,10 +911,7 @@ class Interpreter(Statements):
     def mapping(self, node: ast.Dict, scope: Scope) -> Value:
         """A dict display: what it holds, and its entries under constant keys (``{**base, "date": today}``)."""
         keys = [self.expr(key, scope) for key in node.keys]
-        values = [
-            self.addressed(value, scope) if constant(key) == "configurable" else self.expr(value, scope)
-            for key, value in zip(node.keys, node.values, strict=True)
-        ]
+        values = [self.expr(value, scope) for value in node.values]
         if self.sinks.dict_sinks(node, values) or is_tool_call(node):
             return CLEAN  # a user's or an assistant's message, a tool call
         held = combine(*keys, *values)
@@ -927,21 +926,28 @@ class Interpreter(Statements):
                 parts.append(Value(entries=with_entry(CLEAN, name, value)))
         return Value(held.origins, entries=merged(*parts))
 
-    def addressed(self, node: ast.expr, scope: Scope) -> Value:
-        """A LangChain run's ``configurable`` dict (``{"configurable": {"thread_id": str(uuid4())}}``): the ids in it
-        name the thread or checkpoint a graph keeps its state under, and what the graph returns or holds is that
-        state, not made of them; its other entries (a model's name, a prompt the graph reads) are what they are."""
-        value = self.expr(node, scope)
-        if not isinstance(node, ast.Dict) or not value.origins:
-            return value
-        ids = combine(
-            *(
-                self.expr(item, scope)
-                for key, item in zip(node.keys, node.values, strict=True)
-                if isinstance(name := constant(key), str) and self.words.is_identifier(name)
-            )
-        )
-        return Value(value.origins - ids.origins, entries=value.entries) if ids.origins else value
+    def run_ids(self, callee: str, node: ast.Call, args: list[Value], kwargs: dict[str, Value]) -> frozenset[Origin]:
+        """The ids by which a LangChain runnable's method (a LangGraph graph's ``invoke``, ``get_state``) is given
+        the thread its run keeps state under (``{"configurable": {"thread_id": str(uuid4())}}``): what it returns is
+        that state, not made of them. Not what the config holds under other keys too (a prompt the graph reads, a
+        date), nor what it holds under keys no entry names; the config itself still holds them."""
+        position = RUN_CONFIG_POSITIONS.get(callee)
+        if position is None:
+            return frozenset()
+        config = kwargs.get("config")
+        if config is None and len(node.args) > position and not any(isinstance(arg, ast.Starred) for arg in node.args):
+            config = args[position]
+        configurable = dict(config.entries or ()).get("configurable") if config is not None else None
+        if configurable is None:
+            return frozenset()
+        ids: frozenset[Origin] = frozenset()
+        others = unattributed(configurable).origins
+        for key, value in configurable.entries or ():
+            if self.words.is_identifier(key):
+                ids |= value.origins
+            else:
+                others |= value.origins
+        return ids - others
 
     def comprehension(self, node: ast.ListComp | ast.GeneratorExp | ast.SetComp | ast.DictComp, scope: Scope) -> Value:
         if self.must:  # its elements are made only for the items there are
@@ -1165,6 +1171,9 @@ class Interpreter(Statements):
             # not a command's handler, a timer's callback, a tool's function
             factories += [self.made_by(arg, scope) for arg in node.args if _provides(arg)]
         everything = combine(receiver, *given, *filled, *spread, *factories)
+        threads = self.run_ids(callee, node, args, kwargs) if isinstance(func, ast.Attribute) else frozenset()
+        if threads:  # graph.invoke(state, config): the state, not the thread's id
+            everything = Value(everything.origins - threads)
         if alternate and everything.origins:
             # what an alternate constructor adds on its own (the clock it reads) is what its object says; which of
             # its parameters a field keeps, and which field its caller reads, is not known (a budget for a prompt,

@@ -213,7 +213,7 @@ class Project:
             parent = folder.parent
             if parent == folder:
                 known = ""
-            elif (folder / "__init__.py").is_file() and folder.name.isidentifier():  # (not an sdist's name-1.0/)
+            elif (folder / "__init__.py").is_file():
                 above = self._package(parent)
                 known = f"{above}.{folder.name}" if above else folder.name
             else:  # a folder without one inside a package is a namespace package of it (``pkg/utils/``)
@@ -276,8 +276,10 @@ class Project:
     def templates(self, path: Path) -> TemplateFiles:
         """The template files and modules of the package ``path`` is in, found from its import root."""
         module = self.module(path)
-        depth = module.count(".") + (path.stem == "__init__")
-        return TemplateFiles(path.absolute().parents[depth] if module else None, module)
+        root = path.absolute().parent
+        while self._package(root):  # above its packages' folders (a folder's name may hold dots: klauso-0.1.1/)
+            root = root.parent
+        return TemplateFiles(root if module else None, module)
 
     def reading(self) -> Reading:
         """A view of :attr:`exports` for one module's analysis, that records what it reads."""
@@ -333,10 +335,10 @@ class Project:
         """``module``, then each enclosing package whose ``__init__`` re-exports its ``name`` (``from .agent import
         Agent``, or a lazy import's ``{"Agent": ".agent"}``): ``from pkg.agents import Agent`` is that object."""
         yield module
+        path = path.absolute()
         if not self.package(path):  # a module of a namespace package, as its importers find it (:meth:`located`)
             yield _by_path(path)
-        folder = path.absolute().parent
-        folder = folder.parent if path.stem == "__init__" else folder
+        folder = path.parent.parent if path.stem == "__init__" else path.parent
         while (package := self._package(folder)) and self._reexported(folder, package).get(name) == module:
             yield package
             module, folder = package, folder.parent

@@ -136,19 +136,19 @@ class Sinks:
         objects when not given ``role=`` (:data:`SYSTEM`, another of ``other_roles``, ``""`` for one of its own),
         read from its body: it says what the class makes, whatever its name says. ``dropped``: the keywords the
         called function never reads (what it is given there goes nowhere). ``prompt``: its ``prompt=`` is a system
-        prompt (an agent factory's, or :meth:`Vocabulary.takes_prompt` of a class or method not the project's). A
-        method of an object that records what happens (:meth:`Vocabulary.records_events`: a tracer) sends nothing."""
+        prompt (an agent factory's, or :meth:`Vocabulary.takes_prompt` of a class or method not the project's). The
+        keywords given to a method of an object that records what happens (:meth:`Vocabulary.records_events`:
+        ``tracer.start_session(system_prompt=...)``) are written to a trace, not sent."""
         func = node.func
         method = isinstance(func, ast.Attribute)
         words = self.words
-        if isinstance(func, ast.Attribute) and words.records_events(last_name(func.value)):
-            return False
+        recorded = isinstance(func, ast.Attribute) and words.records_events(last_name(func.value))
         role: ast.keyword | None = None
         unpacked = 0
         for keyword in node.keywords:
             if keyword.arg is None:
                 for key, value in spread[unpacked].entries or ():
-                    if key in words.sink_keywords or (key == "prompt" and prompt):
+                    if (key in words.sink_keywords and not recorded) or (key == "prompt" and prompt):
                         item = entry_at(keyword.value, key) if isinstance(keyword.value, ast.Dict) else None
                         given = item or keyword.value  # **{"tools": {...}}: that item
                         if key == "prompt" and prompt:
@@ -160,7 +160,7 @@ class Sinks:
                 role = keyword
             elif keyword.arg == "prompt" and prompt:
                 self.system_sink(keyword.value, kwargs[keyword.arg])
-            elif keyword.arg in words.sink_keywords and keyword.arg not in dropped:
+            elif keyword.arg in words.sink_keywords and keyword.arg not in dropped and not recorded:
                 self.keyword_argument(keyword.arg, keyword.value, kwargs[keyword.arg], name, called, method)
             elif not words.measures(name):
                 self.clock_flag(keyword.arg, keyword.value)

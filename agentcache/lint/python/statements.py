@@ -256,22 +256,29 @@ class Statements(ABC):
             self.sinks.tools_sink(node.value, self.made_here(value))
         returns.append(value)
 
-    def made_here(self, value: Value) -> Value:
-        """``value`` with the origins made in the running function's body (at module level: all), the clocks, ids
-        and draws a caller of it made and handed in (not an order: a function handed a collection may send each
-        item on its own), and the parameters of a run that looks for those sent: a function that hands one on sends
-        it too."""
+    def made_here(self, value: Value, handed: ast.expr | None = None) -> Value:
+        """``value`` with the origins made in the running function's body (at module level: all), and the
+        parameters of a run that looks for those sent: a function that hands one on sends it too. ``handed``: where
+        the value is given; a parameter of the running function handed on as it came (agentouto's
+        ``build_system_prompt(agent, caller_loop_id=caller_loop_id)``) holds too the clocks, ids and draws a caller
+        on the stack made and gave it (not an order: a function given a collection may send each item on its
+        own)."""
         if not self.stack:
             return value
-        first, last = self.stack[-1].lineno, self.stack[-1].end_lineno or self.stack[-1].lineno
-        callers = [(caller.lineno, caller.end_lineno or caller.lineno) for caller in self.stack[:-1]]
-        handed = order_free(value.origins) if callers else frozenset()
+        function = self.stack[-1]
+        first, last = function.lineno, function.end_lineno or function.lineno
+        callers = (
+            [(caller.lineno, caller.end_lineno or caller.lineno) for caller in self.stack[:-1]]
+            if isinstance(handed, ast.Name) and handed.id in self.fixed(function)
+            else []
+        )
+        given = order_free(value.origins) if callers else frozenset()
         here = frozenset(
             origin
             for origin in value.origins
             if first <= origin.line <= last
             or origin.kind == PARAM
-            or (origin in handed and any(start <= origin.line <= end for start, end in callers))
+            or (origin in given and any(start <= origin.line <= end for start, end in callers))
         )
         return value if here == value.origins else Value(here)
 
@@ -661,10 +668,9 @@ class Statements(ABC):
         return tuple(Value(item.origins | rest) if rest else item for item in known)
 
     def passed(self, bindings: dict[str, Value]) -> Value:
-        """What a call not followed returns: all it is given, but how long it waits (a parameter named so:
-        :meth:`Vocabulary.names_a_wait`), and a parameter's own value in a run that looks for the parameters sent
-        (:attr:`Sinks.parameters`): that the call passes it on is not known."""
-        value = combine(*(value for name, value in bindings.items() if not self.words.names_a_wait(name)))
+        """What a call not followed returns: all it is given, but a parameter's own value in a run that looks for
+        the parameters sent (:attr:`Sinks.parameters`): that the call passes it on is not known."""
+        value = combine(*bindings.values())
         if self.sinks.parameters is None or not value.origins:
             return value
         return Value(frozenset(origin for origin in value.origins if origin.kind != PARAM))
@@ -684,8 +690,8 @@ class Statements(ABC):
             if calls is not None:  # its sinks are its callers' too, one call deeper
                 self.sinks.reach_from(calls + 1)
             return known[0]
-        if function in self.stack:
-            return self.passed(bindings)
+        if function in self.stack:  # a recursive call: what it reads again, not how long it waits for it
+            return self.passed({name: value for name, value in bindings.items() if not self.words.names_a_wait(name)})
         if not depth:
             self.cut = True
             return self.passed(bindings)

@@ -137,10 +137,10 @@ class Vocabulary:
     """Verbs that start the name of a call that measures a request rather than sends it
     (``estimate_request_tokens(history, system_prompt=..., tools=...)``, ``count_tokens``): none of its keywords
     is a sink."""
-    recorders: frozenset[str] = frozenset({"logger", "tracer", "telemetry", "recorder", "span", "analytics"})
+    recorders: frozenset[str] = frozenset({"logger", "tracer", "telemetry", "recorder", "span"})
     """Last words of an object's name that say it records what happens (``tracer.start_session(system_prompt=...)``,
-    ``self.run_logger.log(tools=...)``): what its methods are given is written to a log or a trace, never sent to a
-    model, so none of their keywords is a sink."""
+    ``self.run_logger.log(tools=...)``): what its methods are given by keyword is written to a log or a trace,
+    never sent to a model, so none of their keywords is a sink (a setter or a binder called on it still is)."""
     tools_keywords: frozenset[str] = frozenset({"tools", "functions"})
     """Keyword arguments that take a tool list."""
     system_messages: frozenset[str] = frozenset(
@@ -252,7 +252,7 @@ class Vocabulary:
     """Words that say a name holds a location (``log_dir``, ``config_path``, ``logdir``)."""
     wait_words: frozenset[str] = frozenset({"timeout", "deadline", "remaining", "delay", "backoff"})
     """Words that say a parameter holds how long a call waits (``_read_frame(self, timeout)``, given the time left
-    before a deadline): a call not followed (recursive, or too deep) returns what it read, not how long it waited."""
+    before a deadline): a recursive call, not followed, returns what it reads again, not how long it waits."""
     completion_calls: tuple[str, ...] = (
         *("completion", "acompletion", "text_completion", "atext_completion"),  # LiteLLM
         *("completions.create", "responses.create", "messages.create"),  # OpenAI, Anthropic
@@ -644,6 +644,12 @@ TEXT_METHODS = frozenset(
     {"format", "format_map", "substitute", "safe_substitute", "format_messages", "format_prompt", "partial"}
     | {"replace", "join", "from_template", "from_messages", "render", "render_async"}  # and Jinja's
 )
+#: A LangChain runnable's methods (a LangGraph graph's) that take a run's config, and the position it is given at
+#: when not by keyword: its ``configurable`` ids name the thread the run keeps state under.
+RUN_CONFIG_POSITIONS = {
+    **dict.fromkeys(("invoke", "ainvoke", "stream", "astream", "batch", "abatch", "astream_events"), 1),
+    **dict.fromkeys(("get_state", "aget_state", "get_state_history", "aget_state_history"), 0),
+}
 #: Decorators that make a method a property: reading it runs it.
 PROPERTIES = frozenset({"property", "cached_property"})
 
