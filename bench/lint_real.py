@@ -146,7 +146,7 @@ FLOORS = {
     "thirtysecond": (1.0, 0.66),
     "thirtythird": (1.0, 0.8),
     "thirtyfourth": (0.88, 0.94),
-    "thirtyfifth": (0.6, 0.75),
+    "thirtyfifth": (0.6, 1.0),
     "thirtysixth": (0.8, 1.0),
     "thirtyseventh": (1.0, 0.87),
     "thirtyeighth": (0.5, 1.0),

@@ -50,6 +50,41 @@ SLOT_SETTER = """
 """
 
 POSITIVE = {
+    "text_the_hour_decides": """
+        import random
+        from datetime import datetime
+
+        from openai import OpenAI
+
+        client = OpenAI()
+
+        def context():
+            hour = datetime.now().hour
+            if 5 <= hour < 9:
+                period = "morning"
+            elif hour >= 22:
+                period = "night"
+            else:
+                period = "day"
+            return {"period": period}
+
+        def adaptations():
+            lines = []
+            if context()["period"] == "night":
+                lines.append("It is late: be brief.")
+            return "\\n".join(lines)
+
+        def greeting():
+            if random.random() < 0.5:
+                return "Be cheerful."
+            return "Be formal."
+
+        def ask(question):
+            system = {"role": "system", "content": "You help." + adaptations()}  # expect: AC101
+            client.chat.completions.create(model="m", messages=[system, question])
+            system = {"role": "system", "content": greeting()}  # expect: AC101
+            return client.chat.completions.create(model="m", messages=[system, question])
+    """,
     "the_time_left_printed_deep_in_a_prompt": """
         import time
 
@@ -1162,6 +1197,34 @@ POSITIVE = {
 }
 
 NEGATIVE = {
+    "a_catalog_refreshed_when_it_expires": """
+        import time
+        from datetime import datetime
+
+        from openai import OpenAI
+
+        client = OpenAI()
+        DEFAULT = f"Started {datetime.now()}"
+
+        class Catalog:
+            def __init__(self, fetch, prompt=DEFAULT):
+                if prompt is DEFAULT:
+                    prompt = "You help."
+                self.prompt = prompt
+                self.fetch = fetch
+                self.fetched = 0.0
+                self.tools = []
+
+            def refresh(self):
+                if time.monotonic() - self.fetched > 30:
+                    self.tools = self.fetch()
+                    self.fetched = time.monotonic()
+                return self.tools
+
+            def ask(self, question):
+                system = {"role": "system", "content": self.prompt}
+                return client.chat.completions.create(model="m", messages=[system, question], tools=self.refresh())
+    """,
     "a_reply_read_before_a_deadline": """
         import json
         import time

@@ -1255,7 +1255,9 @@ class Interpreter(Statements):
                 return combine(Value(order_free(unattributed(receiver).origins)), *held, *args)
         key = dotted(func.value)
         if key and attr in MUTATORS:
-            given = combine(*args)  # a set holds the same items whatever order they come in (a loop's too)
+            # a set holds the same items whatever order they come in (a loop's too); text a branch decided by the
+            # clock adds is there only at some times
+            given = combine(*(self.decided_text(arg, value) for arg, value in zip(node.args, args, strict=False)))
             added = element(given).origins if receiver.unordered else given.origins | self.order
             entries = _updated(receiver, attr, node, args, kwargs) if attr in ("setdefault", "update") else None
             changed = Value(receiver.origins | added, receiver.unordered, entries=entries)

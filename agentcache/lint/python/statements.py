@@ -45,6 +45,7 @@ from agentcache.lint.python.values import (
     order_free,
     ordered,
     sequence_order,
+    volatile,
     with_entry,
 )
 from agentcache.lint.python.vocabulary import (
@@ -134,6 +135,9 @@ class Statements(ABC):
         collection or a string that outlives an iteration is built in that order."""
         self.items: frozenset[str] = frozenset()
         """The names those loops bind to each item (:meth:`Sinks.ordered_messages`)."""
+        self.deciding: frozenset[Origin] = frozenset()
+        """The clocks, ids and draws the ``if`` statements being run test: text a branch writes itself (a literal,
+        an f-string) is there only at some times, so it carries them (:meth:`decided_text`)."""
         self.arrivals = Arrivals()
         """The collections the module's concurrent tasks fill in the order they finish (the interpreter reads them)."""
 
@@ -208,7 +212,7 @@ class Statements(ABC):
             handler(self, node, scope, returns)
 
     def assignment(self, node: ast.Assign, scope: Scope, returns: list[Value]) -> None:
-        value = self.expr(node.value, scope)
+        value = self.decided_text(node.value, self.expr(node.value, scope))
         if type(node.value) is ast.Dict:  # a dict display bound: a call's keyword arguments, a request's body
             self.sinks.mapping_sinks(node.value, value)
         if self.order and _extends(node):  # text = text + s, text = f"{text}, {s}": built up in the loop's order
@@ -226,7 +230,7 @@ class Statements(ABC):
             self.assign(node.target, value, scope, node.value)
 
     def augmented_assignment(self, node: ast.AugAssign, scope: Scope, returns: list[Value]) -> None:
-        old, new = self.read(node.target, scope), self.expr(node.value, scope)
+        old, new = self.read(node.target, scope), self.decided_text(node.value, self.expr(node.value, scope))
         if self.order and isinstance(node.op, ast.Add) and not _count(node.value):
             new = Value(new.origins | self.order)  # built up across a loop's iterations, in its order (not a count)
             self.sinks.ordered_messages(node.value, self.order, self.items)  # messages += [{"role": "system"...}]
@@ -249,12 +253,23 @@ class Statements(ABC):
         value = self.expr(node.value, scope)
         if type(node.value) is ast.Dict:
             self.sinks.mapping_sinks(node.value, value)
+        if node.value is not None:
+            value = self.decided_text(node.value, value)
         if node.value is not None and self.stack and self.makes_system_prompt(self.stack[-1]):
             self.sinks.system_sink(node.value, value)
         if node.value is not None and self.stack and self.words.lists_tools(self.stack[-1].returns):
             # -> list[Tool]: the caller hands it on as the agent's tools; what it made itself, not its caller's
             self.sinks.tools_sink(node.value, self.made_here(value))
         returns.append(value)
+
+    def decided_text(self, node: ast.expr, value: Value) -> Value:
+        """``value``, written as ``node``, with the clocks, ids and draws the ``if`` statements around it test, when
+        it is text of the function's own (a string, an f-string: openakita's ``time_period = "night"`` under ``if
+        hour >= 22``, hazzel's MCP line added only within 30 s of a listing): what a call returns (a cache refreshed
+        when it expires) is what it is whenever it is made."""
+        if not self.deciding or not _own_text(node):
+            return value
+        return Value(value.origins | self.deciding, value.unordered, value.text, value.shape)
 
     def made_here(self, value: Value, handed: ast.expr | None = None) -> Value:
         """``value`` with the origins made in the running function's body (at module level: all), and the
@@ -366,9 +381,12 @@ class Statements(ABC):
         bodies: list[Sequence[ast.stmt]]
         script: ast.If | None = None
         taken: bool | None = None  # a match's cases are never decided
+        deciding = self.deciding
         if isinstance(node, ast.If):
-            self.expr(node.test, scope)
+            tested = self.expr(node.test, scope)
             taken = self.decided(node.test, scope)
+            if taken is None and tested.origins and _compares(node.test):
+                self.deciding = deciding | order_free(volatile(tested.origins))
             bodies = [node.body, node.orelse] if taken is None else [node.body if taken else node.orelse]
             if not self.stack and _runs_as_script(node.test):
                 script = node
@@ -386,7 +404,7 @@ class Statements(ABC):
                 self.sinks.script = script if body is script.body else outer
             ends = self.block(body, fork, returns)
             forks.append(fork)
-        self.sinks.script = outer
+        self.sinks.script, self.deciding = outer, deciding
         self.ended = taken is not None and (ends or _exits(bodies[0]))  # the one branch run returns or raises
         if not self.must:
             scope.merge(*forks)
@@ -698,6 +716,7 @@ class Statements(ABC):
         self.stack.append(function)
         outer, self.order = self.order, frozenset()  # a call's own collections are not the caller's loop's
         items, self.items = self.items, frozenset()
+        deciding, self.deciding = self.deciding, frozenset()  # nor its texts the caller's branch's
         outer_cut, self.cut = self.cut, False
         scope = Scope(self.globals)
         scope.vars.update(self.fields.get(id(function), {}))
@@ -715,7 +734,7 @@ class Statements(ABC):
                     else:
                         fields.pop(name, None)
         self.stack.pop()
-        self.order, self.items = outer, items
+        self.order, self.items, self.deciding = outer, items, deciding
         if self.must:  # what every path returns: falling off the end returns None
             result = meet(*returns, *([] if _exits(function.body) else [CLEAN])) if returns else CLEAN
         else:
@@ -723,6 +742,26 @@ class Statements(ABC):
         self.memo[key] = (result, depth if self.cut else MAX_CALL_DEPTH)
         self.cut = self.cut or outer_cut
         return result
+
+
+def _compares(test: ast.expr) -> bool:
+    """Whether an ``if`` compares what a value holds (``hour >= 22``, ``period == "night"``, and ``and``/``or``/
+    ``not`` of such), not whether there is one: ``if existing:`` of records that hold ids, ``prompt is DEFAULT``, ``key
+    in ids`` are decided by what is there, the same at any time."""
+    if isinstance(test, ast.BoolOp):
+        return any(_compares(value) for value in test.values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _compares(test.operand)
+    return isinstance(test, ast.Compare) and not any(
+        isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in test.ops
+    )
+
+
+def _own_text(node: ast.expr) -> bool:
+    """Whether an expression is text written out where it is (a string, an f-string, or such joined with ``+``)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _own_text(node.left) and _own_text(node.right)
+    return isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str))
 
 
 def _bound_on_self(init: Function | None) -> set[str]:
