@@ -1199,17 +1199,13 @@ POSITIVE = {
 NEGATIVE = {
     "a_catalog_refreshed_when_it_expires": """
         import time
-        from datetime import datetime
 
         from openai import OpenAI
 
         client = OpenAI()
-        DEFAULT = f"Started {datetime.now()}"
 
         class Catalog:
-            def __init__(self, fetch, prompt=DEFAULT):
-                if prompt is DEFAULT:
-                    prompt = "You help."
+            def __init__(self, fetch, prompt):
                 self.prompt = prompt
                 self.fetch = fetch
                 self.fetched = 0.0
