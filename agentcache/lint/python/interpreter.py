@@ -931,9 +931,7 @@ class Interpreter(Statements):
         the thread its run keeps state under (``{"configurable": {"thread_id": str(uuid4())}}``): what it returns is
         that state, not made of them. Not what the config holds under other keys too (a prompt the graph reads, a
         date), nor what it holds under keys no entry names; the config itself still holds them."""
-        position = RUN_CONFIG_POSITIONS.get(callee)
-        if position is None:
-            return frozenset()
+        position = RUN_CONFIG_POSITIONS[callee]
         config = kwargs.get("config")
         if config is None and len(node.args) > position and not any(isinstance(arg, ast.Starred) for arg in node.args):
             config = args[position]
@@ -1171,9 +1169,9 @@ class Interpreter(Statements):
             # not a command's handler, a timer's callback, a tool's function
             factories += [self.made_by(arg, scope) for arg in node.args if _provides(arg)]
         everything = combine(receiver, *given, *filled, *spread, *factories)
-        threads = self.run_ids(callee, node, args, kwargs) if isinstance(func, ast.Attribute) else frozenset()
-        if threads:  # graph.invoke(state, config): the state, not the thread's id
-            everything = Value(everything.origins - threads)
+        if callee in RUN_CONFIG_POSITIONS and isinstance(func, ast.Attribute):  # graph.invoke(state, config)
+            threads = self.run_ids(callee, node, args, kwargs)  # the state, not the thread's id
+            everything = Value(everything.origins - threads) if threads else everything
         if alternate and everything.origins:
             # what an alternate constructor adds on its own (the clock it reads) is what its object says; which of
             # its parameters a field keeps, and which field its caller reads, is not known (a budget for a prompt,

@@ -142,7 +142,9 @@ class Sinks:
         func = node.func
         method = isinstance(func, ast.Attribute)
         words = self.words
-        recorded = isinstance(func, ast.Attribute) and words.records_events(last_name(func.value))
+        recorded = (  # asked only of a method given keywords: every call passes here
+            isinstance(func, ast.Attribute) and bool(node.keywords) and words.records_events(last_name(func.value))
+        )
         role: ast.keyword | None = None
         unpacked = 0
         for keyword in node.keywords:

@@ -265,8 +265,8 @@ class Statements(ABC):
     def decided_text(self, node: ast.expr, value: Value) -> Value:
         """``value``, written as ``node``, with the clocks, ids and draws the ``if`` statements around it test, when
         it is text of the function's own (a string, an f-string: openakita's ``time_period = "night"`` under ``if
-        hour >= 22``, hazzel's MCP line added only within 30 s of a listing): what a call returns (a cache refreshed
-        when it expires) is what it is whenever it is made."""
+        hour >= 22``): what a call returns (a cache refreshed when it expires) is what it is whenever it is made. A
+        line left out by ``continue`` under such a test is not (hazzel's MCP tools, listed only for 30 s)."""
         if not self.deciding or not _own_text(node):
             return value
         return Value(value.origins | self.deciding, value.unordered, value.text, value.shape)

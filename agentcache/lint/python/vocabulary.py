@@ -327,8 +327,7 @@ class Vocabulary:
         verb of ``system_makers`` starts the method's."""
         if method.lstrip("_").partition("_")[0] not in self.system_makers:
             return False
-        words = _CAMEL.sub("_", name.lstrip("_")).lower()
-        made, _, last = words.rpartition("_")
+        made, _, last = _snake(name).rpartition("_")
         return last in self.prompt_builders and made.endswith((*self.prompt_names, *self.system_names))
 
     def is_system_message(self, owner: str | None, method: str) -> bool:
@@ -513,7 +512,7 @@ class Vocabulary:
     def records_events(self, name: str | None) -> bool:
         """Whether an object's name says it records what happens (:attr:`recorders`): ``tracer``, ``self._logger``,
         ``run_telemetry``."""
-        return name is not None and _CAMEL.sub("_", name.lstrip("_")).lower().rpartition("_")[2] in self.recorders
+        return name is not None and _snake(name).rpartition("_")[2] in self.recorders
 
     def replies(self, called: str | None) -> bool:
         """Whether a call, by its dotted name, returns a model's reply (:attr:`completion_calls`)."""
@@ -598,6 +597,14 @@ def _makes(function: str, verbs: frozenset[str], names: tuple[str, ...]) -> bool
 
 #: Where a class's CamelCase name starts a new word (``SystemPromptBuilder``: system_prompt_builder).
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+@lru_cache(maxsize=1 << 12)
+def _snake(name: str) -> str:
+    """An object's name in snake case, lowercased (``ChatSystemPromptBuilder``: ``chat_system_prompt_builder``):
+    asked of the receiver of every method call given a sink keyword."""
+    return _CAMEL.sub("_", name.lstrip("_")).lower()
+
 
 #: Words that say a function makes tool definitions, even when it names tool calls (``tool_call_schema``).
 _DEFINITION_WORDS = frozenset({"schema", "schemas", "spec", "specs", "definition", "definitions", "param", "params"})
