@@ -85,6 +85,42 @@ POSITIVE = {
             system = {"role": "system", "content": greeting()}  # expect: AC101
             return client.chat.completions.create(model="m", messages=[system, question])
     """,
+    "tools_listed_while_their_listing_is_fresh": """
+        import time
+
+        from openai import OpenAI
+
+        client = OpenAI()
+        TTL = 30
+
+        def catalog(servers, listed):
+            names = []
+            for server in servers:
+                if server not in listed:
+                    continue
+                if time.monotonic() - listed[server].at >= TTL:
+                    continue
+                names.append(f"{server}/{listed[server].tool}")
+            return "Known tools: " + ", ".join(names)
+
+        def ask(question, servers, listed):
+            system = {"role": "system", "content": "You help. " + catalog(servers, listed)}  # expect: AC101
+            return client.chat.completions.create(model="m", messages=[system, question])
+    """,
+    "a_record_copied_with_a_dated_prompt": """
+        from dataclasses import replace
+        from datetime import datetime
+
+        from openai import OpenAI
+
+        def dated(config):
+            return replace(config, system=f"You help. Now: {datetime.now()}", label="dated")
+
+        def ask(config, question):
+            copy = dated(config)
+            system = {"role": "system", "content": copy.system}  # expect: AC101
+            return OpenAI().chat.completions.create(model="m", messages=[system, question])
+    """,
     "the_time_left_printed_deep_in_a_prompt": """
         import time
 
@@ -1197,6 +1233,72 @@ POSITIVE = {
 }
 
 NEGATIVE = {
+    "a_prompt_kept_while_it_is_young": """
+        import time
+
+        from openai import OpenAI
+
+        client = OpenAI()
+
+        class Prompt:
+            def __init__(self, rules):
+                self.rules = rules
+                self.built = None
+                self.at = 0.0
+
+            def text(self):
+                if self.built is not None and time.monotonic() - self.at < 60:
+                    return self.built
+                lines = []
+                for rule in self.rules:
+                    if rule is None:
+                        continue
+                    lines.append(f"- {rule}")
+                self.built, self.at = "Rules:\\n" + "\\n".join(lines), time.monotonic()
+                return self.built
+
+            def ask(self, question):
+                system = {"role": "system", "content": self.text()}
+                return client.chat.completions.create(model="m", messages=[system, question])
+    """,
+    "a_record_copied_with_a_new_branch": """
+        import time
+        import uuid
+        from dataclasses import replace
+
+        from openai import OpenAI
+
+        TOOLS = {"read": {"name": "read"}, "write": {"name": "write"}}
+
+        def checkpoint(loaded, names):
+            branches = [*loaded.branches, {"id": uuid.uuid4().hex, "at": time.time()}]
+            return replace(loaded, branches=branches, active_tools=tuple(names))
+
+        def resume(loaded, names, question):
+            copy = checkpoint(loaded, names)
+            tools = [TOOLS[name] for name in copy.active_tools]
+            return OpenAI().chat.completions.create(model="m", messages=[question], tools=tools)
+    """,
+    "the_only_match_in_a_set": """
+        from openai import OpenAI
+
+        class Aggregator:
+            def __init__(self, configured, attached):
+                self.configured = configured
+                self.attached = attached
+
+            def resolve(self, name):
+                servers = set(self.configured)
+                servers.update(self.attached)
+                matches = [key for key in servers if key.endswith(name)]
+                if len(matches) == 1:
+                    return matches[0]
+                return name
+
+            def ask(self, question, name):
+                tools = [{"name": f"{self.resolve(name)}__search"}]
+                return OpenAI().chat.completions.create(model="m", messages=[question], tools=tools)
+    """,
     "a_catalog_refreshed_when_it_expires": """
         import time
 
@@ -2658,6 +2760,74 @@ def test_a_set_returned_by_a_method_of_an_imported_object_is_followed(tmp_path: 
     assert found == [("payload.py", 8, "AC103")]
 
 
+def test_a_set_an_object_of_another_module_holds_is_followed_through_its_methods(tmp_path: Path) -> None:
+    """agently's shape: a registry of another module keeps its actions' ids by tag in a dict of sets, and its method
+    given the tags lists them by iterating that set, as a function does a set its module holds, and so do the
+    methods of another object that list what it returns: the tool list built of it is reported where it is sent.
+    Not what such a method returns sorted, nor one item it picks by a test, nor the items of what it is given kept
+    in the caller's order, nor a set it makes of what it is given."""
+    write_package(
+        tmp_path / "pkg",
+        registry="class ActionRegistry:\n"
+        "    def __init__(self):\n"
+        "        self._by_tag: dict[str, set[str]] = {}\n"
+        "        self._specs = {}\n\n"
+        "    def register(self, action_id, spec, tags):\n"
+        "        self._specs[action_id] = spec\n"
+        "        for tag in tags:\n"
+        "            self._by_tag.setdefault(tag, set()).add(action_id)\n\n"
+        "    def list_action_ids(self, tags=None):\n"
+        "        if tags is None:\n"
+        "            return list(self._specs)\n"
+        "        collected = []\n"
+        "        for tag in tags:\n"
+        "            for action_id in self._by_tag.get(tag, set()):\n"
+        "                collected.append(action_id)\n"
+        "        return collected\n\n"
+        "    def sorted_ids(self, tag):\n"
+        "        return sorted(self._by_tag.get(tag, set()))\n\n"
+        "    def first(self, tag, name):\n"
+        "        return next((i for i in self._by_tag.get(tag, set()) if i == name), None)\n\n"
+        "    def known(self, names):\n"
+        "        return [name for name in names if name in self._specs]\n\n"
+        "    def tools_of(self, names):\n"
+        "        return list(set(names))\n\n"
+        "    def spec(self, action_id):\n"
+        "        return self._specs[action_id]\n\n"
+        "class Actions:\n"
+        "    def __init__(self):\n"
+        "        self.registry = ActionRegistry()\n\n"
+        "    def _ids(self, tags):\n"
+        "        return self.registry.list_action_ids(tags)\n\n"
+        "    def action_list(self, tags):\n"
+        "        return [self.registry.spec(i) for i in self._ids(tags)]\n\n"
+        "BUILTIN = {'search', 'fetch'}\n\n"
+        "def builtin_ids(prefix):\n"
+        "    return [prefix + name for name in BUILTIN]\n",
+        agent="from openai import OpenAI\n\n"
+        "from .registry import ActionRegistry, Actions, builtin_ids\n\n"
+        "class Agent:\n"
+        "    def __init__(self):\n"
+        "        self.registry = ActionRegistry()\n\n"
+        "    def ask(self, question, tag):\n"
+        "        tools = [self.registry.spec(i) for i in self.registry.list_action_ids([tag])]\n"
+        "        return OpenAI().chat.completions.create(model='m', messages=[question], tools=tools)\n\n"
+        "    def ask_sorted(self, question, tag, names):\n"
+        "        tools = [self.registry.spec(i) for i in self.registry.sorted_ids(tag)]\n"
+        "        tools += [self.registry.spec(self.registry.first(tag, 'search'))]\n"
+        "        tools += [self.registry.spec(i) for i in self.registry.known(names)]\n"
+        "        return OpenAI().chat.completions.create(model='m', messages=[question], tools=tools)\n\n"
+        "    def ask_builtin(self, question):\n"
+        "        tools = [self.registry.spec(i) for i in builtin_ids('x-')]\n"
+        "        return OpenAI().chat.completions.create(model='m', messages=[question], tools=tools)\n\n"
+        "    def ask_actions(self, question, tag):\n"
+        "        tools = Actions().action_list([tag])\n"
+        "        return OpenAI().chat.completions.create(model='m', messages=[question], tools=tools)\n",
+    )
+    found = sorted((Path(f.path).name, f.line, f.code) for f in lint_paths([tmp_path]).findings)
+    assert found == [("agent.py", 10, "AC103"), ("agent.py", 20, "AC103"), ("agent.py", 24, "AC103")]
+
+
 SENDING_MODULES = {
     "a_assistant": "import datetime\nimport secrets\n\n"
     "from .b_explain import llm_chat\nfrom .client import AgentState, Client\nfrom .llm import chat_as\n\n"
@@ -3014,14 +3184,41 @@ def test_what_a_constructor_is_given_elsewhere_is_the_objects_field(
     assert [(Path(f.path).name, f.line, f.code) for f in findings] == [("a_task.py", 5, "AC103"), *expected]
 
 
-def test_syntax_newer_than_the_interpreter_is_a_note_not_a_finding(tmp_path: Path) -> None:
+def test_syntax_newer_than_the_interpreter_is_rewritten_and_checked(tmp_path: Path) -> None:
+    """Type parameters, type aliases and f-strings that reuse their quotes or hold a backslash in a replacement
+    field (Python 3.12) are checked by any interpreter: the module is parsed with the newest grammar and rewritten
+    for the running one's parser, every line in its place (wren-agent's loop, vtx-coding-agent's SDK agent)."""
     path = tmp_path / "new.py"
-    path.write_text('type Pair = tuple[int, int]\ndef system_prompt[T](items: list[T]) -> T:\n    return f"{"x"}"\n')
+    path.write_text(
+        "from datetime import datetime\n\n"
+        "from openai import OpenAI\n\n"
+        "type Messages = list[dict[str, str]]\n\n"
+        "class Box[T]:\n"
+        "    def __init__(self, item: T) -> None:\n"
+        "        self.item = item\n\n"
+        "def rules[T](items: list[T]) -> str:\n"
+        "    return f\"Rules: {'\\n'.join(str(item) for item in items)}\"\n\n"
+        "def system_prompt(items: list[str]) -> str:\n"
+        "    return f\"Today is {datetime.now().strftime(\"%Y-%m-%d\")}. {rules(items)}\"\n\n"
+        "def ask(question: str) -> object:\n"
+        "    messages: Messages = [{'role': 'system', 'content': system_prompt(['Be brief.'])}, question]\n"
+        "    return OpenAI().chat.completions.create(model='m', messages=messages)\n"
+    )
     result = lint_paths([path])
+    assert [(f.line, f.code) for f in result.findings] == [(18, "AC101")]
+    assert result.notes == ()
+
+
+def test_syntax_that_cannot_be_rewritten_is_a_note_not_a_finding(tmp_path: Path) -> None:
+    """A comment inside an f-string's replacement field is valid from Python 3.12 and left as written: a module
+    that holds one is noted as needing a newer parser, not reported as broken, on an older interpreter."""
+    path = tmp_path / "new.py"
+    path.write_text('def system_prompt(name):\n    return f"Hello {\n        name  # who\n    }"\n')
+    result = lint_paths([path])
+    assert result.findings == ()
     if sys.version_info >= (3, 12):
-        assert result.findings == () and result.notes == ()
+        assert result.notes == ()
     else:
-        assert result.findings == ()
         running = f"Python {sys.version_info.major}.{sys.version_info.minor}"
         assert result.notes == (f"{path}: skipped: needs a newer parser (valid Python 3.14, not {running})",)
 

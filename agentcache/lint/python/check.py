@@ -97,9 +97,7 @@ class PythonSession:
         text = ""  # decoded with the file's own encoding, where it has a valid one
         try:
             encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-            text = data.decode(encoding)
-            trees = _trees(text, source.display)
-            tree = next(trees)
+            text, trees, tree = _parsed(data.decode(encoding), source.display)
         except (SyntaxError, ValueError) as exc:
             if isinstance(exc, SyntaxError) and newer_syntax(data):
                 return Checked(note=f"skipped: needs a newer parser (valid Python {NEWEST}, not {_running()})")
@@ -287,16 +285,45 @@ class _Relevant:
         # a keyword, a dict display's item, an item stored: flag=True, "flag": True, d["flag"] = True
         self.flags = re.compile(rf"""(?:{clock})\w*(?:\s*=|["']\s*:|["']\s*\]\s*=)\s*True\b""".encode())
 
-    #: A function annotated to return a set teaches the modules that call it (``-> set[str]``).
-    SET_RETURNS = (b"-> set", b"-> frozenset", b"-> Set[", b"-> FrozenSet[")
+    #: A function annotated to return a set (``-> set[str]``), and an object or a module that holds sets
+    #: (``self._by_tag: dict[str, set[str]]``), teach the modules that call them: its methods iterate them.
+    SET_MARKS = (b"-> set", b"-> frozenset", b"set[", b"Set[")
 
     def __call__(self, data: bytes) -> bool:
         return (
             any(name in data for name in self.sinks)
-            or any(mark in data for mark in self.SET_RETURNS)
+            or any(mark in data for mark in self.SET_MARKS)
             or self.calls.search(data) is not None
             or (any(word in data for word in self.flag_words) and self.flags.search(data) is not None)
         )
+
+
+def _parsed(text: str, display: str) -> tuple[str, Iterator[ast.Module], ast.Module]:
+    """The text of a module, its trees (:func:`_trees`) and the first of them; of a module in a grammar newer than
+    the interpreter's, its text rewritten for the interpreter's parser (:func:`~.older.older_text`). Raises the
+    syntax error of the text as written when neither parses."""
+    try:
+        trees = _trees(text, display)
+        return text, trees, next(trees)
+    except SyntaxError as exc:
+        older = _older(text)
+        if older is None:
+            raise
+        error = exc
+    try:
+        trees = _trees(older, display)
+        return older, trees, next(trees)
+    except SyntaxError:
+        raise error from None
+
+
+def _older(text: str) -> str | None:
+    """:func:`~.older.older_text` with the newest grammar, when LibCST is installed (``agentcache[lint]``)."""
+    try:
+        from agentcache.lint.python.older import older_text
+    except ImportError:
+        return None
+    return older_text(text, NEWEST)
 
 
 def newer_syntax(data: bytes) -> bool:

@@ -25,6 +25,7 @@ from agentcache.lint.python.syntax import (
     constant,
     definitions,
     dotted,
+    held_reads,
     imports,
     last_name,
     of_self,
@@ -88,6 +89,7 @@ from agentcache.lint.python.vocabulary import (
     PLACEHOLDER_FILLERS,
     PROPERTIES,
     RECORD,
+    RECORD_COPIES,
     RECORD_LOADERS,
     RENDERERS,
     RUN_CONFIG_POSITIONS,
@@ -178,6 +180,9 @@ class Interpreter(Statements):
         """The module's dispatch tables (:meth:`tables`), once asked."""
         self.unread_sinks: dict[str, frozenset[str]] | None = None
         """The sink-named parameters the module's top-level functions never read (:meth:`unread_by`), once asked."""
+        self.held: frozenset[tuple[int, int]] | None = None
+        """Where the module's functions read what their objects and the module hold (:meth:`held_order`), once
+        asked."""
         self.set_sinks: dict[str, frozenset[str]] | None = None
         """The fields the module's top-level classes declare as sets (:meth:`sets_by`), once asked."""
         self.worth: dict[str, str] = {}
@@ -328,14 +333,35 @@ class Interpreter(Statements):
                 continue  # __init__ and the like are not called by name
             if _decorated(function, "staticmethod", "classmethod"):
                 name = name.replace("().", ".")  # Clock.stamp(fmt): called on the class
-            if takes_arguments(function, bound) and not callable_without_arguments(function, bound):
+            if not takes_arguments(function, bound):
+                continue
+            if not callable_without_arguments(function, bound):
                 value = self.own(function, bound, must_memo)
                 if value.origins:
                     found[f"{name}(~)"] = value
-                elif _returns_a_set(function):  # -> set[str]: a new set, iterated in its hash order
+                    continue
+                if _returns_a_set(function):  # -> set[str]: a new set, iterated in its hash order
                     found[f"{name}(~)"] = Value(unordered=Origin(function.lineno, 0, ORDER, function.name))
+                    continue
+            held = self.held_order(function)  # list_action_ids(tags=None) given tags walks what it holds too
+            if held is not None:
+                found[f"{name}(~)"] = held
         self.globals.vars, self.tuples = names, tuples
         return found
+
+    def held_order(self, function: Function) -> Value | None:
+        """The hash order a function that takes arguments returns items in when it iterates a set its object or its
+        module holds (``[i for i in self._by_tag[tag]]``, ``[t for t in TOOLS if t in names]``), whatever it is
+        given; None when it returns none, or makes the system prompt (that is reported in it). Not a set it makes of
+        what it is given or of a call, nor one item picked by a test: which items, and whether they come from a set,
+        are then most often the caller's."""
+        taken = orders(self.invoke(function, {}), taken=True)
+        if not taken or self.makes_system_prompt(function):
+            return None  # none, or reported in it, once
+        if self.held is None:
+            self.held = held_reads(self.tree)
+        taken = frozenset(origin for origin in taken if (origin.line, origin.column) in self.held)
+        return Value(taken) if taken else None
 
     def own(
         self,
@@ -1060,6 +1086,8 @@ class Interpreter(Statements):
         if callee == "get" and node.args and isinstance(constant(node.args[0]), str):
             receiver = self.part_of_parameter(receiver)  # state.get("case"): an item of it, as state["case"] is
         called = self.words.callee(callee)
+        if spread and callee in PLACEHOLDER_FILLERS:  # text.format(**values): each placeholder filled by its name
+            spread = [replace(value, origins=unkeyed(value).origins) for value in spread]
         if self.must and callee in PLACEHOLDER_FILLERS and isinstance(func, ast.Attribute):
             held = self.held_placeholders(func, receiver, node, args, kwargs)
             if held is not None:
@@ -1103,6 +1131,10 @@ class Interpreter(Statements):
                 return CLEAN
             if (name in LAYOUT_KEEPING or name in COPIES) and len(args) == 1:
                 return args[0]
+            if name in RECORD_COPIES and len(args) == 1 and args[0].cls in (None, RECORD) and not spread:
+                # replace(loaded, branches=branches, active_tools=tools): each field what it was given
+                named = [Value(entries=with_entry(CLEAN, key, value)) for key, value in kwargs.items()]
+                return Value(combine(args[0], *kwargs.values()).origins, entries=merged(args[0], *named), cls=RECORD)
         if (callee in TEMPLATE_SOURCES and isinstance(func, ast.Attribute) and not _class_of(func)) or (
             name in TEMPLATE_SOURCES
         ):  # an environment's env.from_string(text), env.get_template(name); jinja2.Template(text)
@@ -1726,12 +1758,24 @@ def builtin(name: str, node: ast.Call, args: list[Value]) -> Value | None:
         if len(node.args) == 1 and isinstance(node.args[0], ast.Call) and _builtin_called(node.args[0].func) == "range":
             return combine(*args)  # set(range(n)): ints hash to themselves, their order is fixed
         return made_set(node, *args)
+    if name == "next" and node.args and _looked_up(node.args[0]):
+        return Value(order_free(combine(*args).origins))
     if name in SEQUENCERS:
         items = [ordered(arg, node) for arg in args]
         if name in ("str", "repr") and len(args) == 1 and args[0].unordered is None:
             return args[0]
         return combine(*items)
     return None
+
+
+def _looked_up(iterable: ast.expr) -> bool:
+    """Whether ``next`` is given the items equal to a value (``next(t for t in tools if t.name == name)``): the one
+    a key names, in whatever order they are iterated."""
+    return isinstance(iterable, ast.GeneratorExp) and any(
+        isinstance(test, ast.Compare) and isinstance(test.ops[0], ast.Eq)
+        for generator in iterable.generators
+        for test in generator.ifs
+    )
 
 
 def _returns_a_set(function: Function) -> bool:

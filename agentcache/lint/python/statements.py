@@ -196,12 +196,16 @@ class Statements(ABC):
 
     def block(self, body: Sequence[ast.stmt], scope: Scope, returns: list[Value]) -> bool:
         """Run a body's statements in order; whether it stopped at an ``if`` decided to run only a branch that
-        returns or raises (nothing after it runs)."""
+        returns or raises (nothing after it runs). The clocks an ``if`` that skips the rest of a loop's body tests
+        decide what follows it in the block (:meth:`branches`), and no more."""
+        deciding = self.deciding
         for statement in body:
             self.statement(statement, scope, returns)
             if self.ended:
                 self.ended = False
+                self.deciding = deciding
                 return True
+        self.deciding = deciding
         return False
 
     def statement(self, node: ast.stmt, scope: Scope, returns: list[Value]) -> None:
@@ -265,8 +269,9 @@ class Statements(ABC):
     def decided_text(self, node: ast.expr, value: Value) -> Value:
         """``value``, written as ``node``, with the clocks, ids and draws the ``if`` statements around it test, when
         it is text of the function's own (a string, an f-string: openakita's ``time_period = "night"`` under ``if
-        hour >= 22``): what a call returns (a cache refreshed when it expires) is what it is whenever it is made. A
-        line left out by ``continue`` under such a test is not (hazzel's MCP tools, listed only for 30 s)."""
+        hour >= 22``), or after a comparison that only skips the rest of a loop's body (hazzel's MCP tools, listed
+        only for 30 s: ``if time.monotonic() - listed_at >= TTL: continue``): what a call returns (a cache refreshed
+        when it expires) is what it is whenever it is made."""
         if not self.deciding or not _own_text(node):
             return value
         return Value(value.origins | self.deciding, value.unordered, value.text, value.shape)
@@ -381,12 +386,15 @@ class Statements(ABC):
         bodies: list[Sequence[ast.stmt]]
         script: ast.If | None = None
         taken: bool | None = None  # a match's cases are never decided
-        deciding = self.deciding
+        deciding = after = self.deciding
         if isinstance(node, ast.If):
             tested = self.expr(node.test, scope)
             taken = self.decided(node.test, scope)
             if taken is None and tested.origins and _compares(node.test):
                 self.deciding = deciding | order_free(volatile(tested.origins))
+                if type(node.test) is ast.Compare and not node.orelse and _skips(node.body):
+                    # if age >= TTL: continue: what follows in the loop's body is there at some times only
+                    after = self.deciding
             bodies = [node.body, node.orelse] if taken is None else [node.body if taken else node.orelse]
             if not self.stack and _runs_as_script(node.test):
                 script = node
@@ -398,13 +406,17 @@ class Statements(ABC):
         outer = self.sinks.script
         if script is not None and self.sinks.globals_read is None:
             self.sinks.globals_read = read_as_globals(self.nodes)
+        alone = _only_item(node.test) if isinstance(node, ast.If) else None
         for body in bodies:
             fork = scope.fork()
             if script is not None:  # the body is a script's: its names are the script's locals, not the module's
                 self.sinks.script = script if body is script.body else outer
+            held = scope.lookup(alone) if alone is not None and isinstance(node, ast.If) and body is node.body else None
+            if alone is not None and held is not None:  # if len(matches) == 1: matches[0], one item in one order
+                fork.vars[alone] = replace(held, origins=order_free(held.origins), unordered=None)
             ends = self.block(body, fork, returns)
             forks.append(fork)
-        self.sinks.script, self.deciding = outer, deciding
+        self.sinks.script, self.deciding = outer, after
         self.ended = taken is not None and (ends or _exits(bodies[0]))  # the one branch run returns or raises
         if not self.must:
             scope.merge(*forks)
@@ -755,6 +767,26 @@ def _compares(test: ast.expr) -> bool:
     return isinstance(test, ast.Compare) and not any(
         isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)) for op in test.ops
     )
+
+
+def _only_item(test: ast.expr) -> str | None:
+    """The name an ``if`` tests to hold one item (``len(matches) == 1``), else None."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return None
+    counted, count = test.left, test.comparators[0]
+    if not (isinstance(count, ast.Constant) and count.value == 1 and isinstance(counted, ast.Call)):
+        return None
+    if isinstance(counted.func, ast.Name) and counted.func.id == "len" and len(counted.args) == 1:
+        return counted.args[0].id if isinstance(counted.args[0], ast.Name) else None
+    return None
+
+
+def _skips(body: Sequence[ast.stmt]) -> bool:
+    """Whether a block only leaves its loop's iteration (``continue``, ``break``): the loop's body after it runs
+    only where it was not taken. Not ``return``: what a function returns before a fresh build (a cached prompt
+    while it is young) is most often what the build makes; not a block that does more first (a command a REPL
+    runs, then reads the next)."""
+    return len(body) == 1 and isinstance(body[0], (ast.Continue, ast.Break))
 
 
 def _own_text(node: ast.expr) -> bool:

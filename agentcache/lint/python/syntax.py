@@ -389,6 +389,30 @@ def bases_of(cls: ast.ClassDef, classes: dict[str, ast.ClassDef]) -> set[str]:
     return found
 
 
+def held_reads(tree: ast.Module) -> frozenset[tuple[int, int]]:
+    """Where the module's functions read what outlives their calls: an object's fields (``self.tags``,
+    ``self.by_tag[tag]``, ``self.tags.get(t)``, ``self.registry.ids(tag)``) and the names the module binds at its top
+    level that a function does not bind itself (``TOOLS``, ``REGISTRY[kind]``), as (line, column): the sites a set
+    held there is iterated at."""
+    shared = {name for name, _ in top_level_bindings(tree)}
+    found = set()
+    for function in ast.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        nodes = list(ast.walk(function))
+        own = {node.id for node in nodes if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
+        own.update(node.arg for node in nodes if isinstance(node, ast.arg))
+        for node in nodes:
+            root = node
+            while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
+                root = root.func if isinstance(root, ast.Call) else root.value
+            if isinstance(root, ast.Name) and (
+                (root.id == "self" and root is not node) or (root.id in shared and root.id not in own)
+            ):
+                found.add((node.lineno, node.col_offset))  # type: ignore[attr-defined]
+    return frozenset(found)
+
+
 def of_self(node: ast.AST) -> bool:
     """Whether an attribute read or augmented assignment is of ``self``."""
     target = node.target if isinstance(node, ast.AugAssign) else node

@@ -708,6 +708,9 @@ AS_FINISHED = frozenset({"asyncio.as_completed", "concurrent.futures.as_complete
 #: its name or its camel-case alias. The class (:attr:`~agentcache.lint.python.values.Value.cls`) of such an object.
 RECORD_LOADERS = frozenset({"model_validate", "parse_obj"})
 RECORD = "pydantic.BaseModel[dict]"
+#: Calls that copy a record with some fields given anew (``dataclasses.replace(obj, field=value)``): a field read of
+#: the copy is what it was given, not what the other fields were.
+RECORD_COPIES = frozenset({"dataclasses.replace", "copy.replace"})
 #: Keyword arguments that give a factory called once per object made (dataclasses, pydantic, attrs).
 FACTORY_KEYWORDS = frozenset({"default_factory", "factory"})
 DUMPS = frozenset({"json.dumps", "json.dump", "orjson.dumps"})
