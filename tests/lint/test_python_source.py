@@ -121,6 +121,40 @@ POSITIVE = {
             system = {"role": "system", "content": copy.system}  # expect: AC101
             return OpenAI().chat.completions.create(model="m", messages=[system, question])
     """,
+    "an_item_of_a_set_picked_by_a_shared_trait": """
+        from openai import OpenAI
+
+        NAMES = {"search", "fetch", "write", "shell"}
+
+        def ask(question):
+            first = next(n for n in NAMES if len(n) == 5)
+            system = {"role": "system", "content": f"Start with {first}."}  # expect: AC103
+            return OpenAI().chat.completions.create(model="m", messages=[system, question])
+    """,
+    "the_one_text_joined_from_a_set": """
+        from openai import OpenAI
+
+        NAMES = {"search", "fetch", "write"}
+
+        def ask(question):
+            parts = [", ".join(NAMES)]
+            if len(parts) == 1:
+                system = {"role": "system", "content": "Tools: " + parts[0]}  # expect: AC103
+                return OpenAI().chat.completions.create(model="m", messages=[system, question])
+            return None
+    """,
+    "a_project_function_that_lists_its_keywords": """
+        from openai import OpenAI
+
+        NAMES = {"search", "fetch", "write"}
+
+        def render(**fields):
+            return "; ".join(f"{key}: {value}" for key, value in fields.items())
+
+        def ask(question):
+            system = {"role": "system", "content": render(**{name: "on" for name in NAMES})}  # expect: AC103
+            return OpenAI().chat.completions.create(model="m", messages=[system, question])
+    """,
     "the_time_left_printed_deep_in_a_prompt": """
         import time
 
@@ -1298,6 +1332,20 @@ NEGATIVE = {
             def ask(self, question, name):
                 tools = [{"name": f"{self.resolve(name)}__search"}]
                 return OpenAI().chat.completions.create(model="m", messages=[question], tools=tools)
+    """,
+    "a_constant_prompt_after_a_wait": """
+        import time
+
+        from openai import OpenAI
+
+        client = OpenAI()
+
+        def poll(question, next_at):
+            while True:
+                if time.time() < next_at:
+                    continue
+                system = {"role": "system", "content": "You watch the queue."}
+                return client.chat.completions.create(model="m", messages=[system, question])
     """,
     "a_catalog_refreshed_when_it_expires": """
         import time
@@ -3202,11 +3250,16 @@ def test_syntax_newer_than_the_interpreter_is_rewritten_and_checked(tmp_path: Pa
         "    return f\"Today is {datetime.now().strftime(\"%Y-%m-%d\")}. {rules(items)}\"\n\n"
         "def ask(question: str) -> object:\n"
         "    messages: Messages = [{'role': 'system', 'content': system_prompt(['Be brief.'])}, question]\n"
-        "    return OpenAI().chat.completions.create(model='m', messages=messages)\n"
+        "    return OpenAI().chat.completions.create(model='m', messages=messages)\n\n"
+        "def plain[T](lines: list[T]) -> object:\n"
+        "    system = {'role': 'system', 'content': f\"{'\\n'.join(lines)}{'\\t'.join(lines)} {datetime.now()}\"}\n"
+        "    return OpenAI().chat.completions.create(model='m', messages=[system])\n"
     )
     result = lint_paths([path])
-    assert [(f.line, f.code) for f in result.findings] == [(18, "AC101")]
+    assert [(f.line, f.code) for f in result.findings] == [(18, "AC101"), (22, "AC101")]
     assert result.notes == ()
+    line = path.read_text().splitlines()[21]  # what follows a rewrite on its line keeps its column
+    assert result.findings[1].end_column == line.rindex('"') + 2
 
 
 def test_syntax_that_cannot_be_rewritten_is_a_note_not_a_finding(tmp_path: Path) -> None:
@@ -3214,13 +3267,22 @@ def test_syntax_that_cannot_be_rewritten_is_a_note_not_a_finding(tmp_path: Path)
     that holds one is noted as needing a newer parser, not reported as broken, on an older interpreter."""
     path = tmp_path / "new.py"
     path.write_text('def system_prompt(name):\n    return f"Hello {\n        name  # who\n    }"\n')
-    result = lint_paths([path])
-    assert result.findings == ()
+    moved = tmp_path / "moved.py"  # a string over several lines with a backslash, in a replacement field
+    moved.write_text(
+        "import textwrap\nimport time\n\n"
+        + 'HEAD = f"""You help.\n{textwrap.dedent(' + "'" * 3 + "\\\n    Be brief.\n" + "'" * 3 + ')}"""\n\n'
+        + "def system_prompt():\n    return HEAD + f' {time.time()}'\n"
+    )
+    result = lint_paths([path, moved])
     if sys.version_info >= (3, 12):
+        assert [(Path(f.path).name, f.line) for f in result.findings] == [("moved.py", 10)]
         assert result.notes == ()
     else:
         running = f"Python {sys.version_info.major}.{sys.version_info.minor}"
-        assert result.notes == (f"{path}: skipped: needs a newer parser (valid Python 3.14, not {running})",)
+        assert result.findings == ()
+        assert result.notes == tuple(
+            f"{name}: skipped: needs a newer parser (valid Python 3.14, not {running})" for name in (moved, path)
+        )
 
 
 def test_a_template_of_python_code_is_a_note_not_a_finding(tmp_path: Path) -> None:

@@ -100,7 +100,7 @@ class PythonSession:
             text, trees, tree = _parsed(data.decode(encoding), source.display)
         except (SyntaxError, ValueError) as exc:
             if isinstance(exc, SyntaxError) and newer_syntax(data):
-                return Checked(note=f"skipped: needs a newer parser (valid Python {NEWEST}, not {_running()})")
+                return _needs_newer()
             line = getattr(exc, "lineno", None) or 1
             if isinstance(exc, SyntaxError) and _template(source.path, text or data.decode("utf-8", "replace"), line):
                 return Checked(note="skipped: a template of Python code (Jinja tags), not Python until rendered")
@@ -139,6 +139,8 @@ class PythonSession:
                 exports.update(analysis.own_returns())
                 scope = analysis.globals
         except SyntaxError as exc:  # a later part of a large module: the whole module is unparsable
+            if newer_syntax(data):  # not rewritten: the module is not parsed whole, to bound its memory
+                return _needs_newer()
             line, column = exc.lineno or 1, exc.offset or 1
             return Checked((_unparsable(source, line, max(column, 1), f"not valid Python: {exc.msg}"),))
         except RecursionError:
@@ -351,6 +353,11 @@ def _template(path: Path, text: str, line: int) -> bool:
     lines = _LINES.split(text)  # as the parser counts them (str.splitlines also breaks at a form feed)
     code = _LINE_STRINGS.sub("''", lines[line - 1]).partition("#")[0] if 0 < line <= len(lines) else ""
     return bool(_JINJA_STATEMENT.search(code) or _JINJA_EXPRESSION.search(code))
+
+
+def _needs_newer() -> Checked:
+    """The note of a module of a grammar newer than the interpreter's that is not checked."""
+    return Checked(note=f"skipped: needs a newer parser (valid Python {NEWEST}, not {_running()})")
 
 
 def _running() -> str:

@@ -769,6 +769,16 @@ class Interpreter(Statements):
                         return True
         return False
 
+    def fills_text(self, func: ast.expr, receiver: Value, scope: Scope) -> bool:
+        """Whether a call of a placeholder filler's name is a text's or a template's method (``text.format``,
+        ``super().format``, ``template.render``), which fills each placeholder by its name: not a function, nor a
+        method of the project's objects, whose body may list what it is given (``render(**fields)``)."""
+        return (
+            isinstance(func, ast.Attribute)
+            and not (isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"))
+            and not self.of_project(func, receiver, scope)
+        )
+
     def of_project(self, func: ast.expr, receiver: Value, scope: Scope) -> bool:
         """Whether a call names a class, or a method of an object of a class, of the project: its body says what
         it does with what it is given, whatever its name says (a vocabulary's ``Agent(prompt=...)`` may be a
@@ -1086,8 +1096,8 @@ class Interpreter(Statements):
         if callee == "get" and node.args and isinstance(constant(node.args[0]), str):
             receiver = self.part_of_parameter(receiver)  # state.get("case"): an item of it, as state["case"] is
         called = self.words.callee(callee)
-        if spread and callee in PLACEHOLDER_FILLERS:  # text.format(**values): each placeholder filled by its name
-            spread = [replace(value, origins=unkeyed(value).origins) for value in spread]
+        if spread and callee in PLACEHOLDER_FILLERS and self.fills_text(func, receiver, scope):
+            spread = [replace(value, origins=unkeyed(value).origins) for value in spread]  # each placeholder by name
         if self.must and callee in PLACEHOLDER_FILLERS and isinstance(func, ast.Attribute):
             held = self.held_placeholders(func, receiver, node, args, kwargs)
             if held is not None:
@@ -1287,7 +1297,7 @@ class Interpreter(Statements):
         if key and attr in MUTATORS:
             # a set holds the same items whatever order they come in (a loop's too); text a branch decided by the
             # clock adds is there only at some times
-            given = combine(*(self.decided_text(arg, value) for arg, value in zip(node.args, args, strict=False)))
+            given = combine(*(self.decided_text(arg, value, True) for arg, value in zip(node.args, args, strict=False)))
             added = element(given).origins if receiver.unordered else given.origins | self.order
             entries = _updated(receiver, attr, node, args, kwargs) if attr in ("setdefault", "update") else None
             changed = Value(receiver.origins | added, receiver.unordered, entries=entries)
@@ -1770,12 +1780,31 @@ def builtin(name: str, node: ast.Call, args: list[Value]) -> Value | None:
 
 def _looked_up(iterable: ast.expr) -> bool:
     """Whether ``next`` is given the items equal to a value (``next(t for t in tools if t.name == name)``): the one
-    a key names, in whatever order they are iterated."""
-    return isinstance(iterable, ast.GeneratorExp) and any(
-        isinstance(test, ast.Compare) and isinstance(test.ops[0], ast.Eq)
-        for generator in iterable.generators
-        for test in generator.ifs
-    )
+    a key names, in whatever order they are tried. Not a test of a part of the item that several may share
+    (``len(t) == 5``, ``t[0] == "s"``)."""
+    if not isinstance(iterable, ast.GeneratorExp):
+        return False
+    for generator in iterable.generators:
+        names = bound_names(generator.target)
+        for test in generator.ifs:
+            if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
+                left, right = test.left, test.comparators[0]
+                if (_names_item(left, names) and not _mentions(right, names)) or (
+                    _names_item(right, names) and not _mentions(left, names)
+                ):
+                    return True
+    return False
+
+
+def _names_item(node: ast.expr, names: frozenset[str]) -> bool:
+    """Whether ``node`` is an item a loop binds, or a field of it (``t``, ``t.name``, ``t.spec.name``)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name) and node.id in names
+
+
+def _mentions(node: ast.expr, names: frozenset[str]) -> bool:
+    return any(isinstance(part, ast.Name) and part.id in names for part in ast.walk(node))
 
 
 def _returns_a_set(function: Function) -> bool:

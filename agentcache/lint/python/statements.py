@@ -138,6 +138,9 @@ class Statements(ABC):
         self.deciding: frozenset[Origin] = frozenset()
         """The clocks, ids and draws the ``if`` statements being run test: text a branch writes itself (a literal,
         an f-string) is there only at some times, so it carries them (:meth:`decided_text`)."""
+        self.gating: frozenset[Origin] = frozenset()
+        """The clocks, ids and draws the ``if`` statements that skip the rest of a loop's body test (``if age >= TTL:
+        continue``): text the rest of the body adds to what outlives the iteration carries them."""
         self.arrivals = Arrivals()
         """The collections the module's concurrent tasks fill in the order they finish (the interpreter reads them)."""
 
@@ -198,14 +201,14 @@ class Statements(ABC):
         """Run a body's statements in order; whether it stopped at an ``if`` decided to run only a branch that
         returns or raises (nothing after it runs). The clocks an ``if`` that skips the rest of a loop's body tests
         decide what follows it in the block (:meth:`branches`), and no more."""
-        deciding = self.deciding
+        deciding, gating = self.deciding, self.gating
         for statement in body:
             self.statement(statement, scope, returns)
             if self.ended:
                 self.ended = False
-                self.deciding = deciding
+                self.deciding, self.gating = deciding, gating
                 return True
-        self.deciding = deciding
+        self.deciding, self.gating = deciding, gating
         return False
 
     def statement(self, node: ast.stmt, scope: Scope, returns: list[Value]) -> None:
@@ -234,7 +237,7 @@ class Statements(ABC):
             self.assign(node.target, value, scope, node.value)
 
     def augmented_assignment(self, node: ast.AugAssign, scope: Scope, returns: list[Value]) -> None:
-        old, new = self.read(node.target, scope), self.decided_text(node.value, self.expr(node.value, scope))
+        old, new = self.read(node.target, scope), self.decided_text(node.value, self.expr(node.value, scope), True)
         if self.order and isinstance(node.op, ast.Add) and not _count(node.value):
             new = Value(new.origins | self.order)  # built up across a loop's iterations, in its order (not a count)
             self.sinks.ordered_messages(node.value, self.order, self.items)  # messages += [{"role": "system"...}]
@@ -266,15 +269,17 @@ class Statements(ABC):
             self.sinks.tools_sink(node.value, self.made_here(value))
         returns.append(value)
 
-    def decided_text(self, node: ast.expr, value: Value) -> Value:
+    def decided_text(self, node: ast.expr, value: Value, gathered: bool = False) -> Value:
         """``value``, written as ``node``, with the clocks, ids and draws the ``if`` statements around it test, when
         it is text of the function's own (a string, an f-string: openakita's ``time_period = "night"`` under ``if
-        hour >= 22``), or after a comparison that only skips the rest of a loop's body (hazzel's MCP tools, listed
-        only for 30 s: ``if time.monotonic() - listed_at >= TTL: continue``): what a call returns (a cache refreshed
-        when it expires) is what it is whenever it is made."""
-        if not self.deciding or not _own_text(node):
+        hour >= 22``); ``gathered``, text added to what outlives a loop's iteration (appended, ``+=``), also with
+        those of a comparison that only skips the rest of the loop's body (hazzel's MCP tools, listed only for 30 s:
+        ``if time.monotonic() - listed_at >= TTL: continue``). What a call returns (a cache refreshed when it
+        expires) is what it is whenever it is made, and a text bound after such a skip is the same whenever it is."""
+        tested = self.deciding | self.gating if gathered else self.deciding
+        if not tested or not _own_text(node):
             return value
-        return Value(value.origins | self.deciding, value.unordered, value.text, value.shape)
+        return Value(value.origins | tested, value.unordered, value.text, value.shape)
 
     def made_here(self, value: Value, handed: ast.expr | None = None) -> Value:
         """``value`` with the origins made in the running function's body (at module level: all), and the
@@ -386,15 +391,15 @@ class Statements(ABC):
         bodies: list[Sequence[ast.stmt]]
         script: ast.If | None = None
         taken: bool | None = None  # a match's cases are never decided
-        deciding = after = self.deciding
+        deciding, gated = self.deciding, self.gating
         if isinstance(node, ast.If):
             tested = self.expr(node.test, scope)
             taken = self.decided(node.test, scope)
             if taken is None and tested.origins and _compares(node.test):
                 self.deciding = deciding | order_free(volatile(tested.origins))
                 if type(node.test) is ast.Compare and not node.orelse and _skips(node.body):
-                    # if age >= TTL: continue: what follows in the loop's body is there at some times only
-                    after = self.deciding
+                    # if age >= TTL: continue: what the rest of the loop's body adds is there at some times only
+                    gated = self.gating | order_free(volatile(tested.origins))
             bodies = [node.body, node.orelse] if taken is None else [node.body if taken else node.orelse]
             if not self.stack and _runs_as_script(node.test):
                 script = node
@@ -413,10 +418,12 @@ class Statements(ABC):
                 self.sinks.script = script if body is script.body else outer
             held = scope.lookup(alone) if alone is not None and isinstance(node, ast.If) and body is node.body else None
             if alone is not None and held is not None:  # if len(matches) == 1: matches[0], one item in one order
-                fork.vars[alone] = replace(held, origins=order_free(held.origins), unordered=None)
+                built = _iterated_into(self.stack[-1], alone) if self.stack else frozenset()
+                kept = frozenset(o for o in held.origins if o.kind != ORDER or (o.line, o.column) not in built)
+                fork.vars[alone] = replace(held, origins=kept)
             ends = self.block(body, fork, returns)
             forks.append(fork)
-        self.sinks.script, self.deciding = outer, after
+        self.sinks.script, self.deciding, self.gating = outer, deciding, gated
         self.ended = taken is not None and (ends or _exits(bodies[0]))  # the one branch run returns or raises
         if not self.must:
             scope.merge(*forks)
@@ -729,6 +736,7 @@ class Statements(ABC):
         outer, self.order = self.order, frozenset()  # a call's own collections are not the caller's loop's
         items, self.items = self.items, frozenset()
         deciding, self.deciding = self.deciding, frozenset()  # nor its texts the caller's branch's
+        gating, self.gating = self.gating, frozenset()
         outer_cut, self.cut = self.cut, False
         scope = Scope(self.globals)
         scope.vars.update(self.fields.get(id(function), {}))
@@ -746,7 +754,7 @@ class Statements(ABC):
                     else:
                         fields.pop(name, None)
         self.stack.pop()
-        self.order, self.items, self.deciding = outer, items, deciding
+        self.order, self.items, self.deciding, self.gating = outer, items, deciding, gating
         if self.must:  # what every path returns: falling off the end returns None
             result = meet(*returns, *([] if _exits(function.body) else [CLEAN])) if returns else CLEAN
         else:
@@ -779,6 +787,19 @@ def _only_item(test: ast.expr) -> str | None:
     if isinstance(counted.func, ast.Name) and counted.func.id == "len" and len(counted.args) == 1:
         return counted.args[0].id if isinstance(counted.args[0], ast.Name) else None
     return None
+
+
+def _iterated_into(function: Function, name: str) -> frozenset[tuple[int, int]]:
+    """Where what a function binds ``name`` to by a comprehension iterates (``matches = [k for k in servers if
+    ...]``: ``servers``), as (line, column): the order it takes there is the list's own, not its items'."""
+    return frozenset(
+        (generator.iter.lineno, generator.iter.col_offset)
+        for node in ast.walk(function)
+        if isinstance(node, ast.Assign)
+        and any(isinstance(target, ast.Name) and target.id == name for target in node.targets)
+        and isinstance(node.value, (ast.ListComp, ast.SetComp, ast.GeneratorExp))
+        for generator in node.value.generators
+    )
 
 
 def _skips(body: Sequence[ast.stmt]) -> bool:

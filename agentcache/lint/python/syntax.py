@@ -393,9 +393,10 @@ def held_reads(tree: ast.Module) -> frozenset[tuple[int, int]]:
     """Where the module's functions read what outlives their calls: an object's fields (``self.tags``,
     ``self.by_tag[tag]``, ``self.tags.get(t)``, ``self.registry.ids(tag)``) and the names the module binds at its top
     level that a function does not bind itself (``TOOLS``, ``REGISTRY[kind]``), as (line, column): the sites a set
-    held there is iterated at."""
+    held there is iterated at. Not a call of the object's own method (``self._canon(names)``): what it holds is
+    where that method reads it."""
     shared = {name for name, _ in top_level_bindings(tree)}
-    found = set()
+    found, calls = set(), set()
     for function in ast.walk(tree):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             continue
@@ -403,6 +404,8 @@ def held_reads(tree: ast.Module) -> frozenset[tuple[int, int]]:
         own = {node.id for node in nodes if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
         own.update(node.arg for node in nodes if isinstance(node, ast.arg))
         for node in nodes:
+            if isinstance(node, ast.Call) and of_self(node.func):
+                calls.add((node.lineno, node.col_offset))  # self._canon(names): what the method returns, given
             root = node
             while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
                 root = root.func if isinstance(root, ast.Call) else root.value
@@ -410,7 +413,7 @@ def held_reads(tree: ast.Module) -> frozenset[tuple[int, int]]:
                 (root.id == "self" and root is not node) or (root.id in shared and root.id not in own)
             ):
                 found.add((node.lineno, node.col_offset))  # type: ignore[attr-defined]
-    return frozenset(found)
+    return frozenset(found - calls)
 
 
 def of_self(node: ast.AST) -> bool:
