@@ -98,9 +98,9 @@ class PythonSession:
         try:
             encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
             text, trees, tree = _parsed(data.decode(encoding), source.display)
+        except _Newer:
+            return _needs_newer()
         except (SyntaxError, ValueError) as exc:
-            if isinstance(exc, SyntaxError) and newer_syntax(data):
-                return _needs_newer()
             line = getattr(exc, "lineno", None) or 1
             if isinstance(exc, SyntaxError) and _template(source.path, text or data.decode("utf-8", "replace"), line):
                 return Checked(note="skipped: a template of Python code (Jinja tags), not Python until rendered")
@@ -139,7 +139,7 @@ class PythonSession:
                 exports.update(analysis.own_returns())
                 scope = analysis.globals
         except SyntaxError as exc:  # a later part of a large module: the whole module is unparsable
-            if newer_syntax(data):  # not rewritten: the module is not parsed whole, to bound its memory
+            if _older(text) is not None:  # not rewritten: the module is not parsed whole, to bound its memory
                 return _needs_newer()
             line, column = exc.lineno or 1, exc.offset or 1
             return Checked((_unparsable(source, line, max(column, 1), f"not valid Python: {exc.msg}"),))
@@ -300,48 +300,43 @@ class _Relevant:
         )
 
 
+class _Newer(Exception):
+    """A module valid in a grammar newer than the interpreter's that is not rewritten for its parser."""
+
+
 def _parsed(text: str, display: str) -> tuple[str, Iterator[ast.Module], ast.Module]:
     """The text of a module, its trees (:func:`_trees`) and the first of them; of a module in a grammar newer than
     the interpreter's, its text rewritten for the interpreter's parser (:func:`~.older.older_text`). Raises the
-    syntax error of the text as written when neither parses."""
+    syntax error of the text as written when it is Python of no grammar, :class:`_Newer` when it is of a newer one
+    that the rewrite leaves unparsable."""
     try:
         trees = _trees(text, display)
         return text, trees, next(trees)
-    except SyntaxError as exc:
+    except SyntaxError:
         older = _older(text)
         if older is None:
             raise
-        error = exc
+    if older == text:
+        raise _Newer
     try:
         trees = _trees(older, display)
         return older, trees, next(trees)
     except SyntaxError:
-        raise error from None
+        raise _Newer from None
 
 
 def _older(text: str) -> str | None:
-    """:func:`~.older.older_text` with the newest grammar, when LibCST is installed (``agentcache[lint]``)."""
+    """A module's text that the interpreter's parser refuses, rewritten by :func:`~.older.older_text` with the
+    newest grammar (``agentcache[lint]``); None when it is Python of no grammar, or the interpreter's is the
+    newest. Without LibCST, an interpreter older than :data:`NEWEST` cannot tell new syntax from a syntax error: the
+    text as it is."""
+    if sys.version_info >= tuple(int(part) for part in NEWEST.split(".")):
+        return None
     try:
         from agentcache.lint.python.older import older_text
     except ImportError:
-        return None
+        return text
     return older_text(text, NEWEST)
-
-
-def newer_syntax(data: bytes) -> bool:
-    """Whether ``data`` is valid Python of a grammar newer than the running interpreter's, by LibCST's parser
-    (``agentcache[lint]``). Without it, an interpreter older than :data:`NEWEST` cannot tell, and says so."""
-    if sys.version_info >= tuple(int(part) for part in NEWEST.split(".")):
-        return False
-    try:
-        import libcst
-    except ImportError:
-        return True
-    try:
-        libcst.parse_module(data, config=libcst.PartialParserConfig(python_version=NEWEST))
-    except Exception:  # LibCST raises its ParserSyntaxError, and others on bytes it cannot decode
-        return False
-    return True
 
 
 def _template(path: Path, text: str, line: int) -> bool:

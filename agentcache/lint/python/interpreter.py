@@ -1804,6 +1804,7 @@ def _names_item(node: ast.expr, names: frozenset[str]) -> bool:
 
 
 def _mentions(node: ast.expr, names: frozenset[str]) -> bool:
+    """Whether ``node`` reads one of ``names`` anywhere in it (``len(t)``, ``t[0]``)."""
     return any(isinstance(part, ast.Name) and part.id in names for part in ast.walk(node))
 
 

@@ -42,9 +42,9 @@ def _untyped(node: _Generic) -> _Generic:
 
 
 def older_text(text: str, grammar: str) -> str | None:
-    """``text`` rewritten for the running interpreter's parser, or None when LibCST does not parse it with
-    ``grammar`` (a syntax error in any Python), or when the rewrite would move a line (a string over several lines
-    in a replacement field, type parameters written over several lines)."""
+    """``text`` rewritten for the running interpreter's parser; ``text`` as it is when the rewrite would move a line
+    (a string over several lines in a replacement field, type parameters written over several lines); None when
+    LibCST does not parse it with ``grammar`` (a syntax error in any Python)."""
     try:
         module = cst.parse_module(text, config=cst.PartialParserConfig(python_version=grammar))
     except Exception:  # LibCST raises its ParserSyntaxError, and others on text it cannot tokenize
@@ -52,8 +52,8 @@ def older_text(text: str, grammar: str) -> str | None:
     try:
         older = module.visit(_Older()).code
     except cst.CSTValidationError:  # a rewrite LibCST refuses to write (none is known): the module stays unchecked
-        return None
-    return older if len(older.splitlines()) == len(text.splitlines()) else None
+        return text
+    return older if len(older.splitlines()) == len(text.splitlines()) else text
 
 
 class _Older(cst.CSTTransformer):

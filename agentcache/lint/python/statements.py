@@ -411,16 +411,13 @@ class Statements(ABC):
         outer = self.sinks.script
         if script is not None and self.sinks.globals_read is None:
             self.sinks.globals_read = read_as_globals(self.nodes)
-        alone = _only_item(node.test) if isinstance(node, ast.If) else None
+        alone = self.one_item(node.test, scope) if isinstance(node, ast.If) else None
         for body in bodies:
             fork = scope.fork()
             if script is not None:  # the body is a script's: its names are the script's locals, not the module's
                 self.sinks.script = script if body is script.body else outer
-            held = scope.lookup(alone) if alone is not None and isinstance(node, ast.If) and body is node.body else None
-            if alone is not None and held is not None:  # if len(matches) == 1: matches[0], one item in one order
-                built = _iterated_into(self.stack[-1], alone) if self.stack else frozenset()
-                kept = frozenset(o for o in held.origins if o.kind != ORDER or (o.line, o.column) not in built)
-                fork.vars[alone] = replace(held, origins=kept)
+            if alone is not None and body is bodies[0] and taken is not False:
+                fork.vars[alone[0]] = alone[1]
             ends = self.block(body, fork, returns)
             forks.append(fork)
         self.sinks.script, self.deciding, self.gating = outer, deciding, gated
@@ -431,6 +428,18 @@ class Statements(ABC):
         going = [fork for fork, body in zip(forks, bodies, strict=True) if not _exits(body)]
         if going:  # a branch that returns or raises goes on nowhere after the statement
             scope.meet(*going)
+
+    def one_item(self, test: ast.expr, scope: Scope) -> tuple[str, Value] | None:
+        """What an ``if`` that tests a list to hold one item (``if len(matches) == 1:``) knows of it in its body:
+        the order the comprehension that built it iterated in is gone (one item comes in one order), not an order
+        the item holds (a text joined from a set)."""
+        name = _only_item(test)
+        held = scope.lookup(name) if name is not None else None
+        if name is None or held is None:
+            return None
+        built = _iterated_into(self.stack[-1], name) if self.stack else frozenset()
+        kept = frozenset(o for o in held.origins if o.kind != ORDER or (o.line, o.column) not in built)
+        return name, replace(held, origins=kept)
 
     def decided(self, test: ast.expr, scope: Scope) -> bool | None:
         """Whether an ``if`` on a parameter the running function never rebinds holds, where the parameter's value is
