@@ -32,7 +32,8 @@ of 2026-12-06 (commit 5e4eba0); ``thirtyfifth``, judged against the lint of 2026
 ``thirtyninth``, judged against the lint of 2026-12-07 (commit b2da2aa); ``fortieth``, judged against the lint of
 2026-12-07 (commit 82cc0b4); ``fortyfirst``, judged against the lint of 2026-12-07 (commit 7d997c9);
 ``fortysecond``, judged against the lint of 2026-12-07 (commit 521c0b7); ``fortythird``, judged against the lint
-of 2026-12-07 (commit 2dfb1d1); ``fortyfourth``, judged against the lint of 2026-12-07 (commit 82b74de).
+of 2026-12-07 (commit 2dfb1d1); ``fortyfourth``, judged against the lint of 2026-12-07 (commit 82b74de);
+``fortyfifth``, judged against the lint of 2026-12-07 (commit 1364638).
 Targets, per corpus: precision >= 90%, recall >= 80%, >= 300 files/s, peak RSS < 300 MB on a 4 MB file. Exits 1
 when a target is missed or a finding is unlabelled.
 
@@ -107,6 +108,7 @@ CORPORA = (
     "fortysecond",
     "fortythird",
     "fortyfourth",
+    "fortyfifth",
 )
 DEFAULT_CACHE = Path.home() / ".cache" / "agentcache" / "lint"
 PRECISION, RECALL, FILES_PER_SECOND, RSS_MB, BIG_FILE_MB = 0.90, 0.80, 300, 300, 4
@@ -157,6 +159,7 @@ FLOORS = {
     "fortysecond": (1.0, 1.0),
     "fortythird": (0.8, 1.0),
     "fortyfourth": (1.0, 1.0),
+    "fortyfifth": (1.0, 1.0),
 }
 #: Worker processes of the wall-clock run: the issue's target is for a 2-core machine.
 JOBS = 2

@@ -1264,9 +1264,76 @@ POSITIVE = {
                 system = self._render("other", topic=datetime.date.today())
                 return Anthropic().messages.create(model="m", system=system, messages=messages)  # expect: AC101
     """,
+    "fields_a_method_binds_for_the_methods_it_then_calls": """
+        from anthropic import Anthropic
+
+        class Planner:
+            def __init__(self, spec):
+                self.spec = spec
+                self.files = {}
+                self.context = {"files": []}
+
+            def _find_files(self):
+                words = set(self.spec.split())
+                return {path: ", ".join(w for w in words if w in path) for path in ("a/cli", "a/chat")}
+
+            def _format_files(self):
+                return "\\n".join(f"{path}: {note}" for path, note in self.files.items())
+
+            def _build_prompt(self):
+                return "Plan the change. Relevant files:\\n" + self._format_files()
+
+            def plan(self):
+                self.files = self._find_files()
+                system = self._build_prompt()
+                return Anthropic().messages.create(model="m", system=system, messages=[])  # expect: AC103
+
+            def _ask_prompt(self):
+                return "Ask about: " + ", ".join(self.context["files"])
+
+            def ask(self, text):
+                self.context["files"] = list(set(self.spec.split(",")))
+                system = self._ask_prompt()
+                return Anthropic().messages.create(
+                    model="m", system=system, messages=[{"role": "user", "content": text}]  # expect: AC103
+                )
+    """,
 }
 
 NEGATIVE = {
+    "tool_calls_kept_in_a_dict_named_for_a_run": """
+        import time
+
+        def collect(events, kwargs):
+            tools = {}
+            for event in events:
+                tools[event.id] = {"name": event.name, "started": time.time()}
+            kwargs["run_state"]["tools"] = tools
+            step = {}
+            step["tools"] = [{"name": event.name, "at": time.time()} for event in events]
+            return step
+    """,
+    "fields_a_method_binds_after_the_prompt_is_built_or_another_method_binds": """
+        from datetime import datetime
+
+        from anthropic import Anthropic
+
+        class Planner:
+            def __init__(self, spec):
+                self.spec = spec
+                self.stamp = "2024-01-01"
+
+            def _build(self):
+                return f"As of {self.stamp}, plan: {self.spec}"
+
+            def refresh(self):
+                self.stamp = datetime.now().isoformat()
+
+            def ask(self):
+                system = self._build()
+                self.stamp = datetime.now().isoformat()
+                return Anthropic().messages.create(model="m", system=system, messages=[])
+    """,
     "a_prompt_kept_while_it_is_young": """
         import time
 

@@ -33,6 +33,7 @@ from agentcache.lint.python.syntax import (
     returns_text,
     role_default,
     self_field,
+    starred,
     takes_arguments,
     targets_of,
     top_level_bindings,
@@ -930,11 +931,7 @@ class Interpreter(Statements):
                 items.append(self.expr(item, scope))
         if isinstance(node, ast.Tuple) and len(node.elts) == 2 and constant(node.elts[0]) in self.words.system_roles:
             self.sinks.system_tuple(node, items[1])
-        if (
-            isinstance(node, ast.Tuple)
-            and len(items) <= MAX_ITEMS
-            and not any(isinstance(e, ast.Starred) for e in node.elts)
-        ):
+        if isinstance(node, ast.Tuple) and len(items) <= MAX_ITEMS and not starred(node.elts):
             return Value(combine(*items).origins, items=tuple(items))
         return combine(*items)
 
@@ -969,7 +966,7 @@ class Interpreter(Statements):
         date), nor what it holds under keys no entry names; the config itself still holds them."""
         position = RUN_CONFIG_POSITIONS[callee]
         config = kwargs.get("config")
-        if config is None and len(node.args) > position and not any(isinstance(arg, ast.Starred) for arg in node.args):
+        if config is None and len(node.args) > position and not starred(node.args):
             config = args[position]
         configurable = dict(config.entries or ()).get("configurable") if config is not None else None
         if configurable is None:
@@ -1129,9 +1126,7 @@ class Interpreter(Statements):
             if name in AS_FINISHED:
                 return Value(combine(*args).origins, Origin.at(node, ARRIVAL))
             if (
-                name == "asyncio.gather"
-                and len(args) <= MAX_ITEMS
-                and not any(isinstance(arg, ast.Starred) for arg in node.args)
+                name == "asyncio.gather" and len(args) <= MAX_ITEMS and not starred(node.args)
             ):  # each result where its awaitable was given
                 return Value(combine(*args).origins, items=tuple(args))
             if name == "random.shuffle" and node.args:
@@ -1319,7 +1314,7 @@ class Interpreter(Statements):
             and not self.words.binds(attr)
             and (own := self.own_method(attr)) is not None
         ):  # a binder's body (the framework's own) is how what it is given is sent: reported at the call
-            return self.inline(own, node, args, kwargs, skip_self=True, spread=spread)
+            return self.inline(own, node, args, kwargs, skip_self=True, spread=spread, state=self.state(scope))
         if (factory := self.factory_method(func, scope)) is not None and not self.words.binds(attr):
             called_on = Value(cls=f"{self.module}.{func.value.id}") if isinstance(func.value, ast.Name) else None
             return self.inline(factory, node, args, kwargs, skip_self=True, spread=spread, owner=called_on)
@@ -1638,7 +1633,7 @@ class Interpreter(Statements):
     def join_text(self, separator: str, node: ast.Call, iterable: Value, scope: Scope) -> Value:
         """``SEP.join([...])`` of a literal list is laid out like concatenation; of anything else, a whole."""
         site = node.args[0]
-        if isinstance(site, (ast.List, ast.Tuple)) and not any(isinstance(e, ast.Starred) for e in site.elts):
+        if isinstance(site, (ast.List, ast.Tuple)) and not starred(site.elts):
             parts: list[Value] = []
             for index, item in enumerate(site.elts):
                 if index:
@@ -1694,21 +1689,21 @@ class Interpreter(Statements):
         skip_self: bool,
         spread: Sequence[Value] = (),
         owner: Value | None = None,
+        state: dict[str, Value] | None = None,
     ) -> Value | None:
         """The return value of a module function called with these values (None: calls it cannot follow, which
         unpack a sequence into its positional parameters). The dicts unpacked into its keywords (``spread``:
         ``**options``) fill the parameters their entries name, and its ``**kwargs`` holds them with the keywords
         no parameter is named by (``self._gather(context, **kwargs)`` that returns ``dict(kwargs)``). ``owner``:
-        what the first parameter it skips is bound to (a class method's ``cls``, the class it is called on)."""
-        if any(isinstance(arg, ast.Starred) for arg in node.args) or len(spread) != sum(
-            kw.arg is None for kw in node.keywords
-        ):
+        what the first parameter it skips is bound to (a class method's ``cls``, the class it is called on).
+        ``state``: the fields of ``self`` the calling method set (:meth:`state`), which the method called reads."""
+        if starred(node.args) or len(spread) != sum(kw.arg is None for kw in node.keywords):
             return None
         spec = function.args
         static = skip_self and any(last_name(decorator) == "staticmethod" for decorator in function.decorator_list)
         positional = [arg.arg for arg in (*spec.posonlyargs, *spec.args)][1 if skip_self and not static else 0 :]
         named = {arg.arg for arg in (*spec.args, *spec.kwonlyargs)}
-        bindings = dict(zip(positional, args, strict=False))
+        bindings = {**(state or {}), **dict(zip(positional, args, strict=False))}
         if owner is not None and skip_self and not static and spec.args:
             bindings[spec.args[0].arg] = owner
         for mapping in spread:
@@ -1722,6 +1717,25 @@ class Interpreter(Statements):
             if any(value.origins or value.entries for value in rest):
                 bindings[spec.kwarg.arg] = Value(combine(*rest).origins, entries=merged(*rest))
         return self.invoke(function, bindings)
+
+    def state(self, scope: Scope) -> dict[str, Value]:
+        """The fields of ``self`` the running method bound (:meth:`binds`), or was given so bound, to something
+        else than its class's (``self.files = self._find_files()`` before ``self._build_prompt()``): what its own
+        methods it then calls read of them."""
+        if not self.stack:
+            return {}
+        fields = self.fields.get(id(self.stack[-1]), {})
+        found: dict[str, Value] = {}
+        current: Scope | None = scope
+        while current is not None and current is not self.globals:
+            for key, value in current.vars.items():
+                if key not in found and value is not fields.get(key) and key.startswith("self."):
+                    found[key] = value  # (a field not bound again is what the class's fields hold, as it is)
+            current = current.parent
+        if not found:
+            return found
+        bound = self.binds(self.stack[-1]) | self.given_fields[-1]
+        return {key: value for key, value in found.items() if key in bound and value != fields.get(key, CLEAN)}
 
     def qualname(self, node: ast.expr, scope: Scope) -> str | None:
         """The imported name a call target refers to (``dt.datetime.now`` -> ``datetime.datetime.now``)."""
@@ -1984,7 +1998,7 @@ def format_call(
 ) -> Value | None:
     """``TEMPLATE.format(...)`` laid out field by field, so AC105 sees where each value lands. ``bags``: the dicts
     it is given whole (``format(**variables)``, ``format_map(variables)``), of which each field reads its key."""
-    if any(isinstance(arg, ast.Starred) for arg in node.args):
+    if starred(node.args):
         return None
     parts: list[Value] = []
     automatic = 0

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agentcache.lint.python.syntax import imports
+from agentcache.lint.python.syntax import imports, unpacks
 from agentcache.lint.python.templates import TemplateFiles
 from agentcache.lint.python.values import Value, combine, export_kind, join, kind_rank, read_export, under
 from agentcache.lint.python.vocabulary import VOCABULARY, Vocabulary
@@ -89,7 +89,7 @@ class Summary:
         """What the call returns: the arguments of the parameters that reach the result, and what it returns on
         its own (unless ``own`` is False: the template the call names prints none of :attr:`offers`). None for a
         call that unpacks its arguments (``*args``, ``**kwargs``): which parameter each fills is not known."""
-        if _unpacks(node):
+        if unpacks(node):
             return None
         given = dict(kwargs)
         for index, value in enumerate(args):
@@ -126,7 +126,7 @@ class Sent:
     def arguments(self, node: ast.Call, args: list[Value], kwargs: dict[str, Value]) -> list[tuple[ast.expr, Value]]:
         """(argument, its value) of each argument the call gives a parameter that is sent; none when it unpacks its
         arguments (which parameter each fills is not known)."""
-        if _unpacks(node):
+        if unpacks(node):
             return []
         found = [
             (arg, value)
@@ -134,11 +134,6 @@ class Sent:
             if _parameter(self.positional, self.varargs, index) in self.names
         ]
         return found + [(kw.value, kwargs[kw.arg]) for kw in node.keywords if kw.arg in self.names]
-
-
-def _unpacks(node: ast.Call) -> bool:
-    """Whether a call unpacks arguments (``*args``, ``**kwargs``) into the parameters it fills."""
-    return any(isinstance(arg, ast.Starred) for arg in node.args) or any(kw.arg is None for kw in node.keywords)
 
 
 def _parameter(positional: tuple[str, ...], varargs: str, index: int) -> str:

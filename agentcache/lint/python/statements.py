@@ -19,10 +19,12 @@ from agentcache.lint.python.syntax import (
     bound_names,
     constant,
     dotted,
+    holder,
     last_name,
     private_functions,
     read_as_globals,
     rebuilt_before_read,
+    self_field,
     statements,
     targets_of,
     unpacked,
@@ -102,6 +104,11 @@ class Statements(ABC):
         self.shadowed: dict[str, set[str]] = {}
         """Top-level class (by name) -> the fields its body declares again or its ``__init__`` binds (``self.x``):
         what an imported base exports for them is not theirs."""
+        self.given_fields: list[frozenset[str]] = []
+        """For each function running (:attr:`stack`), the fields of ``self`` its caller bound and gave it
+        (:meth:`~agentcache.lint.python.interpreter.Interpreter.state`)."""
+        self.bound_fields: dict[int, frozenset[str]] = {}
+        """Method (by id) -> the fields of ``self`` it binds (:meth:`binds`)."""
         self.instance_fields: dict[str, dict[str, Value]] = {}
         """Top-level class (by name) -> the ``self.x`` its body and ``__init__`` set that may differ: exported."""
         self.unbound: dict[int, frozenset[str]] = {}
@@ -627,7 +634,7 @@ class Statements(ABC):
                 order = keyed(self.order) if name is None else frozenset()  # order when it is not a constant
                 self.changed(target.value, Value(value.origins | order), scope)
             if isinstance(name, str) and not (key and self.sinks.records(key)):
-                self.sinks.item_sink(name, source, value)
+                self.sinks.item_sink(name, source, value, holder(target.value))
         elif isinstance(target, (ast.Tuple, ast.List)):
             pairs = unpacked(target, source)
             items = value.items
@@ -713,10 +720,26 @@ class Statements(ABC):
         rest = value.origins - stored
         return tuple(Value(item.origins | rest) if rest else item for item in known)
 
+    def binds(self, method: Function) -> frozenset[str]:
+        """The fields of ``self`` ``method`` binds, whole or by key (``self.files = ...``, ``self.context[k] = ...``),
+        not those it only adds to (``self.messages.append(message)``), asked once per method."""
+        known = self.bound_fields.get(id(method))
+        if known is None:
+            found = set()
+            for node in ast.walk(method):
+                if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                    for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                        name = self_field(target.value if isinstance(target, ast.Subscript) else target)
+                        if name is not None:
+                            found.add(f"self.{name}")
+            known = self.bound_fields[id(method)] = frozenset(found)
+        return known
+
     def passed(self, bindings: dict[str, Value]) -> Value:
-        """What a call not followed returns: all it is given, but a parameter's own value in a run that looks for
-        the parameters sent (:attr:`Sinks.parameters`): that the call passes it on is not known."""
-        value = combine(*bindings.values())
+        """What a call not followed returns: all it is given (not the fields of ``self`` its caller set, which it
+        may not read), but a parameter's own value in a run that looks for the parameters sent
+        (:attr:`Sinks.parameters`): that the call passes it on is not known."""
+        value = combine(*(value for name, value in bindings.items() if not name.startswith("self.")))
         if self.sinks.parameters is None or not value.origins:
             return value
         return Value(frozenset(origin for origin in value.origins if origin.kind != PARAM))
@@ -749,6 +772,9 @@ class Statements(ABC):
         outer_cut, self.cut = self.cut, False
         scope = Scope(self.globals)
         scope.vars.update(self.fields.get(id(function), {}))
+        given = {name: value for name, value in bindings.items() if name.startswith("self.")}
+        scope.vars.update(given)
+        self.given_fields.append(frozenset(given))
         spec = function.args
         for arg in (*spec.posonlyargs, *spec.args, *spec.kwonlyargs, spec.vararg, spec.kwarg):
             if arg is not None:
@@ -763,6 +789,7 @@ class Statements(ABC):
                     else:
                         fields.pop(name, None)
         self.stack.pop()
+        self.given_fields.pop()
         self.order, self.items, self.deciding, self.gating = outer, items, deciding, gating
         if self.must:  # what every path returns: falling off the end returns None
             result = meet(*returns, *([] if _exits(function.body) else [CLEAN])) if returns else CLEAN

@@ -55,6 +55,16 @@ def last_name(node: ast.expr) -> str | None:
     return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
 
 
+def starred(nodes: Iterable[ast.expr]) -> bool:
+    """Whether any of ``nodes`` is ``*x``, after which no position is known."""
+    return any(isinstance(node, ast.Starred) for node in nodes)
+
+
+def unpacks(call: ast.Call) -> bool:
+    """Whether a call unpacks arguments (``*args``, ``**kwargs``) into the parameters it fills."""
+    return starred(call.args) or any(kw.arg is None for kw in call.keywords)
+
+
 def callable_without_arguments(function: Function, bound: int = 0) -> bool:
     """Whether ``function`` can be called with no arguments but its ``bound`` first ones (a method's ``self``)."""
     spec = function.args
@@ -179,7 +189,7 @@ def unpacked(target: ast.Tuple | ast.List, source: ast.expr | None) -> list[tupl
     if (
         isinstance(source, (ast.Tuple, ast.List))
         and len(source.elts) == len(target.elts)
-        and not any(isinstance(e, ast.Starred) for e in (*source.elts, *target.elts))
+        and not starred((*source.elts, *target.elts))
     ):
         return list(zip(target.elts, source.elts, strict=True))
     return [(element, None) for element in target.elts]
@@ -445,6 +455,15 @@ def _binds_self(statement: ast.stmt, attribute: str) -> bool:
     return any(self_field(target) == attribute for target in targets)
 
 
+def holder(node: ast.expr) -> str | None:
+    """The name of the dict an item is stored in: its variable's or field's (``state``, ``self.state``), or the
+    key it is stored under in another (``kwargs["run_state"]``)."""
+    if isinstance(node, ast.Subscript):
+        key = constant(node.slice)
+        return key if isinstance(key, str) else None
+    return last_name(node)
+
+
 def self_field(target: ast.expr) -> str | None:
     """The field an expression (an assignment's target) is of ``self`` (``self.tools``: ``tools``), else None."""
     return target.attr if isinstance(target, ast.Attribute) and of_self(target) else None
@@ -669,7 +688,7 @@ def _literal_arguments(function: Function, call: ast.Call, method: bool) -> dict
     """The parameters ``call`` gives ``function`` a literal for (by type and value: ``True`` is not ``1``), given or
     by default; None when it unpacks arguments, which may give any, or calls a method otherwise than on an object
     (``Base._build(self, ...)``, the object given first)."""
-    if any(isinstance(arg, ast.Starred) for arg in call.args) or any(kw.arg is None for kw in call.keywords):
+    if unpacks(call):
         return None
     receiver = call.func.value if isinstance(call.func, ast.Attribute) else None
     if method != (receiver is not None) or (isinstance(receiver, ast.Name) and receiver.id[:1].isupper()):
