@@ -1264,6 +1264,40 @@ POSITIVE = {
                 system = self._render("other", topic=datetime.date.today())
                 return Anthropic().messages.create(model="m", system=system, messages=messages)  # expect: AC101
     """,
+    "a_field_sorted_before_one_call_of_a_method_and_not_before_another": """
+        from anthropic import Anthropic
+
+        class Planner:
+            def __init__(self, names):
+                self.files = set(names)
+
+            def plan(self):
+                self.files = sorted(self.files)
+                return self._ask()
+
+            def _ask(self):
+                system = "Files: " + ", ".join(self.files)
+                return Anthropic().messages.create(model="m", system=system, messages=[])  # expect: AC103
+
+            def other(self):
+                return self._ask()
+    """,
+    "a_field_bound_by_unpacking_before_a_method_is_called": """
+        from datetime import datetime
+
+        from anthropic import Anthropic
+
+        class Assistant:
+            def __init__(self):
+                self.system, self.notes = "You are helpful.", ""
+
+            def _send(self):
+                return Anthropic().messages.create(model="m", system=self.system, messages=[])  # expect: AC101
+
+            def ask(self):
+                self.system, self.notes = f"Now: {datetime.now()}", "x"
+                return self._send()
+    """,
     "fields_a_method_binds_for_the_methods_it_then_calls": """
         from anthropic import Anthropic
 
@@ -1301,18 +1335,6 @@ POSITIVE = {
 }
 
 NEGATIVE = {
-    "tool_calls_kept_in_a_dict_named_for_a_run": """
-        import time
-
-        def collect(events, kwargs):
-            tools = {}
-            for event in events:
-                tools[event.id] = {"name": event.name, "started": time.time()}
-            kwargs["run_state"]["tools"] = tools
-            step = {}
-            step["tools"] = [{"name": event.name, "at": time.time()} for event in events]
-            return step
-    """,
     "fields_a_method_binds_after_the_prompt_is_built_or_another_method_binds": """
         from datetime import datetime
 

@@ -33,6 +33,7 @@ from agentcache.lint.python.syntax import (
     returns_text,
     role_default,
     self_field,
+    self_uses,
     starred,
     takes_arguments,
     targets_of,
@@ -167,6 +168,9 @@ class Interpreter(Statements):
         """Class (by dotted name) -> the role it gives its objects when not given one (:meth:`class_role`)."""
         self.local_classes = {f"{module}.{name}": name for name in self.classes}
         """The module's classes by dotted name (:attr:`Value.cls`) -> their name here."""
+        self.self_reads: dict[int, frozenset[str]] = {}
+        """Method (by id) -> the fields of ``self`` it reads, itself or through its class's methods
+        (:meth:`reads_on_self`)."""
         self.method_classes: dict[int, ast.ClassDef] | None = None
         """Method (by id) -> the module's class that defines it (:meth:`own_method`), made once asked."""
         self.resolved: dict[tuple[int, str], Function | None] = {}
@@ -710,6 +714,10 @@ class Interpreter(Statements):
 
     def running_class(self) -> ast.ClassDef | None:
         """The module's class whose method is running (None: a function that is no method, or none runs)."""
+        return self.class_of(self.stack[-1]) if self.stack else None
+
+    def class_of(self, function: Function) -> ast.ClassDef | None:
+        """The module's class that defines ``function`` (None: no method of one)."""
         if self.method_classes is None:
             self.method_classes = {
                 id(item): node
@@ -717,7 +725,26 @@ class Interpreter(Statements):
                 for item in node.body
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
             }
-        return self.method_classes.get(id(self.stack[-1])) if self.stack else None
+        return self.method_classes.get(id(function))
+
+    def reads_on_self(self, method: Function) -> frozenset[str]:
+        """The fields of ``self`` ``method`` reads, itself or through the methods of its class it calls on ``self``
+        (``self._format_files()``): those of the state it is given (:meth:`state`) it may use."""
+        known = self.self_reads.get(id(method))
+        if known is None:
+            self.self_reads[id(method)] = frozenset()  # a method it calls that calls it back
+            cls = self.class_of(method)
+            own = {
+                item.name: item
+                for item in (cls.body if cls is not None else ())
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+            }
+            uses = self_uses(method)
+            read = uses.read
+            for name in uses.called & own.keys():
+                read |= self.reads_on_self(own[name])
+            known = self.self_reads[id(method)] = read
+        return known
 
     def made_by_cls(self, func: ast.expr, scope: Scope) -> str | None:
         """The class ``cls(...)`` makes an object of in a class method of the module's class (an alternate
@@ -1314,7 +1341,7 @@ class Interpreter(Statements):
             and not self.words.binds(attr)
             and (own := self.own_method(attr)) is not None
         ):  # a binder's body (the framework's own) is how what it is given is sent: reported at the call
-            return self.inline(own, node, args, kwargs, skip_self=True, spread=spread, state=self.state(scope))
+            return self.inline(own, node, args, kwargs, skip_self=True, spread=spread, state=self.state(scope, own))
         if (factory := self.factory_method(func, scope)) is not None and not self.words.binds(attr):
             called_on = Value(cls=f"{self.module}.{func.value.id}") if isinstance(func.value, ast.Name) else None
             return self.inline(factory, node, args, kwargs, skip_self=True, spread=spread, owner=called_on)
@@ -1718,10 +1745,10 @@ class Interpreter(Statements):
                 bindings[spec.kwarg.arg] = Value(combine(*rest).origins, entries=merged(*rest))
         return self.invoke(function, bindings)
 
-    def state(self, scope: Scope) -> dict[str, Value]:
-        """The fields of ``self`` the running method bound (:meth:`binds`), or was given so bound, to something
-        else than its class's (``self.files = self._find_files()`` before ``self._build_prompt()``): what its own
-        methods it then calls read of them."""
+    def state(self, scope: Scope, method: Function) -> dict[str, Value]:
+        """The fields of ``self`` the running method bound (:func:`~.syntax.self_uses`), or was given so bound, to
+        something else than its class's (``self.files = self._find_files()`` before ``self._build_prompt()``): what
+        its own methods it then calls read of them, those ``method``, the one called, reads (:meth:`reads_on_self`)."""
         if not self.stack:
             return {}
         fields = self.fields.get(id(self.stack[-1]), {})
@@ -1734,8 +1761,12 @@ class Interpreter(Statements):
             current = current.parent
         if not found:
             return found
-        bound = self.binds(self.stack[-1]) | self.given_fields[-1]
-        return {key: value for key, value in found.items() if key in bound and value != fields.get(key, CLEAN)}
+        bound, read = self_uses(self.stack[-1]).bound | self.given_fields[-1], self.reads_on_self(method)
+        return {
+            key: value
+            for key, value in found.items()
+            if key in bound and key[5:] in read and value != fields.get(key, CLEAN)
+        }
 
     def qualname(self, node: ast.expr, scope: Scope) -> str | None:
         """The imported name a call target refers to (``dt.datetime.now`` -> ``datetime.datetime.now``)."""

@@ -17,7 +17,7 @@ from agentcache.lint.python.rules import (
     Report,
     message,
 )
-from agentcache.lint.python.syntax import Function, constant, entry_at, escaping, holder, last_name, unsent_messages
+from agentcache.lint.python.syntax import Function, constant, entry_at, escaping, last_name, unsent_messages
 from agentcache.lint.python.values import (
     CLOCK,
     KEY_ORDER,
@@ -303,13 +303,10 @@ class Sinks:
             ):
                 self.keyword_sink(name, item, entries[name])
 
-    def item_sink(self, key: str, node: ast.expr | None, value: Value, owner: str | None = None) -> None:
+    def item_sink(self, key: str, node: ast.expr | None, value: Value) -> None:
         """An item stored in a dict under a constant key: under the keyword of a tool list or an output schema, as
         in a dict display (``kwargs["response_format"] = schema``: :meth:`mapping_sinks`), else as a name that
-        says system prompt or tools (``state["system_prompt"]``). Not in a dict whose name (``owner``) says it
-        records what happened (``kwargs["run_state"]["tools"] = tools``: the tool calls of a run)."""
-        if owner is not None and self.words.is_record(owner):
-            return
+        says system prompt or tools (``state["system_prompt"]``)."""
         if node is not None and self.words.lists(key):
             self.keyword_sink(key, node, value)
         else:
@@ -420,13 +417,9 @@ class Sinks:
         token estimate), keeps nothing of its order (``sorted``, ``all_tools.update(tools)``) or reads a part of it
         (``getattr(tools, name)``), a report, a record's constructor (``ResponseConfigOverview(active_tools=...)``,
         what a dashboard shows); or whether a place a value is stored in (an assignment's target, a dict's key)
-        holds a policy over tools, applied by membership (``profile["allowed_tools"] = tools``), or a record of what
-        happened (``kwargs["run_state"]["tools"] = tools``: the tool calls of a run)."""
+        holds a policy over tools, applied by membership (``profile["allowed_tools"] = tools``)."""
         if isinstance(node, (ast.Subscript, ast.Attribute, ast.Constant)):
             if isinstance(node, ast.Subscript):
-                record = holder(node.value)
-                if record is not None and self.words.is_record(record):
-                    return True
                 place = constant(node.slice)  # profile["allowed_tools"]
             elif isinstance(node, ast.Attribute):
                 place = node.attr  # profile.allowed_tools

@@ -19,12 +19,10 @@ from agentcache.lint.python.syntax import (
     bound_names,
     constant,
     dotted,
-    holder,
     last_name,
     private_functions,
     read_as_globals,
     rebuilt_before_read,
-    self_field,
     statements,
     targets_of,
     unpacked,
@@ -107,8 +105,6 @@ class Statements(ABC):
         self.given_fields: list[frozenset[str]] = []
         """For each function running (:attr:`stack`), the fields of ``self`` its caller bound and gave it
         (:meth:`~agentcache.lint.python.interpreter.Interpreter.state`)."""
-        self.bound_fields: dict[int, frozenset[str]] = {}
-        """Method (by id) -> the fields of ``self`` it binds (:meth:`binds`)."""
         self.instance_fields: dict[str, dict[str, Value]] = {}
         """Top-level class (by name) -> the ``self.x`` its body and ``__init__`` set that may differ: exported."""
         self.unbound: dict[int, frozenset[str]] = {}
@@ -634,7 +630,7 @@ class Statements(ABC):
                 order = keyed(self.order) if name is None else frozenset()  # order when it is not a constant
                 self.changed(target.value, Value(value.origins | order), scope)
             if isinstance(name, str) and not (key and self.sinks.records(key)):
-                self.sinks.item_sink(name, source, value, holder(target.value))
+                self.sinks.item_sink(name, source, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             pairs = unpacked(target, source)
             items = value.items
@@ -720,21 +716,6 @@ class Statements(ABC):
         rest = value.origins - stored
         return tuple(Value(item.origins | rest) if rest else item for item in known)
 
-    def binds(self, method: Function) -> frozenset[str]:
-        """The fields of ``self`` ``method`` binds, whole or by key (``self.files = ...``, ``self.context[k] = ...``),
-        not those it only adds to (``self.messages.append(message)``), asked once per method."""
-        known = self.bound_fields.get(id(method))
-        if known is None:
-            found = set()
-            for node in ast.walk(method):
-                if isinstance(node, (ast.Assign, ast.AnnAssign)):
-                    for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
-                        name = self_field(target.value if isinstance(target, ast.Subscript) else target)
-                        if name is not None:
-                            found.add(f"self.{name}")
-            known = self.bound_fields[id(method)] = frozenset(found)
-        return known
-
     def passed(self, bindings: dict[str, Value]) -> Value:
         """What a call not followed returns: all it is given (not the fields of ``self`` its caller set, which it
         may not read), but a parameter's own value in a run that looks for the parameters sent
@@ -749,8 +730,11 @@ class Statements(ABC):
         starts with the ``self.x`` its class's ``__init__`` set, and ``fields`` collects those an ``__init__`` sets.
         A run deep in a chain of calls that cut a call short (:data:`MAX_CALL_DEPTH`) is remembered with the depth
         it had, and run again where it can follow more: its sinks then see what they are sent."""
-        known_values = sorted((item for item in bindings.items() if item[1] != CLEAN), key=lambda item: item[0])
-        key = (id(function), tuple(known_values))  # a parameter bound to CLEAN is one not given
+        known_values = sorted(
+            (item for item in bindings.items() if item[1] != CLEAN or item[0].startswith("self.")),
+            key=lambda item: item[0],
+        )
+        key = (id(function), tuple(known_values))  # a parameter bound to CLEAN is one not given (a field is given)
         depth = self.reach - len(self.stack)
         known = self.memo.get(key) if fields is None else None  # a run that collects fields runs the body
         if known is not None and known[1] >= depth:

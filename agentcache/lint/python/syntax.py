@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import ast
 import functools
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from typing import NamedTuple
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -455,13 +456,43 @@ def _binds_self(statement: ast.stmt, attribute: str) -> bool:
     return any(self_field(target) == attribute for target in targets)
 
 
-def holder(node: ast.expr) -> str | None:
-    """The name of the dict an item is stored in: its variable's or field's (``state``, ``self.state``), or the
-    key it is stored under in another (``kwargs["run_state"]``)."""
-    if isinstance(node, ast.Subscript):
-        key = constant(node.slice)
-        return key if isinstance(key, str) else None
-    return last_name(node)
+class SelfUses(NamedTuple):
+    """How a method uses ``self`` (:func:`self_uses`)."""
+
+    bound: frozenset[str]
+    """The fields it binds, whole or by key (``self.files = ...``, ``self.context[k] = ...``, ``self.a, self.b =
+    ...``), as ``self.files``; not those it only adds to (``self.messages.append(message)``, ``+=``)."""
+    read: frozenset[str]
+    """The fields it reads (``self.files``: ``files``)."""
+    called: frozenset[str]
+    """The methods it calls on ``self`` (``self._build_prompt()``: ``_build_prompt``)."""
+
+
+@functools.lru_cache(maxsize=4096)
+def self_uses(method: Function) -> SelfUses:
+    """How ``method`` uses ``self``, walked once for all who ask: the fields of ``self`` a method binds and then
+    calls its own methods with, and which of them these read (the interpreter's ``state``)."""
+    bound, read, called = set(), set(), set()
+    for node in ast.walk(method):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for target in _bound_places(node.targets if isinstance(node, ast.Assign) else [node.target]):
+                name = self_field(target.value if isinstance(target, ast.Subscript) else target)
+                if name is not None:
+                    bound.add(f"self.{name}")
+        elif isinstance(node, ast.Attribute) and of_self(node):
+            read.add(node.attr)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and of_self(node.func):
+            called.add(node.func.attr)
+    return SelfUses(frozenset(bound), frozenset(read), frozenset(called))
+
+
+def _bound_places(targets: Sequence[ast.expr]) -> Iterator[ast.expr]:
+    """Each place an assignment's targets bind, those of a tuple or list unpacked one by one (``self.a, *rest``)."""
+    for target in targets:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            yield from _bound_places(target.elts)
+        else:
+            yield target.value if isinstance(target, ast.Starred) else target
 
 
 def self_field(target: ast.expr) -> str | None:
