@@ -18,6 +18,7 @@ from agentcache.lint.python.sinks import TOOL_LIST, is_call_record, is_tool_call
 from agentcache.lint.python.statements import MAX_CALL_DEPTH, Memo, Statements, declares_set, set_fields
 from agentcache.lint.python.syntax import (
     Function,
+    SelfUses,
     bases_of,
     bound_names,
     callable_without_arguments,
@@ -168,6 +169,9 @@ class Interpreter(Statements):
         """Class (by dotted name) -> the role it gives its objects when not given one (:meth:`class_role`)."""
         self.local_classes = {f"{module}.{name}": name for name in self.classes}
         """The module's classes by dotted name (:attr:`Value.cls`) -> their name here."""
+        self.self_uses: dict[int, SelfUses] = {}
+        """Method (by id) -> how it uses ``self`` (:meth:`uses`), once asked: kept with the module's analysis, not
+        beyond it, so that no module's trees outlive its check."""
         self.self_reads: dict[int, frozenset[str]] = {}
         """Method (by id) -> the fields of ``self`` it reads, itself or through its class's methods
         (:meth:`reads_on_self`)."""
@@ -727,6 +731,13 @@ class Interpreter(Statements):
             }
         return self.method_classes.get(id(function))
 
+    def uses(self, method: Function) -> SelfUses:
+        """How ``method`` uses ``self`` (:func:`~.syntax.self_uses`), walked once per method."""
+        known = self.self_uses.get(id(method))
+        if known is None:
+            known = self.self_uses[id(method)] = self_uses(method)
+        return known
+
     def reads_on_self(self, method: Function) -> frozenset[str]:
         """The fields of ``self`` ``method`` reads, itself or through the methods of its class it calls on ``self``
         (``self._format_files()``): those of the state it is given (:meth:`state`) it may use."""
@@ -739,7 +750,7 @@ class Interpreter(Statements):
                 for item in (cls.body if cls is not None else ())
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
             }
-            uses = self_uses(method)
+            uses = self.uses(method)
             read = uses.read
             for name in uses.called & own.keys():
                 read |= self.reads_on_self(own[name])
@@ -1746,7 +1757,7 @@ class Interpreter(Statements):
         return self.invoke(function, bindings)
 
     def state(self, scope: Scope, method: Function) -> dict[str, Value]:
-        """The fields of ``self`` the running method bound (:func:`~.syntax.self_uses`), or was given so bound, to
+        """The fields of ``self`` the running method bound (:meth:`uses`), or was given so bound, to
         something else than its class's (``self.files = self._find_files()`` before ``self._build_prompt()``): what
         its own methods it then calls read of them, those ``method``, the one called, reads (:meth:`reads_on_self`)."""
         if not self.stack:
@@ -1761,7 +1772,7 @@ class Interpreter(Statements):
             current = current.parent
         if not found:
             return found
-        bound, read = self_uses(self.stack[-1]).bound | self.given_fields[-1], self.reads_on_self(method)
+        bound, read = self.uses(self.stack[-1]).bound | self.given_fields[-1], self.reads_on_self(method)
         return {
             key: value
             for key, value in found.items()

@@ -468,14 +468,13 @@ class SelfUses(NamedTuple):
     """The methods it calls on ``self`` (``self._build_prompt()``: ``_build_prompt``)."""
 
 
-@functools.lru_cache(maxsize=4096)
 def self_uses(method: Function) -> SelfUses:
-    """How ``method`` uses ``self``, walked once for all who ask: the fields of ``self`` a method binds and then
-    calls its own methods with, and which of them these read (the interpreter's ``state``)."""
+    """How ``method`` uses ``self``: the fields of ``self`` a method binds and then calls its own methods with, and
+    which of them these read (the interpreter's ``state``)."""
     bound, read, called = set(), set(), set()
     for node in ast.walk(method):
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
-            for target in _bound_places(node.targets if isinstance(node, ast.Assign) else [node.target]):
+            for target in _bound_places(targets_of(node)):
                 name = self_field(target.value if isinstance(target, ast.Subscript) else target)
                 if name is not None:
                     bound.add(f"self.{name}")
