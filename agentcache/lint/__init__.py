@@ -2,7 +2,7 @@
 
 Rules have stable codes, ``AC`` and three digits; the hundreds digit is the family (the kind of file):
 
-- ``AC0xx`` any file: AC001, the file cannot be parsed;
+- ``AC0xx`` any file: AC001, a tool-schema file cannot be parsed (a Python file that cannot is noted, not checked);
 - ``AC1xx`` Python source (:mod:`agentcache.lint.python`; AC120-AC122, cache breakpoints built in code:
   :mod:`agentcache.lint.python_breakpoints`);
 - ``AC2xx`` tool-schema JSON files (:mod:`agentcache.lint.tool_schema`), fixable with ``fix=True``;

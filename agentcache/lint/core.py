@@ -144,7 +144,7 @@ class FileKind:
 UNPARSABLE = Rule(
     "AC001",
     "unparsable-file",
-    "a file of a checked kind cannot be parsed, so none of its rules could run",
+    "a tool-schema file cannot be parsed, so none of its rules could run",
     "fix the syntax error (or the encoding) the message names",
 )
 

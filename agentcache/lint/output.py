@@ -140,7 +140,8 @@ def to_json(result: LintResult, tool: Tool = LINT) -> dict[str, Any]:
 
 
 def to_sarif(result: LintResult, tool: Tool = LINT) -> dict[str, Any]:
-    """A SARIF 2.1.0 log with one run: every rule in the driver, a result per finding left."""
+    """A SARIF 2.1.0 log with one run: every rule in the driver, a result per finding left, a tool execution
+    notification per note."""
     catalog = list(tool.rules().values())
     index = {rule.code: position for position, rule in enumerate(catalog)}
     return {
@@ -157,6 +158,15 @@ def to_sarif(result: LintResult, tool: Tool = LINT) -> dict[str, Any]:
                 },
                 "columnKind": "unicodeCodePoints",
                 "results": [_sarif_result(finding, index[finding.code]) for finding in result.findings],
+                # a file skipped (not valid Python, a dataset, a newer grammar) is no result: it was not analysed
+                "invocations": [
+                    {
+                        "executionSuccessful": True,
+                        "toolExecutionNotifications": [
+                            {"level": "note", "message": {"text": note}} for note in result.notes
+                        ],
+                    }
+                ],
             }
         ],
     }

@@ -28,17 +28,19 @@ TOOLS = '[{"name": "b", "parameters": {}}, {"name": "a", "parameters": {}}]\n'
 def result(tmp_path: Path) -> LintResult:
     (tmp_path / "agent.py").write_text(AGENT)
     (tmp_path / "tools.json").write_text(TOOLS)
-    (tmp_path / "bad.py").write_text("def system_prompt(:\n")
+    (tmp_path / "bad.py").write_text("def system_prompt(:\n")  # noted: not valid Python
+    (tmp_path / "broken_tools.json").write_text('{"tools": [}\n')  # AC001: what a tool list is read from
     return lint_paths([tmp_path, tmp_path / "tools.json"])  # a tool file's form is checked when it is named
 
 
 def test_text_is_one_located_line_and_one_help_line_per_finding(result: LintResult) -> None:
     lines = render(result, "text").splitlines()
-    assert len(lines) == 2 * len(result.findings) + 1
+    assert len(lines) == 2 * len(result.findings) + len(result.notes) + 1
     for finding, line, help_line in zip(result.findings, lines[0::2], lines[1::2], strict=False):
         assert line == f"{finding.path}:{finding.line}:{finding.column}: {finding.code} {finding.message}"
         assert help_line == f"  help: {finding.hint}"
-    assert lines[-1] == f"Found {len(result.findings)} findings in 3 files."
+    assert lines[-1 - len(result.notes) : -1] == [f"note: {note}" for note in result.notes]
+    assert lines[-1] == f"Found {len(result.findings)} findings in 4 files."
 
 
 def test_text_reports_fixes_and_a_clean_run(tmp_path: Path) -> None:
@@ -59,8 +61,9 @@ def test_json_document(result: LintResult) -> None:
         "code", "name", "message", "hint", "path", "line", "column", "end_line", "end_column", "fixable",
     }  # fmt: skip
     assert first["name"] == rules()[first["code"]].name
+    assert document["notes"] == list(result.notes)
     assert document["summary"] == {
-        "files": 3,
+        "files": 4,
         "findings": len(result.findings),
         "fixed": 0,
         "rewritten": [],
@@ -107,3 +110,9 @@ def test_sarif_rules_and_regions_match_the_findings(result: LintResult) -> None:
         if finding.end_line is not None:
             assert location["region"]["endColumn"] == finding.end_column
         assert finding.message in sarif["message"]["text"]
+    [invocation] = run["invocations"]  # a file skipped is not analysed: a notification, not a result
+    assert invocation["executionSuccessful"] is True
+    assert [(note["level"], note["message"]["text"]) for note in invocation["toolExecutionNotifications"]] == [
+        ("note", text) for text in result.notes
+    ]
+    assert any("bad.py: skipped: not valid Python" in text for text in result.notes)

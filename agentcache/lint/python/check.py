@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agentcache.errors import InputError
-from agentcache.lint.core import UNPARSABLE, Checked, Finding, Rule, SourceFile
+from agentcache.lint.core import Checked, Finding, Rule, SourceFile
 from agentcache.lint.python.arrival import starting_lines
 from agentcache.lint.python.interpreter import Interpreter
 from agentcache.lint.python.project import Lesson, Project
@@ -44,7 +44,7 @@ _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)
 
 
 def check(source: SourceFile) -> Checked:
-    """AC1xx findings for one Python file, judged alone; AC001 when it does not parse."""
+    """AC1xx findings for one Python file, judged alone; a note when it does not parse."""
     return PythonSession().check(source)
 
 
@@ -105,10 +105,9 @@ class PythonSession:
             if isinstance(exc, SyntaxError) and _template(source.path, text or data.decode("utf-8", "replace"), line):
                 return Checked(note="skipped: a template of Python code (Jinja tags), not Python until rendered")
             column = getattr(exc, "offset", None) or 1
-            reason = exc.msg if isinstance(exc, SyntaxError) else str(exc)
-            return Checked((_unparsable(source, line, max(column, 1), f"not valid Python: {reason}"),))
+            return _not_python(line, column, exc.msg if isinstance(exc, SyntaxError) else str(exc))
         except RecursionError:
-            return Checked((_unparsable(source, 1, 1, "not parsable: nesting too deep for Python's parser"),))
+            return Checked(note="skipped: nesting too deep for Python's parser")
         module, package = self.project.module(source.path), self.project.package(source.path)
         templates = self.project.templates(source.path)
         results: list[tuple[Rule, ast.expr, str]] = []
@@ -141,10 +140,9 @@ class PythonSession:
         except SyntaxError as exc:  # a later part of a large module: the whole module is unparsable
             if _older(text) is not None:  # not rewritten: the module is not parsed whole, to bound its memory
                 return _needs_newer()
-            line, column = exc.lineno or 1, exc.offset or 1
-            return Checked((_unparsable(source, line, max(column, 1), f"not valid Python: {exc.msg}"),))
+            return _not_python(exc.lineno or 1, exc.offset or 1, exc.msg)
         except RecursionError:
-            return Checked((_unparsable(source, 1, 1, "not analysed: expressions or branches nested too deep"),))
+            return Checked(note="skipped: expressions or branches nested too deep to analyse")
         self.last = self.project.lesson(source.path, module, exports, gives, reading)
         self.project.learn(self.last)
         if len(text) <= PART_BYTES:  # one part: the tree of the whole module
@@ -401,8 +399,11 @@ def _noqa(data: bytes) -> dict[int, frozenset[str] | None]:
     return found
 
 
-def _unparsable(source: SourceFile, line: int, column: int, message: str) -> Finding:
-    return Finding(source.display, line, column, UNPARSABLE.code, message, UNPARSABLE.hint)
+def _not_python(line: int, column: int, reason: str) -> Checked:
+    """The note of a module no Python grammar reads (a real syntax error): it sends nothing, as Python would
+    refuse to import it, and no rule could run on it; not a finding, which is a cache break (a tool-schema file
+    that does not parse is AC001: it is what a tool list is read from)."""
+    return Checked(note=f"skipped: not valid Python (line {line}, column {max(column, 1)}: {reason})")
 
 
 def _column(lines: list[bytes], line: int, offset: int) -> int:
