@@ -33,7 +33,8 @@ of 2026-12-06 (commit 5e4eba0); ``thirtyfifth``, judged against the lint of 2026
 2026-12-07 (commit 82cc0b4); ``fortyfirst``, judged against the lint of 2026-12-07 (commit 7d997c9);
 ``fortysecond``, judged against the lint of 2026-12-07 (commit 521c0b7); ``fortythird``, judged against the lint
 of 2026-12-07 (commit 2dfb1d1); ``fortyfourth``, judged against the lint of 2026-12-07 (commit 82b74de);
-``fortyfifth``, judged against the lint of 2026-12-07 (commit 1364638).
+``fortyfifth``, judged against the lint of 2026-12-07 (commit 1364638); ``fortysixth``, judged against the lint of
+2026-12-07 (commit 1722be3).
 Targets, per corpus: precision >= 90%, recall >= 80%, >= 300 files/s, peak RSS < 300 MB on a 4 MB file. Exits 1
 when a target is missed or a finding is unlabelled.
 
@@ -42,7 +43,9 @@ shared, and wall time then measures the neighbours too), and on wall time with `
 ``agentcache lint --jobs 2`` runs), the figure the target is checked on, since the issue sets it for a 2-core
 machine. The load average is printed with them: on a busy machine the wall figure is the neighbours' as much as
 lint's. The two runs must find the same. Peak RSS is that of a child process linting one 4 MB module made of
-corpus code, started before the corpora are linted (a child's peak counts the memory of its parent when forked).
+corpus code, started before the corpora are linted (a child's peak counts the memory of its parent when forked);
+and, with no target, that of a child linting the whole first corpus named: memory a run keeps from one module to the
+next (a cache of every module's syntax trees) shows there, not on one module.
 """
 
 from __future__ import annotations
@@ -109,6 +112,7 @@ CORPORA = (
     "fortythird",
     "fortyfourth",
     "fortyfifth",
+    "fortysixth",
 )
 DEFAULT_CACHE = Path.home() / ".cache" / "agentcache" / "lint"
 PRECISION, RECALL, FILES_PER_SECOND, RSS_MB, BIG_FILE_MB = 0.90, 0.80, 300, 300, 4
@@ -150,16 +154,17 @@ FLOORS = {
     "thirtythird": (1.0, 0.8),
     "thirtyfourth": (0.88, 0.94),
     "thirtyfifth": (0.6, 1.0),
-    "thirtysixth": (0.8, 1.0),
+    "thirtysixth": (1.0, 1.0),
     "thirtyseventh": (1.0, 0.87),
     "thirtyeighth": (0.5, 1.0),
     "thirtyninth": (1.0, 1.0),
     "fortieth": (1.0, 0.75),
     "fortyfirst": (1.0, 0.5),
     "fortysecond": (1.0, 1.0),
-    "fortythird": (0.8, 1.0),
+    "fortythird": (1.0, 1.0),
     "fortyfourth": (1.0, 1.0),
     "fortyfifth": (1.0, 0.83),
+    "fortysixth": (0.8, 1.0),
 }
 #: Worker processes of the wall-clock run: the issue's target is for a 2-core machine.
 JOBS = 2
@@ -324,8 +329,11 @@ def main() -> int:
     if not big.exists():
         big_file(fetch(args.cache, "tuned"), big)
     rss = peak_rss_mb(big)
-    failed = [f"{corpus}: {what}" for corpus in args.corpus or CORPORA for what in run(corpus, args.cache)]
+    corpora = args.corpus or list(CORPORA)
+    whole = peak_rss_mb(fetch(args.cache, corpora[0]))  # what one run keeps from module to module shows here
+    failed = [f"{corpus}: {what}" for corpus in corpora for what in run(corpus, args.cache)]
     print(f"peak RSS linting a {big.stat().st_size / 2**20:.1f} MB module: {rss:.0f} MB")
+    print(f"peak RSS linting the whole {corpora[0]} corpus in one process: {whole:.0f} MB")
     if rss >= RSS_MB:
         failed.append(f"peak RSS {rss:.0f} MB >= {RSS_MB} MB")
     for what in failed:

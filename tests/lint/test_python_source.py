@@ -1332,9 +1332,52 @@ POSITIVE = {
                     model="m", system=system, messages=[{"role": "user", "content": text}]  # expect: AC103
                 )
     """,
+    "a_system_prompt_kept_with_a_default": """
+        from datetime import datetime
+
+        class Agent:
+            def __init__(self, system_prompt=None):
+                if system_prompt is None:
+                    system_prompt = f"You help. It is {datetime.now():%H:%M}."
+                self.system_prompt = system_prompt or ""  # expect: AC101
+    """,
+    "fields_a_method_binds_for_the_methods_of_a_base_it_then_calls": """
+        from anthropic import Anthropic
+
+        class Base:
+            def _format(self):
+                return "\\n".join(self.topics)
+
+        class Interviewer(Base):
+            def __init__(self, spec):
+                self.spec = spec
+                self.topics = []
+
+            def _build(self):
+                return "Cover these topics:\\n" + self._format()
+
+            def run(self):
+                self.topics = list(set(self.spec.split(",")))
+                system = self._build()
+                return Anthropic().messages.create(model="m", system=system, messages=[])  # expect: AC103
+
+        class Other:
+            def _format(self):
+                return "unrelated"
+    """,
 }
 
 NEGATIVE = {
+    "a_system_prompt_shown_in_a_report_not_sent": """
+        from datetime import datetime
+
+        def context_report(build):
+            sections = []
+            system_prompt, tokens = build()
+            system_prompt += f"\\nCurrent time: {datetime.now():%H:%M}"
+            sections.append(f"## System prompt ({tokens} tokens)\\n{system_prompt}")
+            return "\\n".join(sections)
+    """,
     "fields_a_method_binds_after_the_prompt_is_built_or_another_method_binds": """
         from datetime import datetime
 

@@ -705,12 +705,13 @@ class Interpreter(Statements):
         ``_gather_prompt_context`` calling ``super()``). None where Python's order of bases could find another
         (several bases, a base from another module), or where a subclass of the module overrides it without
         calling ``super()``: its objects run the override."""
+        return self.method_of(self.running_class(), name)
+
+    def method_of(self, cls: ast.ClassDef | None, name: str) -> Function | None:
+        """The method ``self.name(...)`` runs in a method of ``cls`` (:meth:`own_method`)."""
         found = self.methods.get(name)
-        if found is not None:
+        if found is not None or cls is None:
             return found
-        cls = self.running_class()
-        if cls is None:
-            return None
         key = (id(cls), name)
         if key not in self.resolved:
             self.resolved[key] = None if self.replaced(cls, name) else self.defining(cls, name)
@@ -739,21 +740,19 @@ class Interpreter(Statements):
         return known
 
     def reads_on_self(self, method: Function) -> frozenset[str]:
-        """The fields of ``self`` ``method`` reads, itself or through the methods of its class it calls on ``self``
-        (``self._format_files()``): those of the state it is given (:meth:`state`) it may use."""
+        """The fields of ``self`` ``method`` reads, itself or through the methods it calls on ``self``
+        (``self._format_files()``, its class's or a base's, :meth:`method_of`): those of the state it is given
+        (:meth:`state`) it may use."""
         known = self.self_reads.get(id(method))
         if known is None:
             self.self_reads[id(method)] = frozenset()  # a method it calls that calls it back
             cls = self.class_of(method)
-            own = {
-                item.name: item
-                for item in (cls.body if cls is not None else ())
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
-            }
             uses = self.uses(method)
             read = uses.read
-            for name in uses.called & own.keys():
-                read |= self.reads_on_self(own[name])
+            for name in uses.called:
+                called = self.method_of(cls, name)
+                if called is not None:
+                    read |= self.reads_on_self(called)
             known = self.self_reads[id(method)] = read
         return known
 

@@ -116,11 +116,11 @@ _HOLDERS = (ast.Return, ast.Yield, ast.YieldFrom, ast.Await, ast.Assign, ast.Ann
 
 def escaping(function: Function | ast.If, consumes: Callable[[ast.expr], bool] = lambda node: False) -> frozenset[str]:
     """The names whose object leaves ``function`` (or a script's block) as it is (or through a function nested in
-    it): returned or yielded, given to a call, bound to another name or stored, or put in a collection. A name only
-    iterated, tested or combined with others (``requested & KNOWN``, ``for name in supported``), or given to a call
-    or put in a dict that ``consumes`` says keeps nothing of it (a token estimate, ``sorted``, a report), or stored
-    only in places ``consumes`` says keep no order (an assignment's targets, a dict's key: a policy), is consumed
-    where it is."""
+    it): returned or yielded, given to a call, bound to another name or stored, or put in a collection (not bound by
+    unpacking: ``prompt, tokens = ...``). A name only iterated, tested or combined with others (``requested &
+    KNOWN``, ``for name in supported``), or given to a call or put in a dict that ``consumes`` says keeps nothing of
+    it (a token estimate, ``sorted``, a report), or stored only in places ``consumes`` says keep no order (an
+    assignment's targets, a dict's key: a policy), is consumed where it is."""
     found: set[str] = set()
     for node in ast.walk(function):
         if isinstance(node, (ast.Call, ast.Dict)) and consumes(node):
@@ -131,7 +131,9 @@ def escaping(function: Function | ast.If, consumes: Callable[[ast.expr], bool] =
             held = [node.value]
         elif isinstance(node, ast.Call):
             held = [*node.args, *(keyword.value for keyword in node.keywords)]
-        elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        elif isinstance(node, ast.Set) or (
+            isinstance(node, (ast.List, ast.Tuple)) and isinstance(node.ctx, ast.Load)
+        ):  # not a target: ``prompt, tokens = build()`` binds the name, puts it in no collection
             held = list(node.elts)
         elif isinstance(node, ast.Dict):
             held = [value for key, value in zip(node.keys, node.values, strict=True) if not (key and consumes(key))]
