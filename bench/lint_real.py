@@ -164,7 +164,7 @@ FLOORS = {
     "fortythird": (1.0, 1.0),
     "fortyfourth": (1.0, 1.0),
     "fortyfifth": (1.0, 0.83),
-    "fortysixth": (0.8, 1.0),
+    "fortysixth": (0.66, 1.0),
 }
 #: Worker processes of the wall-clock run: the issue's target is for a 2-core machine.
 JOBS = 2

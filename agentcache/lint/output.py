@@ -100,6 +100,8 @@ def to_text(result: LintResult, paint: Paint = _plain, width: int | None = None)
         )
     elif result.findings:
         lines.append(f"Found {count(len(result.findings), 'finding')} in {files}.")
+    elif result.notes:  # a file noted as skipped was not checked: say so where a clean run is read
+        lines.append(f"All checks passed ({files} checked; {len(result.notes)} noted above).")
     else:
         lines.append(f"All checks passed ({files} checked).")
     return "\n".join(lines) + "\n"

@@ -50,6 +50,12 @@ def test_text_reports_fixes_and_a_clean_run(tmp_path: Path) -> None:
     assert re.fullmatch(r".*tools\.json:1:11: AC201 \[fixed\] tools are not sorted by name.*", fixed[0])
     assert fixed[-1] == f"Found 1 finding in 1 file: 1 fixed, 0 remaining (rewrote {path})."
     assert render(lint_paths([path]), "text") == "All checks passed (1 file checked).\n"
+    broken = tmp_path / "agent.py"
+    broken.write_text("system_prompt = (\n")
+    assert render(lint_paths([broken]), "text") == (
+        f"note: {broken}: skipped: not valid Python (line 1, column 17: '(' was never closed)\n"
+        "All checks passed (1 file checked; 1 noted above).\n"
+    )
 
 
 def test_json_document(result: LintResult) -> None:

@@ -1332,15 +1332,6 @@ POSITIVE = {
                     model="m", system=system, messages=[{"role": "user", "content": text}]  # expect: AC103
                 )
     """,
-    "a_system_prompt_kept_with_a_default": """
-        from datetime import datetime
-
-        class Agent:
-            def __init__(self, system_prompt=None):
-                if system_prompt is None:
-                    system_prompt = f"You help. It is {datetime.now():%H:%M}."
-                self.system_prompt = system_prompt or ""  # expect: AC101
-    """,
     "fields_a_method_binds_for_the_methods_of_a_base_it_then_calls": """
         from anthropic import Anthropic
 
@@ -1368,15 +1359,13 @@ POSITIVE = {
 }
 
 NEGATIVE = {
-    "a_system_prompt_shown_in_a_report_not_sent": """
+    "tools_bound_by_unpacking_only_tested_there": """
         from datetime import datetime
 
-        def context_report(build):
-            sections = []
-            system_prompt, tokens = build()
-            system_prompt += f"\\nCurrent time: {datetime.now():%H:%M}"
-            sections.append(f"## System prompt ({tokens} tokens)\\n{system_prompt}")
-            return "\\n".join(sections)
+        def stale(load):
+            enabled_tools, checked = load()
+            enabled_tools = {f"{name}@{datetime.now():%H}" for name in enabled_tools}
+            return [name for name in checked if name in enabled_tools]
     """,
     "fields_a_method_binds_after_the_prompt_is_built_or_another_method_binds": """
         from datetime import datetime
@@ -2336,7 +2325,7 @@ def test_source_encoding_cookie_is_honoured(tmp_path: Path) -> None:
     assert (finding.code, finding.line, finding.column) == ("AC101", 3, source.splitlines()[2].index('f"') + 1)
 
 
-def test_deep_code_is_a_finding_not_a_crash(tmp_path: Path) -> None:
+def test_deep_code_is_noted_not_a_crash(tmp_path: Path) -> None:
     from agentcache.lint import lint_paths
 
     branches = "".join(f"    elif x == {i}:\n        return {i}\n" for i in range(1, 500))

@@ -400,9 +400,9 @@ def _noqa(data: bytes) -> dict[int, frozenset[str] | None]:
 
 
 def _not_python(line: int, column: int, reason: str) -> Checked:
-    """The note of a module no Python grammar reads (a real syntax error): it sends nothing, as Python would
-    refuse to import it, and no rule could run on it; not a finding, which is a cache break (a tool-schema file
-    that does not parse is AC001: it is what a tool list is read from)."""
+    """The note of a module no Python grammar reads (a syntax error, bytes its encoding does not decode): it sends
+    nothing, as Python would refuse to import it, and no rule could run on it; not a finding, which is a cache
+    break (a tool-schema file that does not parse is AC001: it is what a tool list is read from)."""
     return Checked(note=f"skipped: not valid Python (line {line}, column {max(column, 1)}: {reason})")
 
 

@@ -370,10 +370,9 @@ class Sinks:
         made: the tools of a record (``run.tools``), and those bound in a function that parses the reply's tool
         calls (``candidate_tools`` in ``get_tool_message``). A set bound there is not yet an order: it becomes one
         where it is iterated (a set kept for membership tests never is). A function's own variable (``local``)
-        is a tool list or a system prompt only if it leaves the function as it is
-        (:func:`~agentcache.lint.python.syntax.escaping`): both are sent as a whole, and one only iterated, tested
-        or printed into other text there (``requested_tools & SUPPORTED``, a status page's copy of the prompt shown
-        with its token count) is not; what it holds is reported where it reaches a sink. So is a name bound
+        is a tool list only if it leaves the function as it is (:func:`~agentcache.lint.python.syntax.escaping`):
+        tools are sent as a whole, and one only iterated or tested there (``requested_tools & SUPPORTED``, the
+        commands an artifact goes to) is not; what it holds is reported where it reaches a sink. So is a name bound
         in the module's ``__main__`` block (a demo that prints what a toolset resolves to). A policy over tools
         (``allowed_tools``) is no tool list."""
         if node is None:
@@ -382,8 +381,6 @@ class Sinks:
             self.bound[node.lineno, node.col_offset] = name
         lowered = name.lower()
         if lowered.endswith(self.words.system_names):
-            if local and (self.stack or self.script) and not self.leaves(name):
-                return
             self.system_sink(node, value, taken=True)
         elif lowered == "tools" or lowered.endswith("_tools"):
             if (
