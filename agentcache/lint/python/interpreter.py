@@ -173,7 +173,7 @@ class Interpreter(Statements):
         """Method (by id) -> how it uses ``self`` (:meth:`uses`), once asked: kept with the module's analysis, not
         beyond it, so that no module's trees outlive its check."""
         self.self_reads: dict[int, frozenset[str]] = {}
-        """Method (by id) -> the fields of ``self`` it reads, itself or through its class's methods
+        """Method (by id) -> the fields of ``self`` it reads, itself or through the methods it calls on ``self``
         (:meth:`reads_on_self`)."""
         self.method_classes: dict[int, ast.ClassDef] | None = None
         """Method (by id) -> the module's class that defines it (:meth:`own_method`), made once asked."""

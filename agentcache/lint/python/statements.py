@@ -23,6 +23,8 @@ from agentcache.lint.python.syntax import (
     private_functions,
     read_as_globals,
     rebuilt_before_read,
+    self_field,
+    self_uses,
     statements,
     targets_of,
     unpacked,
@@ -842,25 +844,18 @@ def _bound_on_self(init: Function | None) -> set[str]:
     if init is None:
         return set()
     return {
-        f"self.{target.attr}"
+        f"self.{field}"
         for node in ast.walk(init)
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
         for target in targets_of(node)
-        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"
+        if (field := self_field(target)) is not None
     }
 
 
 def _called_on_self(init: Function, methods: list[Function]) -> list[Function]:
     """The methods of its class that ``__init__`` calls on ``self`` (``self._set_from_env()``): the fields they set
     are the object's too."""
-    called = {
-        node.func.attr
-        for node in ast.walk(init)
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and isinstance(node.func.value, ast.Name)
-        and node.func.value.id == "self"
-    }
+    called = self_uses(init).called
     return [method for method in methods if method.name in called and method is not init]
 
 
