@@ -455,18 +455,22 @@ class _Early:
 
 
 def _pool(jobs: int, settings: Mapping[str, Any]) -> ProcessPoolExecutor:
-    """``jobs`` worker processes, each with one :class:`_Run` for all its tasks: a session that keeps what the
-    worker's earlier tasks taught reads more as the parent does, so the parent checks fewer files again."""
+    """``jobs`` worker processes, each with one :class:`_Run` for all its tasks (and one for those given states): a
+    session that keeps what the worker's earlier tasks taught reads more as the parent does, so the parent checks
+    fewer files again."""
     return ProcessPoolExecutor(max_workers=jobs, initializer=_start_worker, initargs=(settings,))
 
 
-#: The worker process's run: :func:`_start_worker` makes it from the lint run's settings.
+#: The worker process's runs, which :func:`_start_worker` makes from the lint run's settings: its own, and the one
+#: each task that gives states resumes. A resumed session knows only what it is given, but keeps what it read of the
+#: project's files (they do not change during a run: indexing a large project's names takes seconds).
 _worker = _Run({})
+_resumed = _Run({})
 
 
 def _start_worker(settings: Mapping[str, Any]) -> None:
-    global _worker
-    _worker = _Run(settings)
+    global _worker, _resumed
+    _worker, _resumed = _Run(settings), _Run(settings)
 
 
 @_fewer_collections()
@@ -475,7 +479,8 @@ def _check_chunk(targets: list[Target], cache: CacheOptions | None, states: Mapp
     ``states`` when given (the worker's own keep what its other tasks taught)."""
     run = _worker
     if states:
-        run = _Run(_worker.settings)
+        run = _resumed
+        run.sessions = {name: session for name, session in run.sessions.items() if name in states}
         for kind in kinds():
             if kind.name in states:
                 session = run.session(kind)

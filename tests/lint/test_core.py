@@ -23,6 +23,7 @@ from agentcache.lint import (
     register_kind,
     rules,
 )
+from agentcache.lint.python.check import PythonSession
 
 VOLATILE = 'import uuid\nsystem_prompt = f"{uuid.uuid4()}"\n'
 
@@ -144,6 +145,34 @@ def test_a_helper_learned_in_another_worker_is_followed(tmp_path: Path, monkeypa
         ("c_graph.py", 5, "AC101"),
     ]
     assert lint_paths([tmp_path], jobs=2) == alone
+
+
+def test_a_worker_task_given_states_knows_only_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker keeps one run for the tasks that give states (what it read of the project's files serves them all),
+    but each such task knows only the states it is given: a helper an earlier task knew is unknown to the next."""
+    monkeypatch.setattr(core, "_worker", core._Run({}))
+    monkeypatch.setattr(core, "_resumed", core._Run({}))
+    (tmp_path / "agent").mkdir()
+    (tmp_path / "agent" / "__init__.py").write_text("")
+    (tmp_path / "agent" / "clock.py").write_text(
+        "from datetime import datetime\n\ndef now_str():\n    return datetime.now().isoformat()\n"
+    )
+    (tmp_path / "agent" / "graph.py").write_text('from .clock import now_str\n\nSYSTEM_PROMPT = f"It is {now_str()}"\n')
+    targets = {target[0].name: target for target in core._targets([tmp_path])}
+    taught = core._Run({})
+    taught.judge(targets["clock.py"], None)
+    knowing = {"python": taught.sessions["python"].state()}
+    knowing_nothing = {"python": PythonSession().state()}
+    core._start_worker({})
+
+    def codes(states: Mapping[str, object]) -> list[tuple[int, str]]:
+        [outcome] = core._check_chunk([targets["graph.py"]], None, states)
+        assert outcome.verdict is not None
+        return [(finding.line, finding.code) for finding in outcome.verdict.findings]
+
+    assert codes(knowing) == [(3, "AC101")]
+    assert codes(knowing_nothing) == []
+    assert codes(knowing) == [(3, "AC101")]
 
 
 def test_a_module_checked_too_early_is_checked_again_in_a_worker_as_soon_as_named(

@@ -81,7 +81,7 @@ _SUFFIX = re.compile(r"""(?:\}|%s|\+\s*["'])(_[A-Z][A-Z0-9_]*)["']""")
 #: A module whose names are looked up by a name built at run time: ``getattr(prompts, name)``, ``vars(prompts)``,
 #: ``prompts.__dict__``.
 _SCANNED = re.compile(
-    r"""getattr\(\s*(\w+)\s*,\s*(?!(?:"[^"\n]*"|'[^'\n]*')\s*[,)])|vars\(\s*(\w+)\s*\)|(\w+)\.__dict__"""
+    r"""getattr\(\s*(\w+)\s*,\s*(?!(?:"[^"\n]*"|'[^'\n]*')\s*[,)])|vars\(\s*(\w+)\s*\)|(?<!\w)(\w+)\.__dict__"""
 )
 #: The words the project index keeps: private names, and constants' (``SYSTEM_PROMPT``).
 _INDEXED_WORD = re.compile(r"(?<!\w)(?:_\w*|[A-Z][A-Z0-9_]*(?!\w))")
@@ -163,12 +163,16 @@ class _Project:
                 continue
             module = names(path)[0]
             self.modules[module] = None if module in self.modules else path
-            for match in _PREFIX.finditer(text):
-                self.prefixes.add(next((part for part in match.groups() if part is not None), "_"))
+            # Each form of these two holds a text the file must hold: searched first, as regexes that try every
+            # alternative at each character take seconds on a large project.
+            if '"_' in text or "'_" in text:
+                for match in _PREFIX.finditer(text):
+                    self.prefixes.add(next((part for part in match.groups() if part is not None), "_"))
             for match in _SUFFIX.finditer(text):
                 self.suffixes.add(match.group(1))
-            for match in _SCANNED.finditer(text):
-                self.scanned.add(next(part for part in match.groups() if part is not None))
+            if "getattr(" in text or "vars(" in text or ".__dict__" in text:
+                for match in _SCANNED.finditer(text):
+                    self.scanned.add(next(part for part in match.groups() if part is not None))
             headers = _HEADER.findall(text)
             for name, bases in headers:
                 for base in _BASE_NAME.findall(bases):
