@@ -83,6 +83,8 @@ _SUFFIX = re.compile(r"""(?:\}|%s|\+\s*["'])(_[A-Z][A-Z0-9_]*)["']""")
 _SCANNED = re.compile(
     r"""getattr\(\s*(\w+)\s*,\s*(?!(?:"[^"\n]*"|'[^'\n]*')\s*[,)])|vars\(\s*(\w+)\s*\)|(?<!\w)(\w+)\.__dict__"""
 )
+#: Every match of :data:`_SCANNED` holds one of these: a file without them is not searched (:func:`_searched`).
+_SCANNED_NEEDS = ("getattr(", "vars(", ".__dict__")
 #: The words the project index keeps: private names, and constants' (``SYSTEM_PROMPT``).
 _INDEXED_WORD = re.compile(r"(?<!\w)(?:_\w*|[A-Z][A-Z0-9_]*(?!\w))")
 #: A literal prefix a name is built from: ``getattr(self, f"_on_{kind}")``, ``name = "_on_" + kind``,
@@ -97,6 +99,8 @@ _PREFIX = re.compile(
     r"""|getattr\([^,()]+,\s*(?:f["']_\{|["']_["']\s*\+)""",
     re.MULTILINE,
 )
+#: Every match of :data:`_PREFIX` holds one of these, a quote before the name's underscore (:func:`_searched`).
+_PREFIX_NEEDS = ('"_', "'_")
 #: A class statement and its bases' text (one level of parentheses inside: ``with_metaclass(Meta, Base)``), and
 #: any class statement with bases: a file with more of the second than of the first is parsed for its classes.
 _HEADER = re.compile(r"^[ \t]*class[ \t]+(\w+)[ \t]*\(((?:[^()]|\([^()]*\))*)\)[ \t]*(?:->[^:]*)?:", re.MULTILINE)
@@ -163,16 +167,12 @@ class _Project:
                 continue
             module = names(path)[0]
             self.modules[module] = None if module in self.modules else path
-            # Each form of these two holds a text the file must hold: searched first, as regexes that try every
-            # alternative at each character take seconds on a large project.
-            if '"_' in text or "'_" in text:
-                for match in _PREFIX.finditer(text):
-                    self.prefixes.add(next((part for part in match.groups() if part is not None), "_"))
+            for match in _searched(_PREFIX, _PREFIX_NEEDS, text):
+                self.prefixes.add(next((part for part in match.groups() if part is not None), "_"))
             for match in _SUFFIX.finditer(text):
                 self.suffixes.add(match.group(1))
-            if "getattr(" in text or "vars(" in text or ".__dict__" in text:
-                for match in _SCANNED.finditer(text):
-                    self.scanned.add(next(part for part in match.groups() if part is not None))
+            for match in _searched(_SCANNED, _SCANNED_NEEDS, text):
+                self.scanned.add(next(part for part in match.groups() if part is not None))
             headers = _HEADER.findall(text)
             for name, bases in headers:
                 for base in _BASE_NAME.findall(bases):
@@ -399,6 +399,12 @@ class Callers:
         if root not in self.projects:
             self.projects[root] = _Project(root, self.names, self.largest)
         return self.projects[root]
+
+
+def _searched(pattern: re.Pattern[str], needs: tuple[str, ...], text: str) -> Iterator[re.Match[str]]:
+    """The matches of ``pattern`` in ``text``, searched only when the text holds one of the ``needs`` every match
+    holds: a pattern of alternatives is tried at each character, seconds on a large project's files."""
+    return pattern.finditer(text) if any(need in text for need in needs) else iter(())
 
 
 def _python_files(root: Path) -> Iterator[Path]:
